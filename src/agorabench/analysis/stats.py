@@ -1,0 +1,36 @@
+"""Small statistics shared by the reports."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean with a t-based confidence interval: mean ± t_{(1+level)/2, n−1}·s/√n.
+    Returns (mean, low, high, n); the interval is NaN for n < 2."""
+    x = pd.Series(values, dtype=float).dropna().to_numpy()
+    n = len(x)
+    if n == 0:
+        return (math.nan, math.nan, math.nan, 0)
+    m = float(np.mean(x))
+    if n < 2:
+        return (m, math.nan, math.nan, 1)
+    half = float(stats.t.ppf((1 + level) / 2, n - 1) * np.std(x, ddof=1) / math.sqrt(n))
+    return (m, m - half, m + half, n)
+
+
+def summarise(df: pd.DataFrame, by: str | list[str], columns: list[str], level: float = 0.95) -> pd.DataFrame:
+    """Mean and CI of each column per group, long format: group, metric, mean, low, high, n."""
+    rows = []
+    for key, group in df.groupby(by, dropna=False):
+        for col in columns:
+            if col not in group:
+                continue
+            m, lo, hi, n = mean_ci(group[col], level)
+            keys = key if isinstance(key, tuple) else (key,)
+            rows.append({**dict(zip([by] if isinstance(by, str) else by, keys)), "metric": col, "mean": m, "low": lo, "high": hi, "n": n})
+    return pd.DataFrame(rows)

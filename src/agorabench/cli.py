@@ -1,0 +1,137 @@
+"""Command line: ``agora run | report | export``.
+
+Errors in what the user gave (a malformed study file, an unknown model, a missing database)
+end with a one-line message and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .core.study import StudyError, load_study
+
+
+def _default_db(study_path: str) -> str:
+    return str(Path("runs") / (Path(study_path).stem + ".db"))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .core.runner import run_study
+
+    study = load_study(args.study, models=args.model)
+    db = args.db or _default_db(args.study)
+    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet)
+    print(
+        f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors; "
+        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {db}"
+    )
+    for message in stats.error_messages[:5]:
+        print(f"  error: {message}", file=sys.stderr)
+    return 0 if stats.errors == 0 else 1
+
+
+def _store(args: argparse.Namespace):
+    from .store.store import Store
+
+    db = args.db or _default_db(args.study)
+    if "://" not in db and not Path(db).exists():
+        raise StudyError(f"database not found: {db} (run the study first, or pass --db)")
+    return Store(db)
+
+
+def _study_name(path: str) -> str:
+    return load_study(path).name if Path(path).exists() else path
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .analysis.report import build_report
+
+    store = _store(args)
+    try:
+        path = build_report(store, _study_name(args.study), args.out)
+    except ValueError as exc:
+        raise StudyError(str(exc)) from None
+    print(f"report: {path.resolve()}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .analysis.frames import export
+
+    store = _store(args)
+    try:
+        n = export(store, _study_name(args.study), args.table, args.format, args.out)
+    except ValueError as exc:
+        raise StudyError(str(exc)) from None
+    print(f"wrote {n} rows to {args.out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .store.importers import import_folder
+
+    from .store.store import Store
+
+    store = Store(args.db or str(Path("runs") / f"{args.format}_import.db"))
+    try:
+        n, problems = import_folder(args.format, args.folder, store, study=args.study)
+    except ValueError as exc:
+        raise StudyError(str(exc)) from None
+    print(f"imported {n} games into study {args.study or args.format + '_import'}")
+    for p in problems[:20]:
+        print(f"  warning: {p}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="play a study's missing games")
+    r.add_argument("study")
+    r.add_argument("--db", help="SQLite path or database URL (default runs/<study>.db)")
+    r.add_argument("--concurrency", type=int, default=8, help="games in flight at once")
+    r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
+    r.add_argument("--cache", help="database holding the response cache (default: --db)")
+    r.add_argument("--quiet", action="store_true", help="no progress line")
+    r.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="write an HTML report of a study")
+    rep.add_argument("study", help="study file (or study name)")
+    rep.add_argument("--db")
+    rep.add_argument("--out", required=True, help="folder; the report is OUT/index.html")
+    rep.set_defaults(func=cmd_report)
+
+    e = sub.add_parser("export", help="write games or turns as CSV or Parquet")
+    e.add_argument("study")
+    e.add_argument("--db")
+    e.add_argument("--table", choices=["games", "turns"], default="games")
+    e.add_argument("--format", choices=["csv", "parquet"], default="csv")
+    e.add_argument("--out", required=True)
+    e.set_defaults(func=cmd_export)
+
+    i = sub.add_parser("import", help="load games logged by the original projects")
+    i.add_argument("format", choices=["glee", "govsim"])
+    i.add_argument("folder")
+    i.add_argument("--db")
+    i.add_argument("--study", help="study name for the imported games")
+    i.set_defaults(func=cmd_import)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except StudyError as exc:
+        print(f"agora: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("agora: interrupted; finished games are stored, run again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

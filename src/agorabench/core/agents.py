@@ -1,0 +1,53 @@
+"""Players: LLM agents over a model, and scripted strategies over the structured observation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..models.base import BackendError
+from ..models.model import Model
+from .actions import Action
+from .table import BackendFailure, Reply, TurnRequest, Usage
+
+
+class LLMAgent:
+    """Sends the role's transcript to a model and returns its raw text; the table parses it.
+
+    ``sample`` separates repeats of the same game in the response cache.
+    """
+
+    def __init__(self, model: Model, sample: int = 0, constrained: bool = False) -> None:
+        self.model = model
+        self.sample = sample
+        self.constrained = constrained
+
+    async def act(self, request: TurnRequest) -> Reply:
+        settings = self.model.settings
+        if self.constrained:
+            kind = request.action_type
+            if kind.response_format == "json":
+                settings = replace(settings, json_schema=kind.json_schema())
+            else:
+                settings = replace(settings, grammar=kind.grammar())
+        try:
+            c = await self.model.complete(request.messages, settings, sample=self.sample * 100 + request.attempt)
+        except BackendError as exc:
+            raise BackendFailure(str(exc)) from None
+        cost = 0.0 if c.cached else self.model.pricing.cost(c)
+        return Reply(text=c.text, usage=Usage(c.prompt_tokens, c.completion_tokens, cost), latency=c.latency, cached=c.cached)
+
+
+class Strategy:
+    """A scripted player. Subclasses implement :meth:`decide` from ``request.prompt.observation``
+    (and ``request.rng`` for randomised strategies); parameters come from the study file."""
+
+    def __init__(self, **params: Any) -> None:
+        self.params = params
+
+    def decide(self, request: TurnRequest) -> Action:
+        raise NotImplementedError
+
+    async def act(self, request: TurnRequest) -> Reply:
+        action = self.decide(request)
+        return Reply(text=action.render(), action=action, cached=True)

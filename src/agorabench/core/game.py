@@ -1,0 +1,114 @@
+"""Games: rules only. A game never does I/O, calls a model, reads the clock or global random
+state; it talks to players through the :class:`~agorabench.core.table.Table` and draws
+randomness from ``table.rng``.
+
+A game module defines a subclass of :class:`Game` with a pydantic ``Config`` (frozen, with the
+paper's defaults), ``roles(config)``, ``async play(table) -> outcome`` and a pure
+``metrics(outcome) -> dict``. Its scripted strategies are listed in ``strategies``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+import jinja2
+from pydantic import BaseModel, ConfigDict
+
+from .table import Player, Table
+
+
+class GameConfig(BaseModel):
+    """Base of every game's parameters: frozen and strict about unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+StrategyFactory = Callable[..., Player]
+
+
+class Game:
+    """Base class of the rules of one game."""
+
+    #: Registry key, e.g. ``envy.points``.
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[GameConfig]] = GameConfig
+    #: Folder with this game's default prompt templates.
+    prompt_dir: ClassVar[Path | None] = None
+    #: Scripted strategies by name (``strategy/NAME`` in model specs).
+    strategies: ClassVar[dict[str, StrategyFactory]] = {}
+    #: Roles that are named in prompts but never asked (e.g. an assumed peer).
+    passive_roles: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: GameConfig, prompts: "Prompts", names: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.prompts = prompts
+        #: Display name of the model or person in each role, for prompts that name the peer.
+        self.names = names or {}
+
+    @classmethod
+    def roles(cls, config: GameConfig) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    @classmethod
+    def active_roles(cls, config: GameConfig) -> tuple[str, ...]:
+        return tuple(r for r in cls.roles(config) if r not in cls.passive_roles)
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
+        return {}
+
+
+class Prompts:
+    """Prompt templates of one game: one Jinja2 file per prompt, looked up first in a user's
+    variant folder (if any), then in the game's own folder."""
+
+    def __init__(self, default_dir: Path | None, variant_dir: Path | None = None) -> None:
+        folders = [str(p) for p in (variant_dir, default_dir) if p is not None]
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(folders),
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.version = self._version(folders)
+
+    @staticmethod
+    def _version(folders: list[str]) -> str:
+        for folder in folders:
+            path = Path(folder) / "VERSION"
+            if path.exists():
+                return path.read_text().strip()
+        return "0"
+
+    def render(self, name: str, **values: Any) -> str:
+        return self.env.get_template(f"{name}.j2").render(**values).strip()
+
+
+#: Registry of games: key -> "module:Class" (imported on first use).
+GAMES: dict[str, str] = {
+    "envy.points": "agorabench.games.envy.point_allocation:PointAllocation",
+    "envy.workplace": "agorabench.games.envy.workplace:Workplace",
+    "glee.bargaining": "agorabench.games.glee.bargaining:Bargaining",
+    "glee.negotiation": "agorabench.games.glee.negotiation:Negotiation",
+    "glee.persuasion": "agorabench.games.glee.persuasion:Persuasion",
+    "commons": "agorabench.games.commons.commons:Commons",
+}
+
+
+def load_game(name: str) -> type[Game]:
+    """The game class registered under ``name``; a clear error for an unknown name."""
+    try:
+        target = GAMES[name]
+    except KeyError:
+        raise ValueError(f"unknown game {name!r}; known games: {', '.join(sorted(GAMES))}") from None
+    module_name, cls_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"game {name!r} is not available in this installation ({exc})") from None
+    return getattr(module, cls_name)

@@ -1,0 +1,235 @@
+"""The runner: plays a study's missing games concurrently on one event loop and stores each.
+
+- Games already ``done`` in the store are skipped, so a stopped study resumes where it was.
+- Up to ``concurrency`` games are in flight; each model bounds its own concurrent calls, and a
+  serialized backend (the embedded model) always has the next request queued.
+- A backend that fails for good aborts only its game (stored with status ``error`` and the
+  message); the study goes on, and the next run plays that game again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..models.base import BackendError, GenerationSettings
+from ..models.model import Model, Pricing, ResponseCache
+from ..store.store import SQLCache, Store
+from .agents import LLMAgent
+from .game import Prompts
+from .study import GameSpec, ModelEntry, Study, StudyError
+from .table import BackendFailure, Player, Table
+
+
+def build_backend(entry: ModelEntry):
+    """The backend for an LLM model entry; ValueError for an unknown spec."""
+    spec = entry.spec
+    if spec == "local" or spec.startswith("local/"):
+        from ..models.embedded import EmbeddedBackend
+
+        return EmbeddedBackend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"))
+    provider, sep, model_name = spec.partition("/")
+    if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
+        from ..models.openai_compat import OpenAICompatBackend
+
+        return OpenAICompatBackend(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=float(entry.params.get("timeout", 120)))
+    raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL or PROVIDER/MODEL@URL")
+
+
+@dataclass
+class RunStats:
+    total: int = 0
+    skipped: int = 0
+    done: int = 0
+    errors: int = 0
+    turns: int = 0
+    invalid: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    error_messages: list[str] = field(default_factory=list)
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+class Runner:
+    def __init__(
+        self,
+        study: Study,
+        store: Store,
+        concurrency: int = 8,
+        cache: ResponseCache | None = None,
+        progress: bool = True,
+        on_game_done: Callable[[GameSpec], None] | None = None,
+    ) -> None:
+        self.study = study
+        self.store = store
+        self.concurrency = max(1, concurrency)
+        self.cache = cache if cache is not None else SQLCache(store)
+        self.progress = progress
+        self.on_game_done = on_game_done
+        self.models: dict[str, Model] = {}
+        self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
+        self.stats = RunStats()
+
+    # players ---------------------------------------------------------------
+    def _model(self, entry: ModelEntry) -> Model:
+        if entry.name not in self.models:
+            backend = build_backend(entry)
+            settings = GenerationSettings(temperature=entry.temperature, max_tokens=entry.max_tokens, seed=self.study.file.seed)
+            self.models[entry.name] = Model(
+                backend,
+                settings,
+                cache=self.cache,
+                max_concurrency=entry.max_concurrency,
+                pricing=Pricing(entry.price_input, entry.price_output),
+            )
+        return self.models[entry.name]
+
+    def _player(self, entry: ModelEntry, spec: GameSpec) -> Player:
+        if entry.is_strategy:
+            key = entry.spec.split("/", 1)[1]
+            factory = self.study.game_cls.strategies.get(key)
+            if factory is None:
+                known = ", ".join(f"strategy/{k}" for k in sorted(self.study.game_cls.strategies))
+                raise StudyError(f"game {self.study.file.game!r} has no strategy {key!r}; known: {known}")
+            try:
+                return factory(**entry.params)
+            except TypeError as exc:
+                raise StudyError(f"strategy/{key}: bad parameters {entry.params}: {exc}") from None
+        return LLMAgent(self._model(entry), sample=spec.repeat, constrained=entry.constrained)
+
+    def check_models(self) -> None:
+        """Fail fast, before any game, on an unknown model or strategy (one-line errors)."""
+        specs = self.study.expand()
+        if not specs:
+            return
+        for role_model in {m for s in specs for m in s.seats.values()}:
+            self._player(self.study.models[role_model], specs[0])
+
+    # games -----------------------------------------------------------------
+    async def play_one(self, spec: GameSpec) -> None:
+        game_cls = self.study.game_cls
+        config = game_cls.Config(**spec.config)
+        entries = {role: self.study.models[m] for role, m in spec.seats.items()}
+        names = {role: e.label for role, e in entries.items()}
+        active = game_cls.active_roles(config)
+        players = {role: self._player(entries[role], spec) for role in active}
+        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries)
+        game = game_cls(config, self.prompts, names)
+        started = time.time()
+        status, outcome, metrics, error = "done", None, None, None
+        try:
+            outcome = await game.play(table)
+            metrics = game.metrics(outcome)
+        except (BackendFailure, BackendError) as exc:
+            status, error = "error", str(exc)
+        except Exception as exc:  # a bug in a game or strategy must not end the study
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        self.store.save_game(
+            id=spec.id,
+            study=self.study.name,
+            game=spec.game,
+            config=spec.config,
+            seats=spec.seats,
+            repeat=spec.repeat,
+            seed=spec.seed,
+            prompt_version=self.prompts.version,
+            status=status,
+            outcome=outcome,
+            metrics=metrics,
+            error=error,
+            turn_records=table.turns,
+            started=started,
+        )
+        self.stats.turns += len(table.turns)
+        self.stats.invalid += table.invalid_turns
+        if status == "done":
+            self.stats.done += 1
+        else:
+            self.stats.errors += 1
+            if len(self.stats.error_messages) < 20:
+                self.stats.error_messages.append(error or "")
+        if self.on_game_done:
+            self.on_game_done(spec)
+
+    async def run(self) -> RunStats:
+        specs = self.study.expand()
+        self.store.save_study(self.study.name, self.study.file.game, self.study.file.model_dump(mode="json"))
+        done = self.store.done_ids(self.study.name)
+        todo = [s for s in specs if s.id not in done]
+        self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))
+        self.check_models()
+        queue: asyncio.Queue[GameSpec] = asyncio.Queue()
+        for s in todo:
+            queue.put_nowait(s)
+
+        async def worker() -> None:
+            while True:
+                try:
+                    spec = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                await self.play_one(spec)
+
+        reporter = asyncio.create_task(self._report_progress(len(todo))) if self.progress else None
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+        finally:
+            if reporter:
+                reporter.cancel()
+            for model in self.models.values():
+                await model.aclose()
+        if self.progress:
+            self._print_progress(len(todo), final=True)
+        return self.stats
+
+    # progress --------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        calls = sum(m.calls for m in self.models.values())
+        return {
+            "calls": calls,
+            "cache_hits": sum(m.cache_hits for m in self.models.values()),
+            "tokens": sum(m.prompt_tokens + m.completion_tokens for m in self.models.values()),
+            "cost": sum(m.cost for m in self.models.values()),
+        }
+
+    def _print_progress(self, todo: int, final: bool = False) -> None:
+        s = self.stats
+        finished = s.done + s.errors
+        info = self.summary()
+        rate = info["calls"] / s.elapsed if s.elapsed > 0 else 0.0
+        eta = (s.elapsed / finished * (todo - finished)) if finished else float("nan")
+        invalid = s.invalid / s.turns if s.turns else 0.0
+        line = (
+            f"[{self.study.name}] games {finished}/{todo} (skipped {s.skipped}, errors {s.errors}) "
+            f"calls {info['calls']} ({rate:.1f}/s, cache hits {info['cache_hits']}) tokens {info['tokens']} "
+            f"invalid {invalid:.1%} cost ${info['cost']:.4f} "
+            + ("done" if final else f"ETA {eta:.0f}s")
+        )
+        end = "\n" if final or not sys.stderr.isatty() else "\r"
+        print(line, file=sys.stderr, end=end, flush=True)
+
+    async def _report_progress(self, todo: int) -> None:
+        interval = 0.5 if sys.stderr.isatty() else 10.0
+        while True:
+            await asyncio.sleep(interval)
+            self._print_progress(todo)
+
+
+def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True) -> tuple[RunStats, dict[str, Any]]:
+    """Synchronous entry point used by the CLI and tests."""
+    store = Store(db)
+    cache_store = Store(cache_db) if cache_db else store
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=progress)
+    try:
+        stats = asyncio.run(runner.run())
+    finally:
+        store.dispose()
+        if cache_store is not store:
+            cache_store.dispose()
+    return stats, runner.summary()

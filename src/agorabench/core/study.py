@@ -1,0 +1,252 @@
+"""Study files: which game, which parameter grid, which models in which seats, how many repeats.
+
+A study file (TOML or YAML) looks like::
+
+    name = "envy_points"
+    game = "envy.points"
+    repeats = 1
+    seed = 0
+    matchups = "ordered_pairs"   # ordered_pairs | all_pairs | same_model | seats
+    # prompts = "my_prompts/"    # optional folder of template overrides (a prompt variant)
+
+    [grid]                        # every combination becomes a game configuration
+    matrix = ["M1", "M2", "M3"]
+
+    [fixed]                       # parameters shared by every configuration
+    ...
+
+    [[models]]
+    name = "smol"
+    spec = "local"
+
+It expands into :class:`GameSpec` objects whose id is a hash of everything that defines the game,
+so running the same file again skips finished games, and adding a model or a repeat only runs
+the new cells.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+from .game import Game, load_game
+
+
+class StudyError(ValueError):
+    """A study file that cannot be used; the message names the problem."""
+
+
+class ModelEntry(BaseModel):
+    """One player type: an LLM (``local``, ``openai/NAME``, ``NAME@URL``) or ``strategy/NAME``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    spec: str
+    display_name: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 256
+    max_concurrency: int = 16
+    constrained: bool = False
+    price_input: float = 0.0  # dollars per million prompt tokens
+    price_output: float = 0.0
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+    @property
+    def is_strategy(self) -> bool:
+        return self.spec.startswith("strategy/")
+
+
+MATCHUPS = ("ordered_pairs", "all_pairs", "same_model", "seats")
+
+
+class StudyFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    game: str
+    description: str = ""
+    repeats: int = Field(1, ge=1)
+    seed: int = 0
+    matchups: str = "ordered_pairs"
+    seats: list[dict[str, str]] = Field(default_factory=list)
+    prompts: str | None = None
+    max_retries: int = Field(2, ge=0)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    configs: list[dict[str, Any]] = Field(default_factory=list)
+    models: list[ModelEntry]
+
+    @field_validator("matchups")
+    @classmethod
+    def _known_matchups(cls, v: str) -> str:
+        if v not in MATCHUPS:
+            raise ValueError(f"unknown matchups {v!r}; use one of {', '.join(MATCHUPS)}")
+        return v
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """One game to play: the game, its configuration, who sits where, which repeat."""
+
+    id: str
+    game: str
+    config: dict[str, Any]
+    seats: dict[str, str]
+    repeat: int
+    seed: int
+
+
+@dataclass
+class Study:
+    file: StudyFile
+    game_cls: type[Game]
+    root: Path
+    models: dict[str, ModelEntry] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.file.name
+
+    @property
+    def prompt_dir(self) -> Path | None:
+        if self.file.prompts is None:
+            return None
+        path = Path(self.file.prompts)
+        return path if path.is_absolute() else (self.root / path)
+
+    def configurations(self) -> list[Any]:
+        """Every configuration of the grid (plus explicit ``configs``), validated by the game."""
+        keys = list(self.file.grid)
+        combos = [dict(zip(keys, values)) for values in itertools.product(*(self.file.grid[k] for k in keys))] if keys else []
+        raw = [{**self.file.fixed, **c} for c in combos] + [{**self.file.fixed, **c} for c in self.file.configs]
+        if not raw:
+            raw = [dict(self.file.fixed)]
+        out = []
+        for values in raw:
+            try:
+                out.append(self.game_cls.Config(**values))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise StudyError(f"study {self.name!r}: invalid configuration {values}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        return out
+
+    def seatings(self, config: Any) -> list[dict[str, str]]:
+        """Role -> model name assignments for one configuration."""
+        roles = self.game_cls.roles(config)
+        names = list(self.models)
+        mode = self.file.matchups
+        if mode == "seats":
+            out = []
+            for seat in self.file.seats:
+                expanded = _expand_seats(seat, roles)
+                unknown = set(expanded.values()) - set(names)
+                if unknown:
+                    raise StudyError(f"study {self.name!r}: seats name unknown model(s) {sorted(unknown)}")
+                out.append(expanded)
+            return out
+        if mode == "same_model" or len(names) == 1:
+            return [{r: n for r in roles} for n in names]
+        if len(roles) == 1:
+            return [{roles[0]: n} for n in names]
+        if mode == "ordered_pairs":
+            return [dict(zip(roles, combo)) for combo in itertools.permutations(names, len(roles))]
+        return [dict(zip(roles, combo)) for combo in itertools.product(names, repeat=len(roles))]
+
+    def expand(self) -> list[GameSpec]:
+        specs = []
+        for config in self.configurations():
+            cfg = config.model_dump(mode="json")
+            for seats in self.seatings(config):
+                for repeat in range(self.file.repeats):
+                    ident = {
+                        "study": self.name,
+                        "game": self.file.game,
+                        "config": cfg,
+                        "seats": {r: self.models[m].model_dump(mode="json") for r, m in seats.items()},
+                        "repeat": repeat,
+                        "seed": self.file.seed,
+                        "prompts": self.file.prompts,
+                    }
+                    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+                    specs.append(GameSpec(digest, self.file.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed))
+        return specs
+
+
+def _expand_seats(seat: dict[str, str], roles: tuple[str, ...]) -> dict[str, str]:
+    """A seat entry may use ``"*"`` for every role not named explicitly."""
+    default = seat.get("*")
+    out = {}
+    for role in roles:
+        if role in seat:
+            out[role] = seat[role]
+        elif default is not None:
+            out[role] = default
+        else:
+            raise StudyError(f"seat assignment {seat} has no model for role {role!r}")
+    return out
+
+
+def parse_model_spec(spec: str) -> ModelEntry:
+    """A model from a command-line spec: ``local``, ``strategy/NAME``, ``openai/MODEL``,
+    or ``PROVIDER/MODEL@http://host:port/v1``."""
+    spec = spec.strip()
+    if not spec:
+        raise StudyError("empty model spec")
+    name, _, url = spec.partition("@")
+    return ModelEntry(name=name, spec=name, base_url=url or None)
+
+
+def load_study(path: str | Path, models: list[str] | None = None) -> Study:
+    """Read and validate a study file; ``models`` (command-line specs) replace its models."""
+    path = Path(path)
+    if not path.exists():
+        raise StudyError(f"study file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise StudyError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'TOML'}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise StudyError(f"{path}: a study file must be a table of settings")
+    if models:
+        data["models"] = [parse_model_spec(m).model_dump() for m in models]
+        if data.get("matchups") == "seats":
+            data["matchups"] = "ordered_pairs"
+    try:
+        file = StudyFile(**data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "study"
+        raise StudyError(f"{path}: {loc}: {first['msg']}") from None
+    try:
+        game_cls = load_game(file.game)
+    except ValueError as exc:
+        raise StudyError(f"{path}: {exc}") from None
+    entries: dict[str, ModelEntry] = {}
+    for entry in file.models:
+        if entry.name in entries:
+            raise StudyError(f"{path}: model name {entry.name!r} appears twice")
+        entries[entry.name] = entry
+    study = Study(file, game_cls, path.parent, entries)
+    if study.prompt_dir is not None and not study.prompt_dir.is_dir():
+        raise StudyError(f"{path}: prompt folder not found: {study.prompt_dir}")
+    return study

@@ -1,0 +1,206 @@
+"""The table: the only door between a game's rules and its players.
+
+A game asks a role for a decision with :meth:`Table.ask` (or several roles at once with
+:meth:`Table.ask_each`), tells a role what it observes with :meth:`Table.tell`, and draws
+randomness only from :attr:`Table.rng`. Each role keeps its own append-only transcript (system
+message, then user/assistant turns): what an LLM player sees is exactly that transcript.
+
+Invalid answers are re-asked with the validation error, up to ``max_retries`` times; after that
+the turn is recorded as invalid and ``ask`` returns the caller's fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from .actions import Action, ParseError
+
+A = TypeVar("A", bound=Action)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What a player is shown at a decision: text for models and people, a structured
+    observation for scripted strategies."""
+
+    text: str
+    observation: dict[str, Any] = field(default_factory=dict)
+    phase: str = ""
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass
+class Reply:
+    """A player's answer: raw text, and the action when the player is scripted."""
+
+    text: str
+    action: Action | None = None
+    usage: Usage = field(default_factory=Usage)
+    latency: float = 0.0
+    cached: bool = False
+
+
+@dataclass
+class TurnRequest:
+    """Everything a player may use to decide."""
+
+    role: str
+    messages: list[dict[str, str]]
+    prompt: Prompt
+    action_type: type[Action]
+    attempt: int
+    rng: random.Random
+    error: str | None = None
+
+
+class Player(Protocol):
+    """Anything that can answer a turn: an LLM agent, a scripted strategy, a person."""
+
+    async def act(self, request: TurnRequest) -> Reply: ...
+
+
+class BackendFailure(RuntimeError):
+    """A player's backend failed for good (after its retries); the game is aborted, not lost."""
+
+
+@dataclass
+class TurnRecord:
+    """One decision as stored: prompt messages, raw reply, parsed action and bookkeeping."""
+
+    index: int
+    role: str
+    phase: str
+    messages: list[dict[str, str]]
+    raw: str
+    action: dict[str, Any] | None
+    valid: bool
+    retries: int
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    latency: float
+    cached: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class Table:
+    """Seats players by role, keeps their transcripts and records every turn."""
+
+    def __init__(
+        self,
+        players: dict[str, Player],
+        seed: int,
+        max_retries: int = 2,
+        system: dict[str, str] | None = None,
+    ) -> None:
+        self.players = players
+        self.rng = random.Random(seed)
+        self._player_rngs = {role: random.Random(f"{seed}:{role}") for role in players}
+        self.max_retries = max_retries
+        self.transcripts: dict[str, list[dict[str, str]]] = {role: [] for role in players}
+        for role, text in (system or {}).items():
+            self.set_system(role, text)
+        self.turns: list[TurnRecord] = []
+
+    def set_system(self, role: str, text: str) -> None:
+        """Set (or replace, before any turn) the role's system message."""
+        transcript = self.transcripts.setdefault(role, [])
+        if transcript and transcript[0]["role"] == "system":
+            transcript[0] = {"role": "system", "content": text}
+        else:
+            transcript.insert(0, {"role": "system", "content": text})
+
+    def tell(self, role: str, text: str) -> None:
+        """Add an observation to the role's transcript without asking for a decision.
+
+        Consecutive user messages are merged so chat templates stay alternating.
+        """
+        transcript = self.transcripts.setdefault(role, [])
+        if transcript and transcript[-1]["role"] == "user":
+            transcript[-1] = {"role": "user", "content": transcript[-1]["content"] + "\n\n" + text}
+        else:
+            transcript.append({"role": "user", "content": text})
+
+    async def ask(self, role: str, prompt: Prompt, action_type: type[A], fallback: A | None = None) -> A | None:
+        """Ask one role for a decision; return the action, or ``fallback`` if it stays invalid."""
+        player = self.players[role]
+        self.tell(role, prompt.text)
+        retries, error = 0, None
+        raw = ""
+        usage = Usage()
+        latency = 0.0
+        cached = True
+        messages_at_ask = [dict(m) for m in self.transcripts[role]]
+        while True:
+            request = TurnRequest(role, list(self.transcripts[role]), prompt, action_type, retries, self._player_rngs.setdefault(role, random.Random(role)), error)
+            started = time.perf_counter()
+            reply = await player.act(request)
+            latency += reply.latency or (time.perf_counter() - started)
+            usage.prompt_tokens += reply.usage.prompt_tokens
+            usage.completion_tokens += reply.usage.completion_tokens
+            usage.cost += reply.usage.cost
+            cached = cached and reply.cached
+            raw = reply.text
+            self.transcripts[role].append({"role": "assistant", "content": raw})
+            try:
+                action = reply.action if reply.action is not None else action_type.parse(raw)
+                if not isinstance(action, action_type):
+                    raise ParseError(f"Expected a {action_type.__name__}.")
+                self._record(role, prompt, messages_at_ask, raw, action, True, retries, None, usage, latency, cached)
+                return action
+            except ParseError as exc:
+                error = str(exc)
+            if retries >= self.max_retries:
+                self._record(role, prompt, messages_at_ask, raw, None, False, retries, error, usage, latency, cached)
+                return fallback
+            retries += 1
+            self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.")
+
+    async def ask_each(self, requests: dict[str, tuple[Prompt, type[Action], Action | None]]) -> dict[str, Action | None]:
+        """Ask several roles at once (simultaneous moves); each sees only its own transcript."""
+        roles = list(requests)
+        results = await asyncio.gather(*(self.ask(r, p, t, fb) for r, (p, t, fb) in requests.items()))
+        return dict(zip(roles, results))
+
+    def note_metrics(self, role: str, metrics: dict[str, float]) -> None:
+        """Attach per-turn metrics to the role's latest turn."""
+        for turn in reversed(self.turns):
+            if turn.role == role:
+                turn.metrics.update(metrics)
+                return
+        raise KeyError(f"no turn for role {role!r}")
+
+    def _record(self, role, prompt, messages, raw, action, valid, retries, error, usage, latency, cached) -> None:
+        self.turns.append(
+            TurnRecord(
+                index=len(self.turns),
+                role=role,
+                phase=prompt.phase,
+                messages=messages,
+                raw=raw,
+                action=action.model_dump() if action is not None else None,
+                valid=valid,
+                retries=retries,
+                error=error,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost=usage.cost,
+                latency=latency,
+                cached=cached,
+            )
+        )
+
+    @property
+    def invalid_turns(self) -> int:
+        return sum(1 for t in self.turns if not t.valid)

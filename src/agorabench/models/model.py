@@ -1,0 +1,111 @@
+"""A model as the runner uses it: response cache -> concurrency limiter -> retries -> backend.
+
+Cache key: backend identity, full messages, generation settings and the sample index, so a
+study replayed from the cache makes no calls and yields the same outcomes at any concurrency.
+Retries: transient faults and rate limits are retried with exponential backoff; a rate limit's
+Retry-After is honoured; non-retryable errors fail at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+from .base import Backend, BackendError, Completion, GenerationSettings
+
+
+class ResponseCache(Protocol):
+    def get(self, key: str) -> Completion | None: ...
+
+    def put(self, key: str, identity: str, completion: Completion) -> None: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int, error: BackendError) -> float:
+        if error.retry_after is not None:
+            return min(error.retry_after, self.max_delay * 4)
+        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+
+
+@dataclass
+class Pricing:
+    """Dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+    def cost(self, c: Completion) -> float:
+        return (c.prompt_tokens * self.input + c.completion_tokens * self.output) / 1e6
+
+
+class Model:
+    def __init__(
+        self,
+        backend: Backend,
+        settings: GenerationSettings | None = None,
+        cache: ResponseCache | None = None,
+        max_concurrency: int = 16,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> None:
+        self.backend = backend
+        self.settings = settings or GenerationSettings()
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self.pricing = pricing or Pricing()
+        self._limit = asyncio.Semaphore(1 if backend.serialized else max_concurrency)
+        self.calls = 0  # requests that reached the backend
+        self.cache_hits = 0
+        self.retries = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cost = 0.0
+
+    def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int) -> str:
+        payload = json.dumps(
+            {"backend": self.backend.identity, "messages": messages, "settings": settings.key(), "sample": sample},
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int = 0) -> Completion:
+        settings = settings or self.settings
+        key = self.cache_key(messages, settings, sample)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.cache_hits += 1
+                hit.cached = True
+                return hit
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._limit:
+                    self.calls += 1
+                    completion = await self.backend.complete(messages, settings)
+                break
+            except BackendError as exc:
+                if not exc.retryable or attempt >= self.retry.max_attempts:
+                    raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
+                self.retries += 1
+                await asyncio.sleep(self.retry.delay(attempt, exc))
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.cost += self.pricing.cost(completion)
+        if self.cache is not None:
+            self.cache.put(key, self.backend.identity, completion)
+        return completion
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()

@@ -1,0 +1,95 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp server, Ollama,
+OpenRouter, DeepSeek, ...) through the official ``openai`` SDK.
+
+The SDK's own retries are off: retry decisions belong to :mod:`agorabench.models.retry`, which
+tells rate limits from transient faults and honours Retry-After."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import openai
+
+from .base import BackendError, Completion, GenerationSettings
+
+
+def _http_client():
+    """The SDK's aiohttp transport when installed: it sustains far more concurrent requests
+    than the default httpx transport."""
+    try:
+        from openai import DefaultAioHttpClient
+
+        return DefaultAioHttpClient()
+    except Exception:  # aiohttp extra missing
+        return None
+
+
+class OpenAICompatBackend:
+    serialized = False
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.identity = f"openai:{base_url or 'default'}:{model}"
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            if base_url is None:
+                raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
+            api_key = "not-needed"  # local servers accept any key
+        kwargs = {"base_url": base_url, "api_key": api_key, "max_retries": 0, "timeout": timeout}
+        client = _http_client()
+        if client is not None:
+            kwargs["http_client"] = client
+        self.client = openai.AsyncOpenAI(**kwargs)
+
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        started = time.perf_counter()
+        kwargs = {}
+        if settings.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            resp = await self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.seed,
+                **kwargs,
+            )
+        except openai.RateLimitError as exc:
+            raise BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True) from None
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
+        except openai.APIStatusError as exc:
+            retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
+            raise BackendError(f"HTTP {exc.status_code}: {exc.message}", retryable=retryable, retry_after=_retry_after(exc)) from None
+        latency = time.perf_counter() - started
+        if not resp.choices:
+            raise BackendError("the server returned no choices", retryable=True)
+        choice = resp.choices[0]
+        usage = resp.usage
+        return Completion(
+            text=choice.message.content or "",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            latency=latency,
+            finish_reason=choice.finish_reason or "stop",
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name in ("retry-after-ms", "retry-after"):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            continue
+        return seconds / 1000 if name.endswith("-ms") else seconds
+    return None
