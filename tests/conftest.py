@@ -1,0 +1,96 @@
+"""Shared test fixtures: the real embedded model, a real OpenAI-compatible llama.cpp server on
+127.0.0.1, the shared fixtures folder, and a helper to run a study file end to end."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
+THREADS = int(os.environ.get("AGORA_THREADS", "2"))
+os.environ.setdefault("AGORA_THREADS", str(THREADS))
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures() -> Path:
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip("../shared/fixtures is absent (not a CI checkout); fixture-based tests skipped")
+    return SHARED_FIXTURES
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 120.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except Exception:
+            time.sleep(0.3)
+    raise TimeoutError(url)
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """The llama-cpp-python OpenAI-compatible server with the embedded GGUF, on 127.0.0.1.
+    Yields its base URL (``http://127.0.0.1:PORT/v1``); stopped at the end of the session."""
+    from agorabench.models.embedded import embedded_model_path
+
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(embedded_model_path()),
+        "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS),
+        "--n_ctx", "4096", "--verbose", "False",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", proc=proc)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def run_agora(*args: str, cwd: Path | None = None, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the real command line (``python -m agorabench ...``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agorabench", *args],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def write_study(tmp_path):
+    """Write a study file (TOML text) into tmp_path and return its path."""
+
+    def _write(text: str, name: str = "study.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return _write
