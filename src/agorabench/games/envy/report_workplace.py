@@ -1,0 +1,117 @@
+"""Report sections of the workplace scenario: rating trajectories over the seven scenes per
+subject model, the correlation matrix of the five ratings over all valid responses, model
+profiles (normalised means per rating), the share of conversations whose envy fell from the
+first to the last scene, and invalid rates."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...analysis.plots import bars_with_ci, heatmap, lines, table_html
+from ...analysis.report import Section
+from ...analysis.stats import summarise
+from .workplace import RATING_LABELS, RATINGS, REFLECTION_SCENE, SCENES
+
+SCENE_TITLES = {s.key: s.title for s in (*SCENES, REFLECTION_SCENE)}
+
+
+def responses(turns: pd.DataFrame) -> pd.DataFrame:
+    """The subject's turns (one per scene), with ``scene_no`` and the five ratings
+    (NaN on invalid turns)."""
+    if turns is None or turns.empty or "role" not in turns:
+        return pd.DataFrame(columns=["model", "scene_no", "valid", *RATINGS])
+    sub = turns[turns["role"] == "subject"].copy()
+    for name in (*RATINGS, "scene_no"):
+        if name not in sub:
+            sub[name] = float("nan")
+    return sub
+
+
+def rating_correlations(turns: pd.DataFrame) -> pd.DataFrame:
+    """Pearson correlation matrix of the five ratings over all valid responses (every subject
+    model and scene pooled)."""
+    sub = responses(turns)
+    valid = sub[sub["valid"].astype(bool)][list(RATINGS)].astype(float)
+    return valid.corr(method="pearson").reindex(index=list(RATINGS), columns=list(RATINGS))
+
+
+def trajectories(turns: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each rating per subject model and scene, long format: model, scene_no, scene,
+    rating, value (valid responses only)."""
+    sub = responses(turns)
+    sub = sub[sub["valid"].astype(bool)]
+    if sub.empty:
+        return pd.DataFrame(columns=["model", "scene_no", "scene", "rating", "value"])
+    means = sub.groupby(["model", "scene_no", "phase"])[list(RATINGS)].mean().reset_index()
+    long = means.melt(id_vars=["model", "scene_no", "phase"], value_vars=list(RATINGS), var_name="rating", value_name="value")
+    return long.rename(columns={"phase": "scene"})
+
+
+def envy_drop(games: pd.DataFrame) -> pd.DataFrame:
+    """Per subject model: conversations with a known first-to-last envy change, the share whose
+    envy fell, and the mean change."""
+    known = games.dropna(subset=["envy_change"])
+    out = known.groupby("model_subject").agg(conversations=("envy_change", "size"), share_envy_fell=("envy_fell", "mean"), mean_envy_change=("envy_change", "mean")).reset_index()
+    return out.rename(columns={"model_subject": "model"})
+
+
+def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+    out: list[Section] = []
+    subj = responses(turns)
+
+    # trajectories -----------------------------------------------------------
+    traj = trajectories(turns)
+    if not traj.empty:
+        traj["rating"] = traj["rating"].map(RATING_LABELS)
+        figs = [
+            lines(sub, "scene_no", "value", "rating", f"Rating trajectory over the scenes: {model}", "mean rating (1–5)", ylim=(0.8, 5.2))
+            for model, sub in traj.groupby("model")
+        ]
+        order = traj.drop_duplicates("scene_no").sort_values("scene_no")
+        key = pd.DataFrame({"scene_no": order["scene_no"].astype(int), "scene": order["scene"].map(lambda k: SCENE_TITLES.get(k, k))})
+        wide = traj.pivot_table(index=["model", "scene_no"], columns="rating", values="value").reset_index()
+        body = "\n".join(figs) + "<h3>Scenes</h3>" + table_html(key) + "<h3>Mean ratings per scene</h3>" + table_html(wide)
+        out.append(Section("Rating trajectories", body))
+
+    # correlations -----------------------------------------------------------
+    corr = rating_correlations(turns)
+    if corr.notna().any().any():
+        shown = corr.rename(index=RATING_LABELS, columns=RATING_LABELS)
+        shown.index.name, shown.columns.name = "", ""
+        n = int(subj["valid"].astype(bool).sum())
+        body = heatmap(shown, "Correlation matrix of the five ratings (all valid responses)", vmin=-1.0, vmax=1.0, cmap="RdBu_r")
+        body += f"<p class='note'>Pearson correlations over {n} valid responses; a constant rating has no correlation (–).</p>"
+        body += table_html(corr.reset_index().rename(columns={"index": "rating"}))
+        out.append(Section("Correlations between ratings", body))
+
+    # profiles ---------------------------------------------------------------
+    norms = [f"{r}_norm" for r in RATINGS]
+    summary = summarise(games, ["model_subject"], norms).rename(columns={"model_subject": "model"})
+    if not summary.empty:
+        summary["metric"] = summary["metric"].str.removesuffix("_norm").map(RATING_LABELS)
+        body = bars_with_ci(summary, "model", "Model profiles: normalised mean ratings (÷5, 95% CI)", "normalised mean")
+        body += table_html(summarise(games, ["model_subject"], [*RATINGS, *norms]).rename(columns={"model_subject": "model"}))
+        grid = games.pivot_table(index="model_subject", columns="model_peer", values="envy_norm", aggfunc="mean")
+        grid.index.name, grid.columns.name = "subject model", "peer"
+        body += heatmap(grid, "Normalised envy Ê_work (subject × peer)")
+        out.append(Section("Model profiles", body))
+
+    # envy from first to last scene --------------------------------------------
+    drop = envy_drop(games)
+    if not drop.empty:
+        known = games["envy_change"].dropna()
+        overall = (known < 0).mean() if len(known) else float("nan")
+        changes = summarise(games, ["model_subject"], [f"{r}_change" for r in RATINGS]).rename(columns={"model_subject": "model"})
+        body = f"<p>Envy fell from the first scene (baseline) to the last in {overall:.1%} of {len(known)} conversations with both scenes valid (mean change {known.mean():+.2f} points).</p>"
+        body += table_html(drop) + "<h3>Change of every rating, last scene minus baseline</h3>" + table_html(changes)
+        out.append(Section("Envy from baseline to the last scene", body))
+
+    # invalid rates ------------------------------------------------------------
+    if not subj.empty:
+        subj = subj.assign(invalid=~subj["valid"].astype(bool))
+        per_model = subj.groupby("model").agg(responses=("invalid", "size"), invalid_rate=("invalid", "mean"), retries=("retries", "sum")).reset_index()
+        per_scene = subj.groupby(["scene_no", "phase"]).agg(responses=("invalid", "size"), invalid_rate=("invalid", "mean")).reset_index().rename(columns={"phase": "scene"})
+        convs = games.groupby("model_subject").agg(conversations=("game_id", "size"), all_scenes_valid=("n_invalid", lambda v: (v == 0).mean())).reset_index()
+        body = "<h3>Per model</h3>" + table_html(per_model) + "<h3>Per scene</h3>" + table_html(per_scene) + "<h3>Conversations</h3>" + table_html(convs)
+        out.append(Section("Invalid answers", body))
+    return out
