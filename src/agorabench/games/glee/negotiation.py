@@ -1,0 +1,202 @@
+"""GLEE negotiation (paper §2.2): seller Alice and buyer Bob haggle over the price of one product.
+
+Rules. Alice values the product at V_A = F_A·M, Bob at V_B = F_B·M (``f_a``, ``f_b``,
+``money``). In odd rounds Alice posts a price (with a free-text message when ``messages`` is on)
+and Bob buys at that price or rejects; in even rounds Bob posts a price and Alice sells or
+rejects. There is no discounting: a sale at price p gives utilities (p − V_A, V_B − p); no sale
+gives (0, 0). Each player knows its own value; with ``complete_info`` also the other's. The
+horizon works as in bargaining (a stated T, or a hidden ``infinite_rounds`` for ``"inf"``).
+
+Variant. The original project also let the responder leave for an outside option ("sell to /
+buy from someone else"), which ends the game without a sale. The paper does not describe it, so
+it is off by default; ``outside_option = true`` adds a ``"quit"`` decision (the importer uses it
+for games played that way).
+
+Bad answers. A price that is negative or unparseable is re-asked with the error; if it stays
+invalid the proposer forfeits the round and the turn is marked invalid. An invalid decision falls
+back to ``reject``.
+
+Metrics (paper §2.2), with p the sale price and p_f = (V_A + V_B)/2 the fairest price:
+
+- efficiency = 1 if (V_A ≥ V_B and there is no sale) or (there is a sale and V_A ≤ p ≤ V_B),
+  else 0;
+- fairness   = 1 − 4·((p − p_f)/M)² with a sale, 1 without (not bounded below, as in the paper);
+- self_gain_alice = (p − V_A)/M and self_gain_bob = (V_B − p)/M with a sale, 0 without.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from ...core.actions import Action
+from ...core.game import Game, GameConfig
+from ...core.table import Prompt, Table
+from .common import ALICE, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, rounds_to_play
+
+
+class NegotiationConfig(GameConfig):
+    """Parameters of §2.2; defaults are the paper's reference values (Table 8)."""
+
+    f_a: float = Field(1.0, gt=0)
+    f_b: float = Field(1.0, gt=0)
+    money: float = Field(10_000, gt=0)
+    horizon: Horizon = 1
+    complete_info: bool = True
+    messages: bool = False
+    outside_option: bool = False
+    #: Rounds actually played when ``horizon = "inf"`` (the original project used 30).
+    infinite_rounds: int = Field(30, ge=1)
+
+    @field_validator("horizon", mode="before")
+    @classmethod
+    def _horizon(cls, v: Any) -> Any:
+        return check_horizon(v)
+
+    @property
+    def value_a(self) -> float:
+        return self.f_a * self.money
+
+    @property
+    def value_b(self) -> float:
+        return self.f_b * self.money
+
+
+class PriceOffer(Action):
+    """A price for the product."""
+
+    response_format: ClassVar = "json"
+    text_fields: ClassVar = ("message",)
+
+    price: float = Field(ge=0, description="the price you offer")
+
+
+class PriceOfferWithMessage(PriceOffer):
+    message: str = Field("", description="your message to the other player")
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return "" if v is None else str(v)
+
+
+class DecisionOrQuit(Decision):
+    """Accept, reject, or leave for the outside option (original-project variant)."""
+
+    decision: Literal["accept", "reject", "quit"]
+
+
+def price_type(messages: bool) -> type[PriceOffer]:
+    return PriceOfferWithMessage if messages else PriceOffer
+
+
+class Negotiation(Game):
+    name = "glee.negotiation"
+    Config = NegotiationConfig
+    prompt_dir = PROMPTS / "negotiation"
+    strategies: ClassVar[dict] = {}
+
+    @classmethod
+    def roles(cls, config: GameConfig) -> tuple[str, ...]:
+        return ROLES
+
+    def value(self, role: str) -> float:
+        return self.config.value_a if role == ALICE else self.config.value_b
+
+    def decision_type(self) -> type[Decision]:
+        return DecisionOrQuit if self.config.outside_option else Decision
+
+    def observation(self, role: str, t: int, phase: str, price: float | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+        c = self.config
+        return {
+            "family": "negotiation",
+            "role": role,
+            "phase": phase,
+            "round": t,
+            "money": c.money,
+            "horizon": horizon_known(c.horizon),
+            "own_value": self.value(role),
+            "other_value": self.value(other(role)) if c.complete_info else None,
+            "messages": c.messages,
+            "price": price,
+            "history": [dict(h) for h in history],
+        }
+
+    def _values(self, role: str, t: int) -> dict[str, Any]:
+        c = self.config
+        return {
+            "me": NAMES[role],
+            "other": NAMES[other(role)],
+            "seller": role == ALICE,
+            "round": t,
+            "own_value": money(self.value(role)),
+            "other_value": money(self.value(other(role))),
+            "complete_info": c.complete_info,
+            "messages": c.messages,
+            "outside_option": c.outside_option,
+            "horizon": horizon_known(c.horizon),
+        }
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        c = self.config
+        kind = price_type(c.messages)
+        decision_kind = self.decision_type()
+        for role in ROLES:
+            table.set_system(role, self.prompts.render("system", **self._values(role, 1)))
+        history: list[dict[str, Any]] = []
+        rounds = rounds_to_play(c.horizon, c.infinite_rounds)
+        for t in range(1, rounds + 1):
+            proposer = ALICE if t % 2 == 1 else BOB
+            responder = other(proposer)
+            text = self.prompts.render("offer", format=kind.format_instructions(), **self._values(proposer, t))
+            offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer"), kind, fallback=None)
+            if offer is None:
+                history.append({"round": t, "proposer": proposer, "valid": False, "decision": None})
+                table.tell(proposer, self.prompts.render("forfeit", **self._values(proposer, t)))
+                table.tell(responder, self.prompts.render("no_offer", **self._values(responder, t)))
+                continue
+            message = getattr(offer, "message", "") if c.messages else ""
+            text = self.prompts.render("respond", price=money(offer.price), message=message, **self._values(responder, t))
+            answer = await table.ask(responder, Prompt(text, self.observation(responder, t, "respond", offer.price, history), "respond"), decision_kind, fallback=decision_kind(decision="reject"))
+            history.append({"round": t, "proposer": proposer, "valid": True, "price": offer.price, "message": message, "decision": answer.decision})
+            if answer.decision == "accept":
+                return self._outcome(history, t, offer.price, "sale")
+            if answer.decision == "quit":
+                return self._outcome(history, None, None, f"{responder}_quit")
+            table.tell(proposer, self.prompts.render("rejected", **self._values(proposer, t)))
+            table.tell(responder, self.prompts.render("you_rejected", **self._values(responder, t)))
+        return self._outcome(history, None, None, "horizon")
+
+    @staticmethod
+    def _outcome(history: list[dict[str, Any]], t: int | None, price: float | None, ended_by: str) -> dict[str, Any]:
+        return {
+            "sold": price is not None,
+            "price": price,
+            "agreed_round": t,
+            "ended_by": ended_by,
+            "rounds_played": history[-1]["round"] if history else 0,
+            "invalid_offers": sum(1 for h in history if not h["valid"]),
+            "offers": history,
+        }
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
+        """Efficiency, fairness and normalised self-gains of the module docstring."""
+        c = self.config
+        va, vb, m = c.value_a, c.value_b, c.money
+        price = outcome["price"]
+        if price is None:
+            return {"efficiency": 1.0 if va >= vb else 0.0, "fairness": 1.0, "self_gain_alice": 0.0, "self_gain_bob": 0.0}
+        fair_price = (va + vb) / 2
+        return {
+            "efficiency": 1.0 if va <= price <= vb else 0.0,
+            "fairness": 1 - 4 * ((price - fair_price) / m) ** 2,
+            "self_gain_alice": (price - va) / m,
+            "self_gain_bob": (vb - price) / m,
+        }
+
+
+from .strategies import NEGOTIATION as _STRATEGIES  # noqa: E402
+
+Negotiation.strategies = _STRATEGIES

@@ -1,0 +1,187 @@
+"""GLEE persuasion (paper §2.3): a seller (Alice) tries to persuade a buyer (Bob), round after
+round, to buy a product at price 1 (scaled by M).
+
+Rules. In each of T rounds the product is of high quality with probability ``p`` (drawn from the
+game's seeded rng, independently per round). Alice sees the quality and sends a message: a yes/no
+recommendation when ``messages`` is off (binary), free text when it is on. Bob then buys or not.
+Alice gains 1 per sale whatever the quality; Bob gains M·(v − 1) from buying a high product,
+−M from buying a low one, 0 from passing. Bob knows p and v; Alice is told v only with
+``complete_info``. With a long-living buyer (``myopic = false``) Bob plays every round, sees the
+whole history and learns each round's quality after deciding. With myopic buyers each round's
+buyer is new: he sees only summary statistics of the past rounds (share of rounds with a sale,
+share of rounds in which a low product was sold). The horizon is told to the players, or hidden
+for ``"inf"`` (then ``infinite_rounds`` rounds are played).
+
+Bad answers are re-asked with the error; a seller whose answer stays invalid sends no
+recommendation (binary "no", or an empty text), a buyer whose answer stays invalid does not buy;
+the turn is marked invalid.
+
+Metrics (paper §2.3), with n the rounds of high quality, k the high rounds with a sale, r the low
+rounds without a sale, s_low the low rounds with a sale and T the rounds played:
+
+- efficiency = k / n   (undefined, NaN, when no round was of high quality);
+- fairness   = r / (T − n)   (NaN when every round was of high quality);
+- self_gain_alice = (k + s_low) / T, the seller's utility per round;
+- self_gain_bob   = (k·(v − 1) − s_low) / T, the buyer's utility per round divided by M.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator
+
+from ...core.actions import Action
+from ...core.game import Game, GameConfig
+from ...core.table import Prompt, Table
+from .common import ALICE, BOB, NAMES, PROMPTS, ROLES, Horizon, YesNo, check_horizon, horizon_known, money, rounds_to_play
+
+
+class PersuasionConfig(GameConfig):
+    """Parameters of §2.3; defaults are the paper's reference values (Table 8)."""
+
+    p: float = Field(0.5, gt=0, lt=1)
+    v: float = Field(1.25, gt=1)
+    money: float = Field(10_000, gt=0)
+    horizon: Horizon = 20
+    complete_info: bool = True
+    #: Free-text seller messages (true) or a binary recommendation (false).
+    messages: bool = False
+    myopic: bool = False
+    #: Rounds actually played when ``horizon = "inf"``.
+    infinite_rounds: int = Field(20, ge=1)
+
+    @field_validator("horizon", mode="before")
+    @classmethod
+    def _horizon(cls, v: Any) -> Any:
+        return check_horizon(v)
+
+
+class SellerMessage(Action):
+    """The seller's free-text message of one round."""
+
+    response_format: ClassVar = "json"
+    text_fields: ClassVar = ("message",)
+
+    message: str = Field(min_length=1, description="your message to the buyer")
+
+
+class Persuasion(Game):
+    name = "glee.persuasion"
+    Config = PersuasionConfig
+    prompt_dir = PROMPTS / "persuasion"
+    strategies: ClassVar[dict] = {}
+
+    @classmethod
+    def roles(cls, config: GameConfig) -> tuple[str, ...]:
+        return ROLES
+
+    def signal_type(self) -> type[Action]:
+        return SellerMessage if self.config.messages else YesNo
+
+    def nature(self, table: Table, t: int) -> str:
+        """The quality of round ``t``: high with probability p, from the game's rng."""
+        return "high" if table.rng.random() < self.config.p else "low"
+
+    @staticmethod
+    def stats(history: list[dict[str, Any]]) -> dict[str, float]:
+        n = len(history)
+        return {
+            "rounds": n,
+            "sold_share": sum(h["bought"] for h in history) / n if n else 0.0,
+            "low_sold_share": sum(h["bought"] and h["quality"] == "low" for h in history) / n if n else 0.0,
+        }
+
+    def observation(self, role: str, t: int, phase: str, history: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        c = self.config
+        sees_all = role == ALICE or not c.myopic
+        return {
+            "family": "persuasion",
+            "role": role,
+            "phase": phase,
+            "round": t,
+            "money": c.money,
+            "horizon": horizon_known(c.horizon),
+            "p": c.p,
+            "v": c.v if (role == BOB or c.complete_info) else None,
+            "messages": c.messages,
+            "myopic": c.myopic,
+            "history": [dict(h) for h in history] if sees_all else None,
+            "stats": self.stats(history),
+            **extra,
+        }
+
+    def _values(self, role: str, t: int, history: list[dict[str, Any]]) -> dict[str, Any]:
+        c = self.config
+        stats = self.stats(history)
+        return {
+            "me": NAMES[role],
+            "round": t,
+            "price": money(c.money),
+            "high_value": money(c.v * c.money),
+            "p_percent": f"{c.p * 100:.4g}%",
+            "complete_info": c.complete_info,
+            "messages": c.messages,
+            "myopic": c.myopic,
+            "horizon": horizon_known(c.horizon),
+            "past_rounds": stats["rounds"],
+            "sold_percent": f"{stats['sold_share'] * 100:.0f}%",
+            "low_sold_percent": f"{stats['low_sold_share'] * 100:.0f}%",
+        }
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        c = self.config
+        kind = self.signal_type()
+        no_signal = YesNo(decision="no") if kind is YesNo else None
+        table.set_system(ALICE, self.prompts.render("system_seller", **self._values(ALICE, 1, [])))
+        table.set_system(BOB, self.prompts.render("system_buyer", **self._values(BOB, 1, [])))
+        history: list[dict[str, Any]] = []
+        for t in range(1, rounds_to_play(c.horizon, c.infinite_rounds) + 1):
+            quality = self.nature(table, t)
+            text = self.prompts.render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
+            signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal"), kind, fallback=no_signal)
+            message = "" if signal is None else (signal.decision if isinstance(signal, YesNo) else signal.message)
+            if c.myopic and t > 1:
+                table.transcripts[BOB] = []
+                table.set_system(BOB, self.prompts.render("system_buyer", **self._values(BOB, t, history)))
+            text = self.prompts.render("buy", message=message, **self._values(BOB, t, history))
+            answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), YesNo, fallback=YesNo(decision="no"))
+            bought = answer.decision == "yes"
+            history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal is not None, "bought": bought})
+            table.tell(ALICE, self.prompts.render("result_seller", bought=bought, **self._values(ALICE, t, history)))
+            if not c.myopic:
+                table.tell(BOB, self.prompts.render("result_buyer", bought=bought, quality=quality, **self._values(BOB, t, history)))
+        return self._outcome(history)
+
+    @staticmethod
+    def _outcome(history: list[dict[str, Any]]) -> dict[str, Any]:
+        high = [h for h in history if h["quality"] == "high"]
+        low = [h for h in history if h["quality"] == "low"]
+        return {
+            "rounds_played": len(history),
+            "high_rounds": len(high),
+            "high_sold": sum(h["bought"] for h in high),
+            "low_unsold": sum(not h["bought"] for h in low),
+            "low_sold": sum(h["bought"] for h in low),
+            "sold": sum(h["bought"] for h in history),
+            "recommended": sum(h["message"] == "yes" for h in history) if history and all(h["message"] in ("yes", "no", "") for h in history) else None,
+            "rounds": history,
+        }
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
+        """Efficiency k/n, fairness r/(T−n) and normalised self-gains (module docstring)."""
+        rounds, n, k, r, s_low = outcome["rounds_played"], outcome["high_rounds"], outcome["high_sold"], outcome["low_unsold"], outcome["low_sold"]
+        if rounds == 0:
+            return {"efficiency": math.nan, "fairness": math.nan, "self_gain_alice": math.nan, "self_gain_bob": math.nan}
+        return {
+            "efficiency": k / n if n else math.nan,
+            "fairness": r / (rounds - n) if rounds > n else math.nan,
+            "self_gain_alice": (k + s_low) / rounds,
+            "self_gain_bob": (k * (self.config.v - 1) - s_low) / rounds,
+        }
+
+
+from .strategies import PERSUASION as _STRATEGIES  # noqa: E402
+
+Persuasion.strategies = _STRATEGIES
