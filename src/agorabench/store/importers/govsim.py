@@ -1,0 +1,246 @@
+"""Import GovSim runs (``log_env.json`` per run, with ``.hydra/config.yaml`` or ``config.yaml``
+beside it when present) as finished ``commons`` games.
+
+Per run: the harvesting records give, per month, the stock before and after harvesting and each
+agent's requested (``wanted_resource``) and received (``resource_collected``) amounts; the
+utterance records give the chat (the manager's report is not a decision and is skipped); the
+``conversation_resource_limit`` records give the extracted limit. The outcome has the same shape
+as a played game's, and the metrics are recomputed by :func:`commons_metrics`, judging collapse
+with *our* rule for the scenario (so a trash run of the older environment that stopped at an
+empty pool is an incomplete run here, not a collapse).
+
+Scenario from the config's ``experiment.scenario`` (``fishing`` → fishery, ``sheep`` → pasture,
+``pollution``, ``trash``, ``fishing_japanese`` → fishery in Japanese), else from the folder
+names and the script of the utterances. Model per agent from ``llm.path`` (a list for mixed
+runs), ``mix_llm`` (``${strong_model}``/``${weak_model}`` references), or ``group_name`` for
+local weight paths; ``unknown`` when there is no config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ...core.table import TurnRecord
+from ...games.commons.commons import Commons, CommonsConfig, agent_roles, get_scenario
+from ..store import Store
+
+SCENARIOS = {"fishing": ("fishery", "en"), "fishing_japanese": ("fishery", "ja"), "sheep": ("pasture", "en"), "pollution": ("pollution", "en"), "trash": ("trash", "en")}
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
+def _config(run_dir: Path) -> dict[str, Any] | None:
+    for candidate in (run_dir / ".hydra" / "config.yaml", run_dir / "config.yaml"):
+        if candidate.exists():
+            data = yaml.safe_load(candidate.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _model_name(path: Any, group: str | None) -> str:
+    path = str(path)
+    if path.startswith("/"):
+        m = re.search(r"models--([^/]+)", path)
+        if group:
+            return group
+        return m.group(1).replace("--", "/") if m else Path(path).name
+    return path
+
+
+def _models(cfg: dict[str, Any] | None, n: int) -> list[str]:
+    if not cfg:
+        return ["unknown"] * n
+    group = cfg.get("group_name") or None
+    mix = cfg.get("mix_llm")
+    if mix:
+        out = []
+        for entry in mix:
+            ref = str(entry.get("llm", "")) if isinstance(entry, dict) else str(entry)
+            m = re.fullmatch(r"\$\{(\w+)\}", ref)
+            target = cfg.get(m.group(1), {}) if m else entry.get("llm", {})
+            out.append(_model_name(target.get("path", "unknown") if isinstance(target, dict) else target, None))
+        return (out + [out[-1]] * n)[:n]
+    path = (cfg.get("llm") or {}).get("path", "unknown")
+    if isinstance(path, list):
+        names = [_model_name(p, None) for p in path]
+        return (names + [names[-1]] * n)[:n]
+    return [_model_name(path, group)] * n
+
+
+def _scenario(cfg: dict[str, Any] | None, run_dir: Path, records: list[dict[str, Any]]) -> tuple[str, str]:
+    key = ((cfg or {}).get("experiment") or {}).get("scenario")
+    if key in SCENARIOS:
+        return SCENARIOS[key]
+    parts = "/".join(run_dir.parts).lower()
+    language = "ja" if any(_CJK.search(r.get("utterance") or "") for r in records) else "en"
+    for word, (scenario, _) in (("trash", SCENARIOS["trash"]), ("sheep", SCENARIOS["sheep"]), ("pollution", SCENARIOS["pollution"]), ("fishing", SCENARIOS["fishing"])):
+        if word in parts:
+            return scenario, language
+    return "fishery", language
+
+
+def _universalization(cfg: dict[str, Any] | None) -> bool:
+    exp = (cfg or {}).get("experiment") or {}
+    return bool((exp.get("env") or {}).get("inject_universalization")) or bool(((exp.get("agent") or {}).get("act") or {}).get("universalization_prompt"))
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
+    """One run as (game fields for ``Store.save_game``, problems)."""
+    records = json.loads(log.read_text(encoding="utf-8"))
+    run_dir = log.parent
+    cfg = _config(run_dir)
+    problems: list[str] = []
+    rel = str(run_dir.relative_to(root)) if run_dir != root else run_dir.name
+    personas = sorted({r["agent_id"] for r in records if r["action"] == "harvesting"}, key=lambda a: int(a.split("_")[-1]))
+    n = len(personas)
+    if n < 2:
+        raise ValueError(f"{rel}: fewer than two harvesting agents")
+    role_of = {p: f"agent_{int(p.split('_')[-1])}" for p in personas}
+    roles = list(agent_roles(n))
+    if sorted(role_of.values()) != sorted(roles):
+        raise ValueError(f"{rel}: persona ids are not persona_0..persona_{n - 1}")
+    scenario, language = _scenario(cfg, run_dir, records)
+    horizon = int((((cfg or {}).get("experiment") or {}).get("env") or {}).get("max_num_rounds", 12))
+    has_limit = any(r["action"] == "conversation_resource_limit" for r in records)
+    config = CommonsConfig(
+        scenario=scenario,
+        language=language,
+        n_agents=n,
+        months=horizon,
+        max_conversation_steps=int(((((cfg or {}).get("experiment") or {}).get("agent") or {}).get("converse") or {}).get("max_conversation_steps", 10)),
+        universalization=_universalization(cfg),
+        summariser=has_limit,
+    )
+    spec = get_scenario(scenario, language)
+    models = _models(cfg, n)
+    seats = {r: models[i] for i, r in enumerate(roles)}
+    if has_limit:
+        fw = (cfg or {}).get("framework_model")
+        seats["manager"] = _model_name(fw.get("path"), None) if isinstance(fw, dict) else models[0]
+
+    names: dict[str, str] = {}
+    if cfg:
+        for p, v in (((cfg.get("experiment") or {}).get("personas")) or {}).items():
+            if isinstance(v, dict) and p in role_of:
+                names[role_of[p]] = v.get("name", p)
+    rounds = sorted({r["round"] for r in records if r["action"] == "harvesting"})
+    months: list[dict[str, Any]] = []
+    turns: list[TurnRecord] = []
+
+    def turn(role: str, phase: str, raw: str, action: dict[str, Any] | None, metrics: dict[str, float] | None = None) -> None:
+        turns.append(TurnRecord(len(turns), role, phase, [], raw, action, True, 0, None, 0, 0, 0.0, 0.0, True, metrics or {}))
+
+    for k, rnd in enumerate(rounds):
+        recs = [r for r in records if r["round"] == rnd]
+        harvests = [r for r in recs if r["action"] == "harvesting"]
+        before = _num(harvests[0]["resource_in_pool_before_harvesting"])
+        after = _num(harvests[0]["resource_in_pool_after_harvesting"])
+        if before is None or after is None:
+            problems.append(f"{rel}: month {k + 1} has no pool values; run cut there")
+            break
+        requested = {role_of[r["agent_id"]]: _num(r["wanted_resource"]) or 0.0 for r in harvests}
+        collected = {role_of[r["agent_id"]]: _num(r["resource_collected"]) or 0.0 for r in harvests}
+        if abs((before - after) - sum(collected.values())) > 1e-6:
+            problems.append(f"{rel}: month {k + 1}: collected {sum(collected.values())} != {before} - {after}")
+        for r in roles:
+            turn(r, "harvest", f"Answer: {requested.get(r, 0):g}", {"amount": requested.get(r, 0)}, {"month": k + 1, "requested": requested.get(r, 0), "collected": collected.get(r, 0), "stock_before": before, "stock_after": after})
+        discussion = []
+        limit = None
+        for r in recs:
+            if r["action"] == "utterance" and r["agent_id"] in role_of:
+                role = role_of[r["agent_id"]]
+                names.setdefault(role, r.get("agent_name") or role)
+                discussion.append({"speaker": role, "name": r.get("agent_name"), "message": r.get("utterance") or "", "proposed_limit": None, "end": False, "valid": True})
+                turn(role, "discuss", r.get("utterance") or "", {"message": r.get("utterance") or ""})
+            elif r["action"] == "conversation_resource_limit":
+                limit = _num(r.get("resource_limit"))
+                turn("manager", "summary", f"Answer: {limit:g}" if limit is not None else "", {"limit": limit})
+        collapsed = spec.collapsed(after, config.collapse_rule)
+        month = {
+            "month": k + 1,
+            "stock_before": before,
+            "sustainable_total": spec.sustainable_total(before),
+            "requested": requested,
+            "valid": {r: None for r in roles},
+            "collected": collected,
+            "stock_after": after,
+            "collapsed": collapsed,
+            "discussion": discussion,
+            "agreed_limit": limit if limit else None,
+        }
+        months.append(month)
+        if collapsed:
+            if k + 1 < len(rounds):
+                problems.append(f"{rel}: collapse (by our rule) in month {k + 1} but {len(rounds)} months logged; later months ignored")
+            break
+    collapsed = bool(months and months[-1]["collapsed"])
+    complete = collapsed or len(months) >= horizon
+    if not complete:
+        problems.append(f"{rel}: incomplete run ({len(months)} of {horizon} months, no collapse by our rule)")
+    outcome = {
+        "scenario": scenario,
+        "language": language,
+        "inverse": spec.inverse,
+        "names": {r: names.get(r, r) for r in roles},
+        "months": months,
+        "months_played": len(months),
+        "collapsed": collapsed,
+        "complete": complete,
+        "final_stock": months[-1]["stock_after"] if months else spec.initial,
+        "source_path": rel,
+        "mixed_models": len(set(models)) > 1,
+    }
+    game = Commons(config, None)  # metrics only: no prompts needed
+    metrics = game.metrics(outcome)
+    fields = {
+        "config": config.model_dump(mode="json"),
+        "seats": seats,
+        "seed": int((cfg or {}).get("seed", 0) or 0),
+        "outcome": outcome,
+        "metrics": metrics,
+        "turn_records": turns,
+    }
+    return fields, problems
+
+
+def import_govsim(folder: Path, store: Store, study: str) -> tuple[int, list[str]]:
+    """Import every ``log_env.json`` under ``folder``; returns (games imported, problems)."""
+    folder = Path(folder)
+    logs = sorted(folder.rglob("log_env.json"))
+    problems: list[str] = []
+    n = 0
+    store.save_study(study, "commons", {"name": study, "game": "commons", "source": "import:govsim", "folder": str(folder)})
+    for log in logs:
+        try:
+            fields, issues = load_run(log, folder)
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError, yaml.YAMLError) as exc:
+            problems.append(f"{log}: not imported: {exc}")
+            continue
+        problems += issues
+        ident = hashlib.sha256(f"{study}:{fields['outcome']['source_path']}".encode()).hexdigest()[:24]
+        store.save_game(
+            id=ident,
+            study=study,
+            game="commons",
+            repeat=0,
+            prompt_version="import:govsim",
+            status="done",
+            error=None,
+            started=time.time(),
+            source="import:govsim",
+            **fields,
+        )
+        n += 1
+    if not logs:
+        problems.append(f"no log_env.json under {folder}")
+    return n, problems
