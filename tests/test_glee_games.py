@@ -185,7 +185,7 @@ def test_persuasion_myopic_buyer_sees_only_statistics():
     assert [m["role"] for m in bob] == ["system", "user", "assistant"]
     assert "played 4 rounds" in bob[0]["content"] and "100%" in bob[0]["content"]
     long = play(Persuasion, {"alice": strat(Persuasion, "always-accept"), "bob": strat(Persuasion, "always-accept")}, myopic=False, horizon=5)[1]
-    assert "It was of" in long.transcripts["bob"][-1]["content"] and len(long.transcripts["bob"]) == 11
+    assert "It was of" in long.transcripts["bob"][-1]["content"] and len(long.transcripts["bob"]) == 12
 
 
 def test_persuasion_invalid_answers_fall_back():

@@ -141,6 +141,7 @@ class Persuasion(Game):
             quality = self.nature(table, t)
             text = self.prompts.render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
             signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal"), kind, fallback=no_signal)
+            signal_valid = table.turns[-1].valid
             message = "" if signal is None else (signal.decision if isinstance(signal, YesNo) else signal.message)
             if c.myopic and t > 1:
                 table.transcripts[BOB] = []
@@ -148,7 +149,7 @@ class Persuasion(Game):
             text = self.prompts.render("buy", message=message, **self._values(BOB, t, history))
             answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), YesNo, fallback=YesNo(decision="no"))
             bought = answer.decision == "yes"
-            history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal is not None, "bought": bought})
+            history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal_valid, "bought": bought})
             table.tell(ALICE, self.prompts.render("result_seller", bought=bought, **self._values(ALICE, t, history)))
             if not c.myopic:
                 table.tell(BOB, self.prompts.render("result_buyer", bought=bought, quality=quality, **self._values(BOB, t, history)))
