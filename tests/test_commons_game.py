@@ -195,3 +195,39 @@ def test_unknown_scenario_is_a_config_error():
 def test_roles():
     assert Commons.roles(CommonsConfig(n_agents=3)) == ("agent_0", "agent_1", "agent_2")
     assert Commons.roles(CommonsConfig(n_agents=2, summariser=True))[-1] == "manager"
+
+
+def test_collapse_threshold_override():
+    outcome, m, _ = play({"*": "greedy"}, collapse_threshold=0, months=3, max_conversation_steps=0)
+    # nothing left is not "below 0": the game goes on with an empty (non-regrowing) lake
+    assert not outcome["collapsed"] and outcome["months_played"] == 3
+    assert [mo["stock_before"] for mo in outcome["months"]] == [100, 0, 0]
+    assert m["survival_time"] == 3 and m["total_gain_sum"] == 100
+
+
+class NamesNext:
+    """Always names the agent two seats on as the next speaker."""
+
+    def __init__(self, names):
+        self.names = names
+
+    async def act(self, request):
+        from agorabench.games.commons.commons import Utterance
+
+        obs = request.prompt.observation
+        if obs["phase"] == "harvest":
+            return Reply(text="Answer: 5", action=Harvest(amount=5))
+        me = int(obs["me"].split("_")[1])
+        return Reply(text="", action=Utterance(message="hi", next_speaker=self.names[(me + 2) % 5]))
+
+
+def test_chosen_next_speaker_is_honoured_and_chat_capped():
+    names = ["John", "Kate", "Jack", "Emma", "Luke"]
+    players = {f"agent_{i}": NamesNext(names) for i in range(5)}
+    outcome, _, _ = play({}, players=players, months=2, max_conversation_steps=6)
+    chat = [int(m["speaker"].split("_")[1]) for m in outcome["months"][0]["discussion"]]
+    assert len(chat) == 6
+    assert all((b - a) % 5 == 2 for a, b in zip(chat, chat[1:]))
+    outcome, _, _ = play({}, players=players, months=2, max_conversation_steps=6, speaker_order="round_robin")
+    chat = [int(m["speaker"].split("_")[1]) for m in outcome["months"][0]["discussion"]]
+    assert all((b - a) % 5 == 1 for a, b in zip(chat, chat[1:]))

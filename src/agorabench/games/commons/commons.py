@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import random
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -64,7 +64,7 @@ class Scenario:
     inverse: bool
     initial: int
     capacity: int
-    collapse_threshold: int
+    collapse_threshold: float
     unit: str
     growth_kind: str
     growth_value: float
@@ -210,6 +210,8 @@ class CommonsConfig(GameConfig):
     #: ``per_agent``: an agent over-uses when it takes more than f(t)/N (paper; Ovanerven);
     #: ``group``: more than f(t) (the variant compared with the whole group's threshold).
     over_usage_threshold: Literal["per_agent", "group"] = "per_agent"
+    #: Override of the scenario's collapse threshold C (None: the scenario file's value).
+    collapse_threshold: float | None = None
 
     @model_validator(mode="after")
     def _known_scenario(self) -> "CommonsConfig":
@@ -333,7 +335,10 @@ class Commons(Game):
     # text helpers ------------------------------------------------------------------------
     @property
     def scenario(self) -> Scenario:
-        return get_scenario(self.config.scenario, self.config.language)
+        s = get_scenario(self.config.scenario, self.config.language)
+        if self.config.collapse_threshold is not None:
+            s = replace(s, collapse_threshold=self.config.collapse_threshold)
+        return s
 
     def _say(self, **values: Any):
         s = self.scenario

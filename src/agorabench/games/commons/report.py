@@ -1,0 +1,160 @@
+"""Report sections of the commons game: resource after harvesting per month with per-agent
+harvest bars (one figure per run, then a summary over runs), the paper-style metrics table per
+model (mean ± sd), and the change when universalization is switched on."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ...analysis.plots import figure_html, table_html
+from ...analysis.report import Section
+
+METRICS = ["survival_time", "survival_rate", "total_gain", "efficiency", "equality", "over_usage"]
+MAX_RUN_FIGURES = 24
+
+
+def model_label(row: pd.Series) -> str:
+    """The model of a game: its name when every agent has it, else e.g. ``A×4 + B×1``."""
+    seats = [row[c] for c in row.index if c.startswith("model_agent_") and isinstance(row[c], str)]
+    counts = Counter(seats)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return " + ".join(f"{m}×{k}" for m, k in sorted(counts.items(), key=lambda p: (-p[1], p[0])))
+
+
+def _condition(row: pd.Series) -> str:
+    parts = [str(row.get("scenario", "")), str(row.get("language", ""))]
+    if bool(row.get("universalization", False)):
+        parts.append("univ.")
+    return "/".join(p for p in parts if p)
+
+
+def _prepare(games: pd.DataFrame) -> pd.DataFrame:
+    g = games.copy()
+    g["model"] = g.apply(model_label, axis=1)
+    g["condition"] = g.apply(_condition, axis=1)
+    if "universalization" not in g:
+        g["universalization"] = False
+    g["universalization"] = g["universalization"].fillna(False).astype(bool)
+    g["survival_rate"] = 100.0 * g["survived"].astype(float) if "survived" in g else np.nan
+    return g
+
+
+def _harvests(turns: pd.DataFrame) -> pd.DataFrame:
+    if turns.empty or "phase" not in turns or "collected" not in turns:
+        return pd.DataFrame()
+    h = turns[(turns["phase"] == "harvest") & turns["month"].notna()].copy()
+    h["month"] = h["month"].astype(int)
+    return h
+
+
+def _run_figure(run: pd.DataFrame, title: str) -> str:
+    roles = sorted(run["role"].unique(), key=lambda r: int(r.split("_")[-1]))
+    months = sorted(run["month"].unique())
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    width = 0.8 / max(1, len(roles))
+    for k, role in enumerate(roles):
+        sub = run[run["role"] == role].set_index("month").reindex(months)
+        ax.bar(np.array(months) - 0.4 + width * (k + 0.5), sub["collected"].fillna(0).to_numpy(), width, label=role)
+    stock = run.groupby("month")["stock_after"].first().reindex(months)
+    ax.plot(months, stock.to_numpy(), color="black", marker="o", label="left after harvest")
+    ax.set_xlabel("month")
+    ax.set_ylabel("units")
+    ax.set_xticks(months)
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(title, fontsize=9)
+    return figure_html(fig, title)
+
+
+def _summary_figures(games: pd.DataFrame, harvests: pd.DataFrame, horizon: int) -> list[str]:
+    """Per condition (scenario/language/universalization): stock left after harvesting per
+    month, one thin line per run and the mean per model in bold (after a collapse the run's last
+    value is carried forward)."""
+    stock = harvests.groupby(["game_id", "month"])["stock_after"].first().unstack("month")
+    stock = stock.reindex(columns=range(1, horizon + 1)).ffill(axis=1)
+    figs = []
+    for cond, cond_games in games.groupby("condition"):
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for i, (model, sub) in enumerate(cond_games.groupby("model")):
+            rows = stock.reindex([x for x in sub["game_id"] if x in stock.index])
+            if rows.empty:
+                continue
+            colour = f"C{i % 10}"
+            for _, r in rows.iterrows():
+                ax.plot(rows.columns, r.to_numpy(), color=colour, alpha=0.3, linewidth=0.8)
+            ax.plot(rows.columns, rows.mean().to_numpy(), color=colour, linewidth=2.2, marker="o", label=f"{model} (n={len(rows)})")
+        ax.set_xlabel("month")
+        ax.set_ylabel("left after harvest")
+        ax.set_ylim(-3, 103)
+        ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+        title = f"Resource after harvesting per month: {cond} (runs and mean per model)"
+        ax.set_title(title, fontsize=9)
+        figs.append(figure_html(fig, title))
+    return figs
+
+
+def metrics_table(games: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± sd of each metric per model and condition (paper-style table)."""
+    rows = []
+    for (model, cond), sub in games.groupby(["model", "condition"]):
+        row = {"model": model, "condition": cond, "runs": len(sub)}
+        for m in METRICS:
+            if m in sub:
+                vals = sub[m].astype(float).dropna()
+                sd = vals.std(ddof=1) if len(vals) > 1 else float("nan")
+                row[m] = f"{vals.mean():.2f} ± {sd:.2f}" if len(vals) > 1 else (f"{vals.mean():.2f}" if len(vals) else "–")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def universalization_table(games: pd.DataFrame) -> pd.DataFrame:
+    """Per model, scenario and language: mean metric without and with universalization, and Δ."""
+    rows = []
+    keys = ["model", "scenario", "language"]
+    for key, sub in games.groupby([k for k in keys if k in games]):
+        off, on = sub[~sub["universalization"]], sub[sub["universalization"]]
+        if off.empty or on.empty:
+            continue
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        row["runs off/on"] = f"{len(off)}/{len(on)}"
+        for m in METRICS:
+            if m in sub:
+                a, b = off[m].astype(float).mean(), on[m].astype(float).mean()
+                row[f"{m} off"], row[f"{m} on"], row[f"Δ {m}"] = a, b, b - a
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+    g = _prepare(games)
+    h = _harvests(turns)
+    out = []
+    if not h.empty:
+        h = h[h["game_id"].isin(g["game_id"])]
+        horizon = int(g["months"].max()) if "months" in g and g["months"].notna().any() else int(h["month"].max())
+        figs = []
+        for _, row in g.head(MAX_RUN_FIGURES).iterrows():
+            run = h[h["game_id"] == row["game_id"]]
+            if not run.empty:
+                title = f"{row['model']} · {row['condition']} · repeat {row.get('repeat', 0)} · {str(row['game_id'])[:8]}"
+                figs.append(_run_figure(run, title))
+        note = f"<p class='note'>First {MAX_RUN_FIGURES} of {len(g)} runs shown.</p>" if len(g) > MAX_RUN_FIGURES else ""
+        out.append(Section("Resource per month", "\n".join(_summary_figures(g, h, horizon)) + "<h3>Per run: harvest per agent (bars) and resource left (line)</h3>" + note + "\n".join(figs)))
+    table = metrics_table(g)
+    legend = (
+        "<p class='note'>Survival time in months; survival rate = % of runs lasting all months; total gain = mean "
+        "per agent (total loss in the trash scenario); efficiency, equality and over-usage on the 0–100 scale. "
+        "Mean ± sample sd over runs.</p>"
+    )
+    out.append(Section("Metrics per model", legend + table_html(table)))
+    uni = universalization_table(g)
+    if not uni.empty:
+        out.append(Section("Universalization on vs off", table_html(uni)))
+    else:
+        out.append(Section("Universalization on vs off", "<p class='note'>" + html.escape("This study has no model with runs both with and without universalization.") + "</p>"))
+    return out

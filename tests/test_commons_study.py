@@ -1,0 +1,116 @@
+"""Commons studies through the real command line: run, export and report a small scripted study;
+the shipped study files load; one ``--model`` fills every seat."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from agorabench.core.study import load_study
+
+from conftest import ROOT, run_agora
+
+STUDY = """
+name = "commons_small"
+game = "commons"
+matchups = "same_model"
+repeats = 2
+seed = 5
+
+[grid]
+universalization = [false, true]
+
+[fixed]
+scenario = "fishery"
+n_agents = 3
+months = 3
+max_conversation_steps = 3
+
+[[models]]
+name = "sustainable"
+spec = "strategy/sustainable"
+
+[[models]]
+name = "greedy"
+spec = "strategy/greedy"
+"""
+
+MIXED = """
+name = "commons_mixed"
+game = "commons"
+matchups = "seats"
+seats = [{ "*" = "sustainable", "agent_2" = "greedy" }]
+
+[fixed]
+n_agents = 3
+months = 2
+
+[[models]]
+name = "sustainable"
+spec = "strategy/sustainable"
+
+[[models]]
+name = "greedy"
+spec = "strategy/greedy"
+"""
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("commons_*.toml")), ids=lambda p: p.stem)
+def test_shipped_studies_load(path):
+    study = load_study(path)
+    specs = study.expand()
+    assert specs and all(s.game == "commons" for s in specs)
+    assert all(set(s.seats) >= {f"agent_{i}" for i in range(5)} for s in specs)
+
+
+def test_scenario_study_files_exist():
+    for scenario in ("fishery", "pasture", "pollution", "trash"):
+        study = load_study(ROOT / "studies" / f"commons_{scenario}.toml")
+        assert {s.config["scenario"] for s in study.expand()} == {scenario}
+
+
+def test_small_study_run_export_and_report(write_study, tmp_path):
+    path = write_study(STUDY)
+    db = tmp_path / "s.db"
+    result = run_agora("run", str(path), "--db", str(db), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "8 games" in result.stdout
+    out = tmp_path / "games.csv"
+    assert run_agora("export", str(path), "--db", str(db), "--out", str(out)).returncode == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 8
+    for row in rows:
+        assert {"survival_time", "total_gain", "efficiency", "equality", "over_usage"} <= set(row)
+        if row["model_agent_0"] == "sustainable":
+            # floor(50/3) = 16 each month for 3 months; T·f0 = 150
+            assert float(row["survival_time"]) == 3 and float(row["total_gain"]) == 48
+            assert float(row["efficiency"]) == pytest.approx(96.0) and float(row["equality"]) == 100 and float(row["over_usage"]) == 0
+        else:
+            assert float(row["survival_time"]) == 1 and float(row["over_usage"]) == 100
+    report_dir = tmp_path / "report"
+    result = run_agora("report", str(path), "--db", str(db), "--out", str(report_dir))
+    assert result.returncode == 0, result.stderr
+    page = (report_dir / "index.html").read_text(encoding="utf-8")
+    for title in ("Resource per month", "Metrics per model", "Universalization on vs off"):
+        assert f"<h2>{title}</h2>" in page
+    assert page.count("<img") == 2 + 8  # one summary per condition (univ. off/on), one per run
+    assert "48.00 ± 0.00" in page  # sustainable total gain, mean ± sd over its 2 runs
+    assert "Δ survival_time" in page
+
+
+def test_mixed_seats_and_single_model_override(write_study, tmp_path):
+    path = write_study(MIXED, "mixed.toml")
+    specs = load_study(path).expand()
+    assert [s.seats for s in specs] == [{"agent_0": "sustainable", "agent_1": "sustainable", "agent_2": "greedy"}]
+    specs = load_study(path, models=["strategy/follow-limit"]).expand()
+    assert len(specs) == 1 and set(specs[0].seats.values()) == {"strategy/follow-limit"}
+    db = tmp_path / "m.db"
+    result = run_agora("run", str(path), "--db", str(db), "--quiet")
+    assert result.returncode == 0, result.stderr
+    from agorabench.store.store import Store
+
+    (game,) = Store(db).games("commons_mixed")
+    assert game["outcome"]["collapsed"] and game["metrics"]["survival_time"] == 1
+    assert game["outcome"]["months"][0]["requested"] == {"agent_0": 16, "agent_1": 16, "agent_2": 100}
