@@ -74,6 +74,7 @@ class Runner:
         self.on_game_done = on_game_done
         self.models: dict[str, Model] = {}
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
+        self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
         self.stats = RunStats()
 
     # players ---------------------------------------------------------------
@@ -90,13 +91,20 @@ class Runner:
             )
         return self.models[entry.name]
 
+    def prompts_for(self, game_cls) -> Prompts:
+        """The prompts of one of the study's games (several with ``parts``)."""
+        if game_cls.name not in self._prompts:
+            self._prompts[game_cls.name] = Prompts(game_cls.prompt_dir, self.study.prompt_dir)
+        return self._prompts[game_cls.name]
+
     def _player(self, entry: ModelEntry, spec: GameSpec) -> Player:
         if entry.is_strategy:
             key = entry.spec.split("/", 1)[1]
-            factory = self.study.game_cls.strategies.get(key)
+            game_cls = self.study.game_class(spec.game)
+            factory = game_cls.strategies.get(key)
             if factory is None:
-                known = ", ".join(f"strategy/{k}" for k in sorted(self.study.game_cls.strategies))
-                raise StudyError(f"game {self.study.file.game!r} has no strategy {key!r}; known: {known}")
+                known = ", ".join(f"strategy/{k}" for k in sorted(game_cls.strategies))
+                raise StudyError(f"game {spec.game!r} has no strategy {key!r}; known: {known}")
             try:
                 return factory(**entry.params)
             except TypeError as exc:
@@ -108,19 +116,24 @@ class Runner:
         specs = self.study.expand()
         if not specs:
             return
-        for role_model in {m for s in specs for m in s.seats.values()}:
-            self._player(self.study.models[role_model], specs[0])
+        first = {}
+        for s in specs:
+            first.setdefault(s.game, s)
+        for game, spec in first.items():
+            for role_model in {m for s in specs if s.game == game for m in s.seats.values()}:
+                self._player(self.study.models[role_model], spec)
 
     # games -----------------------------------------------------------------
     async def play_one(self, spec: GameSpec) -> None:
-        game_cls = self.study.game_cls
+        game_cls = self.study.game_class(spec.game)
+        prompts = self.prompts_for(game_cls)
         config = game_cls.Config(**spec.config)
         entries = {role: self.study.models[m] for role, m in spec.seats.items()}
         names = {role: e.label for role, e in entries.items()}
         active = game_cls.active_roles(config)
         players = {role: self._player(entries[role], spec) for role in active}
         table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries)
-        game = game_cls(config, self.prompts, names)
+        game = game_cls(config, prompts, names)
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
         try:
@@ -138,7 +151,7 @@ class Runner:
             seats=spec.seats,
             repeat=spec.repeat,
             seed=spec.seed,
-            prompt_version=self.prompts.version,
+            prompt_version=prompts.version,
             status=status,
             outcome=outcome,
             metrics=metrics,
@@ -159,7 +172,7 @@ class Runner:
 
     async def run(self) -> RunStats:
         specs = self.study.expand()
-        self.store.save_study(self.study.name, self.study.file.game, self.study.file.model_dump(mode="json"))
+        self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         done = self.store.done_ids(self.study.name)
         todo = [s for s in specs if s.id not in done]
         self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))

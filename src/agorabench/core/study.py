@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 try:
     import tomllib
@@ -78,11 +78,24 @@ class ModelEntry(BaseModel):
 MATCHUPS = ("ordered_pairs", "all_pairs", "same_model", "seats")
 
 
+class StudyPart(BaseModel):
+    """One game of a study that plays several games (``[[parts]]``): its own grid, fixed
+    parameters and explicit configs; models, seats, repeats and seed are the study's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    game: str
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    configs: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class StudyFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    game: str
+    #: The study's game; may be left out when ``parts`` lists the games.
+    game: str = ""
     description: str = ""
     repeats: int = Field(1, ge=1)
     seed: int = 0
@@ -93,6 +106,8 @@ class StudyFile(BaseModel):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     configs: list[dict[str, Any]] = Field(default_factory=list)
+    #: Several games in one study, each with its own grid (instead of game/grid/fixed/configs).
+    parts: list[StudyPart] = Field(default_factory=list)
     models: list[ModelEntry]
 
     @field_validator("matchups")
@@ -101,6 +116,19 @@ class StudyFile(BaseModel):
         if v not in MATCHUPS:
             raise ValueError(f"unknown matchups {v!r}; use one of {', '.join(MATCHUPS)}")
         return v
+
+    @model_validator(mode="after")
+    def _game_or_parts(self) -> "StudyFile":
+        if self.parts and (self.grid or self.fixed or self.configs):
+            raise ValueError("a study with parts sets grid, fixed and configs inside each part")
+        if not self.parts and not self.game:
+            raise ValueError("a study needs a game (or parts, each naming its game)")
+        return self
+
+    @property
+    def games(self) -> list[str]:
+        """Every game the study plays, in order."""
+        return list(dict.fromkeys(p.game for p in self.parts)) if self.parts else [self.game]
 
 
 @dataclass(frozen=True)
@@ -121,6 +149,15 @@ class Study:
     game_cls: type[Game]
     root: Path
     models: dict[str, ModelEntry] = field(default_factory=dict)
+    #: Game classes by name when the study has parts (``game_cls`` is then the first part's).
+    game_classes: dict[str, type[Game]] = field(default_factory=dict)
+
+    def game_class(self, name: str) -> type[Game]:
+        return self.game_classes.get(name) or self.game_cls
+
+    def _parts(self) -> list[StudyPart]:
+        f = self.file
+        return f.parts or [StudyPart(game=f.game, grid=f.grid, fixed=f.fixed, configs=f.configs)]
 
     @property
     def name(self) -> str:
@@ -133,25 +170,29 @@ class Study:
         path = Path(self.file.prompts)
         return path if path.is_absolute() else (self.root / path)
 
-    def configurations(self) -> list[Any]:
-        """Every configuration of the grid (plus explicit ``configs``), validated by the game."""
-        keys = list(self.file.grid)
-        combos = [dict(zip(keys, values)) for values in itertools.product(*(self.file.grid[k] for k in keys))] if keys else []
-        raw = [{**self.file.fixed, **c} for c in combos] + [{**self.file.fixed, **c} for c in self.file.configs]
+    def configurations(self, part: StudyPart | None = None) -> list[Any]:
+        """Every configuration of the grid (plus explicit ``configs``), validated by the game;
+        with parts, those of ``part`` (or of every part when none is given)."""
+        if part is None:
+            return [c for p in self._parts() for c in self.configurations(p)]
+        game_cls = self.game_class(part.game)
+        keys = list(part.grid)
+        combos = [dict(zip(keys, values)) for values in itertools.product(*(part.grid[k] for k in keys))] if keys else []
+        raw = [{**part.fixed, **c} for c in combos] + [{**part.fixed, **c} for c in part.configs]
         if not raw:
-            raw = [dict(self.file.fixed)]
+            raw = [dict(part.fixed)]
         out = []
         for values in raw:
             try:
-                out.append(self.game_cls.Config(**values))
+                out.append(game_cls.Config(**values))
             except ValidationError as exc:
                 first = exc.errors()[0]
                 raise StudyError(f"study {self.name!r}: invalid configuration {values}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
         return out
 
-    def seatings(self, config: Any) -> list[dict[str, str]]:
+    def seatings(self, config: Any, game_cls: type[Game] | None = None) -> list[dict[str, str]]:
         """Role -> model name assignments for one configuration."""
-        roles = self.game_cls.roles(config)
+        roles = (game_cls or self.game_cls).roles(config)
         names = list(self.models)
         mode = self.file.matchups
         if mode == "seats":
@@ -173,13 +214,20 @@ class Study:
 
     def expand(self) -> list[GameSpec]:
         specs = []
-        for config in self.configurations():
+        for part in self._parts():
+            specs += self._expand_part(part)
+        return specs
+
+    def _expand_part(self, part: StudyPart) -> list[GameSpec]:
+        specs = []
+        game_cls = self.game_class(part.game)
+        for config in self.configurations(part):
             cfg = config.model_dump(mode="json")
-            for seats in self.seatings(config):
+            for seats in self.seatings(config, game_cls):
                 for repeat in range(self.file.repeats):
                     ident = {
                         "study": self.name,
-                        "game": self.file.game,
+                        "game": part.game,
                         "config": cfg,
                         "seats": {r: self.models[m].model_dump(mode="json") for r, m in seats.items()},
                         "repeat": repeat,
@@ -187,7 +235,7 @@ class Study:
                         "prompts": self.file.prompts,
                     }
                     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-                    specs.append(GameSpec(digest, self.file.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed))
+                    specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed))
         return specs
 
 
@@ -238,15 +286,16 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         loc = ".".join(str(x) for x in first["loc"]) or "study"
         raise StudyError(f"{path}: {loc}: {first['msg']}") from None
     try:
-        game_cls = load_game(file.game)
+        classes = {name: load_game(name) for name in file.games}
     except ValueError as exc:
         raise StudyError(f"{path}: {exc}") from None
+    game_cls = classes[file.games[0]]
     entries: dict[str, ModelEntry] = {}
     for entry in file.models:
         if entry.name in entries:
             raise StudyError(f"{path}: model name {entry.name!r} appears twice")
         entries[entry.name] = entry
-    study = Study(file, game_cls, path.parent, entries)
+    study = Study(file, game_cls, path.parent, entries, classes if file.parts else {})
     if study.prompt_dir is not None and not study.prompt_dir.is_dir():
         raise StudyError(f"{path}: prompt folder not found: {study.prompt_dir}")
     return study
