@@ -94,3 +94,38 @@ def write_study(tmp_path):
         return path
 
     return _write
+
+
+@pytest.fixture
+def fake_openai():
+    """Start tests/fake_openai.py with the given fault options; returns (base_url, stats_url).
+    Every server started is stopped at the end of the test."""
+    procs: list[subprocess.Popen] = []
+
+    def _start(*options: str, port: int | None = None) -> tuple[str, str]:
+        port = port or free_port()
+        proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        procs.append(proc)
+        wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=30, proc=proc)
+        return f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/stats"
+
+    def _stop_all() -> None:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+    _start.stop_all = _stop_all
+    yield _start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def server_requests(stats_url: str) -> int:
+    import json
+
+    with urllib.request.urlopen(stats_url, timeout=5) as resp:
+        return json.loads(resp.read())["requests"]

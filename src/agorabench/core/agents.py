@@ -14,10 +14,12 @@ from .table import BackendFailure, Reply, TurnRequest, Usage
 class LLMAgent:
     """Sends the role's transcript to a model and returns its raw text; the table parses it.
 
-    ``sample`` separates repeats of the same game in the response cache.
+    ``sample`` (the game id) makes every game's calls its own cache entries: two games whose
+    transcripts happen to coincide still draw independent answers at temperature > 0, and a
+    replay of the same game finds its answers again.
     """
 
-    def __init__(self, model: Model, sample: int = 0, constrained: bool = False) -> None:
+    def __init__(self, model: Model, sample: str = "", constrained: bool = False) -> None:
         self.model = model
         self.sample = sample
         self.constrained = constrained
@@ -31,7 +33,7 @@ class LLMAgent:
             else:
                 settings = replace(settings, grammar=kind.grammar())
         try:
-            c = await self.model.complete(request.messages, settings, sample=self.sample * 100 + request.attempt)
+            c = await self.model.complete(request.messages, settings, sample=f"{self.sample}:{request.attempt}")
         except BackendError as exc:
             raise BackendFailure(str(exc)) from None
         cost = 0.0 if c.cached else self.model.pricing.cost(c)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..models.base import BackendError, GenerationSettings
-from ..models.model import Model, Pricing, ResponseCache
+from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
 from ..store.store import SQLCache, Store
 from .agents import LLMAgent
 from .game import Prompts
@@ -36,7 +36,7 @@ def build_backend(entry: ModelEntry):
     if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
         from ..models.openai_compat import OpenAICompatBackend
 
-        return OpenAICompatBackend(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=float(entry.params.get("timeout", 120)))
+        return OpenAICompatBackend(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout)
     raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL or PROVIDER/MODEL@URL")
 
 
@@ -88,6 +88,7 @@ class Runner:
                 cache=self.cache,
                 max_concurrency=entry.max_concurrency,
                 pricing=Pricing(entry.price_input, entry.price_output),
+                retry=RetryPolicy(max_attempts=entry.max_attempts),
             )
         return self.models[entry.name]
 
@@ -109,7 +110,7 @@ class Runner:
                 return factory(**entry.params)
             except TypeError as exc:
                 raise StudyError(f"strategy/{key}: bad parameters {entry.params}: {exc}") from None
-        return LLMAgent(self._model(entry), sample=spec.repeat, constrained=entry.constrained)
+        return LLMAgent(self._model(entry), sample=spec.id, constrained=entry.constrained)
 
     def check_models(self) -> None:
         """Fail fast, before any game, on an unknown model or strategy (one-line errors)."""

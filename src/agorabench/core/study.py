@@ -61,6 +61,9 @@ class ModelEntry(BaseModel):
     temperature: float = 0.0
     max_tokens: int = 256
     max_concurrency: int = 16
+    #: Attempts per call before a backend error aborts the game (rate limits and transient faults).
+    max_attempts: int = Field(5, ge=1)
+    timeout: float = Field(120.0, gt=0)  # seconds per request (hosted backends)
     constrained: bool = False
     price_input: float = 0.0  # dollars per million prompt tokens
     price_output: float = 0.0

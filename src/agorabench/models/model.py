@@ -70,7 +70,7 @@ class Model:
         self.completion_tokens = 0
         self.cost = 0.0
 
-    def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int) -> str:
+    def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
         payload = json.dumps(
             {"backend": self.backend.identity, "messages": messages, "settings": settings.key(), "sample": sample},
             sort_keys=True,
@@ -78,7 +78,7 @@ class Model:
         )
         return hashlib.sha256(payload.encode()).hexdigest()
 
-    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int = 0) -> Completion:
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int | str = 0) -> Completion:
         settings = settings or self.settings
         key = self.cache_key(messages, settings, sample)
         if self.cache is not None:

@@ -41,8 +41,8 @@ games = sa.Table(
     sa.Column("seed", sa.BigInteger, nullable=False),
     sa.Column("prompt_version", sa.String(100), nullable=False, default=""),
     sa.Column("status", sa.String(20), nullable=False),  # done | error
-    sa.Column("outcome", sa.JSON),
-    sa.Column("metrics", sa.JSON),
+    sa.Column("outcome", sa.JSON(none_as_null=True)),
+    sa.Column("metrics", sa.JSON(none_as_null=True)),
     sa.Column("error", sa.Text),
     sa.Column("n_turns", sa.Integer, default=0),
     sa.Column("n_invalid", sa.Integer, default=0),
@@ -60,7 +60,7 @@ turns = sa.Table(
     sa.Column("phase", sa.String(100)),
     sa.Column("messages", sa.JSON),
     sa.Column("raw", sa.Text),
-    sa.Column("action", sa.JSON),
+    sa.Column("action", sa.JSON(none_as_null=True)),
     sa.Column("valid", sa.Boolean, nullable=False),
     sa.Column("retries", sa.Integer, default=0),
     sa.Column("error", sa.Text),
@@ -69,7 +69,7 @@ turns = sa.Table(
     sa.Column("cost", sa.Float, default=0.0),
     sa.Column("latency", sa.Float, default=0.0),
     sa.Column("cached", sa.Boolean, default=False),
-    sa.Column("metrics", sa.JSON),
+    sa.Column("metrics", sa.JSON(none_as_null=True)),
 )
 
 cache = sa.Table(
