@@ -42,6 +42,18 @@ def test_t2_text_definition_versus_reported_ratio_on_m2():
     assert terms["t2"] == pytest.approx(0.8)
 
 
+def test_every_term_lies_in_unit_interval_and_t2_reads_the_gap_magnitude():
+    for matrix in MATRICES:
+        for option in OPTIONS:
+            terms = envy_terms(matrix, option)
+            assert all(0 <= terms[k] <= 1 for k in ("t1", "t2", "t3")), (matrix, option, terms)
+    # M3: gaps A -4, B 3, C 3, D 1; Delta uses max |gap| = 4, the raw ratio the largest gap 3
+    assert envy_terms("M3", "A")["t2"] == 0.0
+    assert envy_terms("M3", "B")["t2"] == 1.0
+    assert envy_terms("M3", "D")["t2"] == pytest.approx((0.5 * 1 / 4 + 0.5) / (0.5 * 3 / 4 + 0.5))
+    assert envy_terms("M3", "A")["t2_raw_ratio"] == pytest.approx(-4 / 3)
+
+
 def test_spiteful_minimises_peer_and_scores_t3_one():
     for matrix in MATRICES:
         game, _, outcome = play(Spiteful(), matrix=matrix)

@@ -20,8 +20,14 @@ four options of the matrix:
 - T2 gap-focus   = Δ / Δ_max with Δ = ½·(P_self − P_comp)/(P_self − P_comp)^max + ½
 - T3 peer-reduce = (P_comp^max − P_comp) / (P_comp^max − P_comp^min)
 
+In Δ we read (P_self − P_comp)^max as the largest gap in magnitude, max |P_self − P_comp|: the
+map x ↦ ½x + ½ sends [−1, 1] onto [0, 1], which is what makes T2 a 0–1 term. With the largest
+signed gap instead, option A of M3 (gap −4, largest gap 3) would give a negative T2. On M1 and M2
+both readings agree.
+
 The paper's reported numbers (always-B gives T2 = 1.0 on M1 and about 0.6 on M2) match the plain
-ratio gap/gap_max rather than the text's Δ/Δ_max, so that ratio is exposed as ``t2_raw_ratio``.
+ratio gap/gap_max (largest signed gap) rather than the text's Δ/Δ_max, so that ratio is exposed
+as ``t2_raw_ratio``; it is not confined to [0, 1] (A on M3 gives −4/3).
 Game-level values are means over the valid turns; an invalid turn has no terms.
 """
 
@@ -89,8 +95,9 @@ def envy_terms(matrix: str, choice: str) -> dict[str, float]:
     gaps = [s - c for s, c in payoffs.values()]
     p_self, p_comp = payoffs[choice]
     gap_max = max(gaps)
-    delta = 0.5 * (p_self - p_comp) / gap_max + 0.5
-    delta_max = max(0.5 * g / gap_max + 0.5 for g in gaps)
+    gap_scale = max(abs(g) for g in gaps)
+    delta = 0.5 * (p_self - p_comp) / gap_scale + 0.5
+    delta_max = max(0.5 * g / gap_scale + 0.5 for g in gaps)
     return {
         "t1": (max(own) - p_self) / (max(own) - min(own)),
         "t2": delta / delta_max,
