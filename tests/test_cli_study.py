@@ -121,6 +121,13 @@ def test_bad_study_files_give_one_line_errors(tmp_path, write_study, text, messa
     assert len(lines) == 1 and lines[0].startswith("agora: error:") and message in lines[0], res.stderr
 
 
+def test_missing_api_key_is_a_one_line_error(tmp_path, write_study):
+    path = write_study("name = 'x'\ngame = 'envy.points'\n[[models]]\nname='gpt'\nspec='openai/gpt-4o-mini'\napi_key_env='AGORA_TEST_NO_SUCH_KEY'\n")
+    res = run_agora("run", str(path), "--db", str(tmp_path / "k.db"), "--quiet")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "AGORA_TEST_NO_SUCH_KEY" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
 def test_missing_files_give_one_line_errors(tmp_path):
     res = run_agora("run", str(tmp_path / "absent.toml"))
     assert res.returncode == 2 and "study file not found" in res.stderr and "Traceback" not in res.stderr

@@ -80,7 +80,10 @@ class Runner:
     # players ---------------------------------------------------------------
     def _model(self, entry: ModelEntry) -> Model:
         if entry.name not in self.models:
-            backend = build_backend(entry)
+            try:
+                backend = build_backend(entry)
+            except BackendError as exc:  # e.g. a missing API key: a setup problem, not a game's
+                raise StudyError(f"model {entry.name!r}: {exc}") from None
             settings = GenerationSettings(temperature=entry.temperature, max_tokens=entry.max_tokens, seed=self.study.file.seed)
             self.models[entry.name] = Model(
                 backend,
