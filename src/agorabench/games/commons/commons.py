@@ -170,7 +170,7 @@ class Utterance(Action):
     response_format: ClassVar = "json"
     text_fields: ClassVar = ("message", "next_speaker")
 
-    message: str = Field(max_length=2000)
+    message: str
     proposed_limit: int | None = Field(default=None, ge=0)
     next_speaker: str = ""
     end_conversation: bool = False
