@@ -122,3 +122,13 @@ def test_cli_import(tmp_path, shared_fixtures):
     proc = run_agora("import", "glee", str(folder), "--db", str(tmp_path / "g.db"), "--study", "one")
     assert proc.returncode == 0, proc.stderr
     assert "imported 1 games into study one" in proc.stdout
+
+
+def test_report_on_imported_games(imported, tmp_path):
+    _, _, _, db = imported
+    proc = run_agora("report", "glee_humans", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "rep" / "index.html").read_text()
+    for family in ("Bargaining", "Negotiation", "Persuasion"):
+        assert f"{family}: model pairs" in page
+    assert "gemini-1.5-flash" in page and "human" in page
