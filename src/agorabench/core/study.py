@@ -19,6 +19,19 @@ A study file (TOML or YAML) looks like::
     name = "smol"
     spec = "local"
 
+A study may also play several games, each with its own parameters: leave out ``game``, ``grid``,
+``fixed`` and ``configs`` and list the games as parts (models, seats, repeats and seed are shared)::
+
+    [[parts]]
+    game = "glee.bargaining"
+    [parts.grid]
+    delta_a = [0.8, 0.9]
+
+    [[parts]]
+    game = "glee.persuasion"
+    [parts.fixed]
+    horizon = 20
+
 It expands into :class:`GameSpec` objects whose id is a hash of everything that defines the game,
 so running the same file again skips finished games, and adding a model or a repeat only runs
 the new cells.
