@@ -4,13 +4,11 @@ the metrics of a few games are checked against values computed by hand from thei
 from __future__ import annotations
 
 import csv
-import json
-from pathlib import Path
 
 import pytest
 
 from agorabench.analysis.frames import games_df
-from agorabench.store.importers.glee import import_glee, replay_game
+from agorabench.store.importers.glee import import_glee
 from agorabench.store.store import Store
 
 from conftest import run_agora

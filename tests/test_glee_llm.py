@@ -5,7 +5,6 @@ valid action or marked invalid with its error, and every game finishes."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

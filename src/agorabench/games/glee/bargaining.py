@@ -24,7 +24,6 @@ Metrics (paper §2.1), with t the agreement round and p Alice's nominal share:
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any, ClassVar
 

@@ -26,7 +26,6 @@ Metrics (paper §2.2), with p the sale price and p_f = (V_A + V_B)/2 the fairest
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
