@@ -29,10 +29,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from ...core.actions import Action
 from ...core.game import Game, GameConfig
 from ...core.table import Prompt, Table
-from .common import ALICE, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, percent, rounds_to_play
+from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, percent, rounds_to_play
 
 
 class BargainingConfig(GameConfig):
@@ -53,7 +52,7 @@ class BargainingConfig(GameConfig):
         return check_horizon(v)
 
 
-class Offer(Action):
+class Offer(JsonForm):
     """A split of the money: what Alice gets and what Bob gets."""
 
     response_format: ClassVar = "json"

@@ -88,3 +88,19 @@ class YesNo(Action):
         if isinstance(v, bool):
             return "yes" if v else "no"
         return v.strip().strip(".!").lower() if isinstance(v, str) else v
+
+
+class JsonForm(Action):
+    """JSON actions whose format line shows numbers bare and text quoted, e.g.
+    ``{"price": <the price you offer>, "message": "<your message>"}``, so a model is not led
+    to answer a number as a string."""
+
+    response_format: ClassVar = "json"
+
+    @classmethod
+    def format_instructions(cls) -> str:
+        parts = []
+        for name, f in cls.model_fields.items():
+            hint = f.description or name
+            parts.append(f'"{name}": "<{hint}>"' if name in cls.text_fields else f'"{name}": <{hint}>')
+        return "Answer with a JSON object of this form:\n{" + ", ".join(parts) + "}"

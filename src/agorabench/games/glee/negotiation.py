@@ -30,10 +30,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from ...core.actions import Action
 from ...core.game import Game, GameConfig
 from ...core.table import Prompt, Table
-from .common import ALICE, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, rounds_to_play
+from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, rounds_to_play
 
 
 class NegotiationConfig(GameConfig):
@@ -63,7 +62,7 @@ class NegotiationConfig(GameConfig):
         return self.f_b * self.money
 
 
-class PriceOffer(Action):
+class PriceOffer(JsonForm):
     """A price for the product."""
 
     response_format: ClassVar = "json"

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
 from ...core.table import Prompt, Table
-from .common import ALICE, BOB, NAMES, PROMPTS, ROLES, Horizon, YesNo, check_horizon, horizon_known, money, rounds_to_play
+from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, Horizon, YesNo, check_horizon, horizon_known, money, rounds_to_play
 
 
 class PersuasionConfig(GameConfig):
@@ -58,7 +58,7 @@ class PersuasionConfig(GameConfig):
         return check_horizon(v)
 
 
-class SellerMessage(Action):
+class SellerMessage(JsonForm):
     """The seller's free-text message of one round."""
 
     response_format: ClassVar = "json"
