@@ -371,8 +371,7 @@ class Commons(Game):
         for r in roles:
             others = ", ".join(names[o] for o in roles if o != r)
             table.set_system(r, self._render("system", name=names[r], others=others))
-        if c.summariser:
-            table.set_system("manager", self._render("system", name=s.manager, others=", ".join(names.values())))
+        # the manager (summariser) gets no persona: its summary prompt is self-contained
 
         stock = s.initial
         history: list[dict[str, Any]] = []
