@@ -114,3 +114,9 @@ def test_mixed_seats_and_single_model_override(write_study, tmp_path):
     (game,) = Store(db).games("commons_mixed")
     assert game["outcome"]["collapsed"] and game["metrics"]["survival_time"] == 1
     assert game["outcome"]["months"][0]["requested"] == {"agent_0": 16, "agent_1": 16, "agent_2": 100}
+    result = run_agora("report", str(path), "--db", str(db), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert "sustainable×2 + greedy×1" in page and "Mixed groups: total gain per agent by seat model" in page
+    # the two sustainable agents got their 16 each; the greedy one got the other 68
+    assert "68.000" in page

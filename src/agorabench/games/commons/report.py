@@ -130,6 +130,19 @@ def universalization_table(games: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def seat_gains(games: pd.DataFrame, harvests: pd.DataFrame) -> pd.DataFrame:
+    """In mixed groups: each seat model's mean total gain per agent (MultiGov comparison)."""
+    if harvests.empty or "model" not in harvests:
+        return pd.DataFrame()
+    per_agent = harvests.groupby(["game_id", "role", "model"], as_index=False)["collected"].sum()
+    per_agent = per_agent.merge(games[["game_id", "model", "condition"]].rename(columns={"model": "group"}), on="game_id")
+    mixed = per_agent[per_agent["group"].str.contains("×", regex=False)]
+    if mixed.empty:
+        return pd.DataFrame()
+    out = mixed.groupby(["group", "condition", "model"]).agg(agents=("collected", "size"), mean_total_gain=("collected", "mean"), sd=("collected", "std")).reset_index()
+    return out.rename(columns={"model": "seat model"})
+
+
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     g = _prepare(games)
     h = _harvests(turns)
@@ -151,6 +164,9 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         "per agent (total loss in the trash scenario); efficiency, equality and over-usage on the 0–100 scale. "
         "Mean ± sample sd over runs.</p>"
     )
+    mixed = seat_gains(g, h)
+    if not mixed.empty:
+        legend += "<h3>Mixed groups: total gain per agent by seat model</h3>" + table_html(mixed)
     out.append(Section("Metrics per model", legend + table_html(table)))
     uni = universalization_table(g)
     if not uni.empty:
