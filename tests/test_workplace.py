@@ -94,7 +94,7 @@ def test_rating_outside_range_is_not_an_action():
     with pytest.raises(ParseError):
         Ratings.parse("<response><reflection>x</reflection><self_esteem>3</self_esteem></response>")
     assert Ratings.parse("blah " + xml(se=5, en=1)).envy == 1
-    assert "[1-5]" in Ratings.grammar()
+    assert "[1-5]" in Ratings.grammar() and "[^<]{0,120}" in Ratings.grammar()
 
 
 def test_invalid_scene_is_reasked_then_recorded_invalid_never_guessed():
@@ -304,3 +304,19 @@ def test_cli_run_export_and_report_contain_the_figures(write_study, tmp_path):
     assert 'alt="Model profiles: normalised mean ratings' in page
     assert page.count("data:image/png;base64,") >= 5
     assert "Envy fell from the first scene (baseline) to the last in 50.0% of 4 conversations" in page
+
+
+def test_report_of_a_study_mixing_both_final_scenes(write_study, tmp_path):
+    path = write_study(STUDY.format(name="wp_mixed", extra="").replace('matchups = "all_pairs"', 'matchups = "all_pairs"\n[grid]\nfinal_scene = ["leadership", "reflection"]'))
+    stats, _ = run_study(load_study(path), tmp_path / "m.db", progress=False)
+    assert stats.done == 8
+    store = Store(tmp_path / "m.db")
+    games, turns = games_df(store, "wp_mixed"), turns_df(store, "wp_mixed")
+    traj = trajectories(turns)
+    last = traj[(traj.model == "follower") & (traj.rating == "envy") & (traj.scene_no == 7)]
+    assert last["scene"].tolist() == ["leadership/reflection"] and last["value"].tolist() == [(1 + 3) / 2]
+    drop = envy_drop(games).set_index("model")
+    assert drop.loc["follower", "share_envy_fell"] == 0.5  # falls with leadership, flat with reflection
+    body = "".join(s.body for s in sections(games, turns))
+    assert "leadership opportunity / final reflection" in body
+    store.dispose()

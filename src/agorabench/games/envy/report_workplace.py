@@ -42,9 +42,12 @@ def trajectories(turns: pd.DataFrame) -> pd.DataFrame:
     sub = sub[sub["valid"].astype(bool)]
     if sub.empty:
         return pd.DataFrame(columns=["model", "scene_no", "scene", "rating", "value"])
-    means = sub.groupby(["model", "scene_no", "phase"])[list(RATINGS)].mean().reset_index()
-    long = means.melt(id_vars=["model", "scene_no", "phase"], value_vars=list(RATINGS), var_name="rating", value_name="value")
-    return long.rename(columns={"phase": "scene"})
+    means = sub.groupby(["model", "scene_no"])[list(RATINGS)].mean().reset_index()
+    # a study may mix scene-7 variants: the scene label lists every key seen at that position
+    rank = {key: i for i, key in enumerate(SCENE_TITLES)}
+    labels = sub.groupby("scene_no")["phase"].agg(lambda v: "/".join(sorted(set(v), key=lambda k: (rank.get(k, len(rank)), k))))
+    means["scene"] = means["scene_no"].map(labels)
+    return means.melt(id_vars=["model", "scene_no", "scene"], value_vars=list(RATINGS), var_name="rating", value_name="value")
 
 
 def envy_drop(games: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +71,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
             for model, sub in traj.groupby("model")
         ]
         order = traj.drop_duplicates("scene_no").sort_values("scene_no")
-        key = pd.DataFrame({"scene_no": order["scene_no"].astype(int), "scene": order["scene"].map(lambda k: SCENE_TITLES.get(k, k))})
+        key = pd.DataFrame({"scene_no": order["scene_no"].astype(int), "scene": order["scene"].map(lambda k: " / ".join(SCENE_TITLES.get(p, p) for p in k.split("/")))})
         wide = traj.pivot_table(index=["model", "scene_no"], columns="rating", values="value").reset_index()
         body = "\n".join(figs) + "<h3>Scenes</h3>" + table_html(key) + "<h3>Mean ratings per scene</h3>" + table_html(wide)
         out.append(Section("Rating trajectories", body))

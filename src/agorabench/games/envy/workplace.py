@@ -97,6 +97,18 @@ class Ratings(Action):
     collaboration: int = _rating("1-5")
     envy: int = _rating("1-5")
 
+    #: Longest reflection allowed by the decoding grammar (constrained models only): about one
+    #: sentence, so that a whole answer fits in ~110 tokens of a small model; parsing of
+    #: unconstrained answers accepts any length.
+    grammar_reflection_chars: ClassVar[int] = 120
+
+    @classmethod
+    def grammar(cls) -> str | None:
+        """The XML grammar of :class:`Action`, with the reflection capped at
+        ``grammar_reflection_chars`` characters."""
+        base = super().grammar()
+        return base.replace("[^<]{0,600}", f"[^<]{{0,{cls.grammar_reflection_chars}}}", 1) if base else base
+
 
 class WorkplaceConfig(GameConfig):
     #: Scene 7: the leadership opportunity of §5.2 (default) or figure 18's overall reflection.
