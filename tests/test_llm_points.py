@@ -94,3 +94,15 @@ def test_openai_path_against_llama_cpp_server(tmp_path, write_study, llama_serve
     rows = llm_turns(db)
     check_three_turn_conversation(rows)
     assert not any(r[10] for r in rows)  # real calls, not cache hits
+
+
+def test_openai_path_sends_the_grammar_to_a_llama_cpp_server(tmp_path, write_study, llama_server):
+    model = f'spec = "llamacpp/smollm2"\nbase_url = "{llama_server}"'
+    path = write_study(STUDY.format(moves='["D"]', model=model, constrained="true"))
+    db = tmp_path / "c.db"
+    res = run_agora("run", str(path), "--db", str(db), "--quiet")
+    assert res.returncode == 0, res.stderr
+    rows = llm_turns(db)
+    assert len(rows) == 3 and all(r[2] and r[3] == 0 for r in rows)  # well-formed at the first try
+    assert all(r[5].startswith("<response>") for r in rows)
+

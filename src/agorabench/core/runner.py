@@ -29,14 +29,14 @@ def build_backend(entry: ModelEntry):
     """The backend for an LLM model entry; ValueError for an unknown spec."""
     spec = entry.spec
     if spec == "local" or spec.startswith("local/"):
-        from ..models.embedded import EmbeddedBackend
+        from ..models.embedded import shared_embedded_backend
 
-        return EmbeddedBackend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"))
+        return shared_embedded_backend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"))
     provider, sep, model_name = spec.partition("/")
     if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
         from ..models.openai_compat import OpenAICompatBackend
 
-        return OpenAICompatBackend(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout)
+        return OpenAICompatBackend(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout, dialect="llamacpp" if provider == "llamacpp" else "openai")
     raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL or PROVIDER/MODEL@URL")
 
 

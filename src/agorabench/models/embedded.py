@@ -123,3 +123,24 @@ class EmbeddedBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+_SHARED: dict[tuple[str, int, int], EmbeddedBackend] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_embedded_backend(model_path: str | Path | None = None, n_threads: int | None = None, n_ctx: int = 4096) -> EmbeddedBackend:
+    """One backend per model file in a process, shared by every model entry that uses it.
+
+    Two llama.cpp instances on two threads would compete for the same cores, and
+    llama-cpp-python's silencing of native output swaps the process's stdout/stderr file
+    descriptors, which is not safe from two threads at once (it can leave stdout pointing at
+    /dev/null). Sharing one instance with one worker thread avoids both.
+    """
+    path = Path(model_path) if model_path else embedded_model_path()
+    key = (str(path.resolve()), n_threads or default_threads(), n_ctx)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = EmbeddedBackend(path, n_threads=key[1], n_ctx=n_ctx)
+        return _SHARED[key]
+

@@ -28,8 +28,9 @@ def _http_client():
 class OpenAICompatBackend:
     serialized = False
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0) -> None:
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai") -> None:
         self.model = model
+        self.dialect = dialect
         self.base_url = base_url
         self.identity = f"openai:{base_url or 'default'}:{model}"
         api_key = os.environ.get(api_key_env)
@@ -45,9 +46,7 @@ class OpenAICompatBackend:
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         started = time.perf_counter()
-        kwargs = {}
-        if settings.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object"}
+        kwargs = self._constraint(settings)
         try:
             resp = await self.client.chat.completions.create(
                 model=self.model,
@@ -76,6 +75,21 @@ class OpenAICompatBackend:
             latency=latency,
             finish_reason=choice.finish_reason or "stop",
         )
+
+    def _constraint(self, settings: GenerationSettings) -> dict:
+        """Constrained decoding in the server's dialect.
+
+        ``openai`` (OpenAI, vLLM, SGLang, ...): JSON actions as a ``json_schema`` response format;
+        grammars are not sent. ``llamacpp`` (llama.cpp and llama-cpp-python servers): JSON actions
+        as ``json_object`` with a ``schema``, other formats as a GBNF ``grammar``.
+        """
+        if settings.json_schema is not None:
+            if self.dialect == "llamacpp":
+                return {"response_format": {"type": "json_object", "schema": settings.json_schema}}
+            return {"response_format": {"type": "json_schema", "json_schema": {"name": "action", "schema": settings.json_schema}}}
+        if settings.grammar is not None and self.dialect == "llamacpp":
+            return {"extra_body": {"grammar": settings.grammar}}
+        return {}
 
     async def aclose(self) -> None:
         await self.client.close()
