@@ -89,7 +89,7 @@ def test_bargaining_invalid_offers_are_reasked_then_forfeit_the_round():
     first = table.turns[0]
     assert not first.valid and first.retries == 2 and first.action is None
     assert "add up to $1,000" in table.transcripts["alice"][3]["content"]
-    assert out["offers"][0] == {"round": 1, "proposer": "alice", "valid": False, "accepted": False}
+    assert out["offers"][0] == {"round": 1, "proposer": "alice", "valid": False, "decision": None, "accepted": False}
     # the game moved on: Bob proposed in round 2 and Alice accepted
     assert out["agreed_round"] == 2 and out["alice_share"] == pytest.approx(0.5)
     assert out["offers"][1]["message"] == "half"

@@ -29,9 +29,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from ...core.game import Game, GameConfig
-from ...core.table import Prompt, Table
-from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, percent, rounds_to_play
+from ...core.game import GameConfig
+from .common import ALICE, AlternatingOffers, JsonForm, NAMES, PROMPTS, Horizon, check_horizon, horizon_known, money, other, percent
 
 
 class BargainingConfig(GameConfig):
@@ -107,20 +106,16 @@ def spe_share_finite(delta_a: float, delta_b: float, rounds: int, start: int = 1
     return share
 
 
-class Bargaining(Game):
+class Bargaining(AlternatingOffers):
     name = "glee.bargaining"
     Config = BargainingConfig
     prompt_dir = PROMPTS / "bargaining"
     strategies: ClassVar[dict] = {}  # filled in by .strategies
 
-    @classmethod
-    def roles(cls, config: GameConfig) -> tuple[str, ...]:
-        return ROLES
-
     def delta(self, role: str) -> float:
         return self.config.delta_a if role == ALICE else self.config.delta_b
 
-    def observation(self, role: str, t: int, phase: str, offer: dict[str, float] | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+    def observation(self, role: str, t: int, phase: str, offer: dict[str, Any] | None, history: list[dict[str, Any]]) -> dict[str, Any]:
         c = self.config
         return {
             "family": "bargaining",
@@ -153,33 +148,19 @@ class Bargaining(Game):
             "horizon": horizon_known(c.horizon),
         }
 
-    async def play(self, table: Table) -> dict[str, Any]:
-        c = self.config
-        kind = offer_type(float(c.money), c.messages)
-        for role in ROLES:
-            table.set_system(role, self.prompts.render("system", **self._values(role, 1)))
-        history: list[dict[str, Any]] = []
-        rounds = rounds_to_play(c.horizon, c.infinite_rounds)
-        for t in range(1, rounds + 1):
-            proposer = ALICE if t % 2 == 1 else BOB
-            responder = other(proposer)
-            text = self.prompts.render("offer", format=kind.format_instructions(), **self._values(proposer, t))
-            offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer"), kind, fallback=None)
-            if offer is None:
-                history.append({"round": t, "proposer": proposer, "valid": False, "accepted": False})
-                table.tell(proposer, self.prompts.render("forfeit", **self._values(proposer, t)))
-                table.tell(responder, self.prompts.render("no_offer", **self._values(responder, t)))
-                continue
-            amounts = {"alice_gain": offer.alice_gain, "bob_gain": offer.bob_gain}
-            message = getattr(offer, "message", "") if c.messages else ""
-            text = self.prompts.render("respond", message=message, alice_gain=money(offer.alice_gain), bob_gain=money(offer.bob_gain), **self._values(responder, t))
-            answer = await table.ask(responder, Prompt(text, self.observation(responder, t, "respond", amounts, history), "respond"), Decision, fallback=Decision(decision="reject"))
-            accepted = answer.decision == "accept"
-            history.append({"round": t, "proposer": proposer, "valid": True, **amounts, "message": message, "accepted": accepted})
-            if accepted:
-                return self._outcome(history, t, offer.alice_gain, offer.bob_gain)
-            table.tell(proposer, self.prompts.render("rejected", **self._values(proposer, t)))
-            table.tell(responder, self.prompts.render("you_rejected", **self._values(responder, t)))
+    def offer_kind(self) -> type[Offer]:
+        return offer_type(float(self.config.money), self.config.messages)
+
+    def offer_terms(self, offer: Offer) -> dict[str, Any]:
+        return {"alice_gain": offer.alice_gain, "bob_gain": offer.bob_gain}
+
+    def respond_values(self, offer: Offer) -> dict[str, Any]:
+        return {"alice_gain": money(offer.alice_gain), "bob_gain": money(offer.bob_gain)}
+
+    def settle(self, history: list[dict[str, Any]], t: int, offer: Offer, decision: str, responder: str) -> dict[str, Any] | None:
+        return self._outcome(history, t, offer.alice_gain, offer.bob_gain) if decision == "accept" else None
+
+    def no_deal(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         return self._outcome(history, None, None, None)
 
     def _outcome(self, history: list[dict[str, Any]], t: int | None, alice_gain: float | None, bob_gain: float | None) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import field_validator
 
 from ...core.actions import Action
+from ...core.game import Game, GameConfig
+from ...core.table import Prompt, Table
 
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -104,3 +106,76 @@ class JsonForm(Action):
             hint = f.description or name
             parts.append(f'"{name}": "<{hint}>"' if name in cls.text_fields else f'"{name}": <{hint}>')
         return "Answer with a JSON object of this form:\n{" + ", ".join(parts) + "}"
+
+
+class AlternatingOffers(Game):
+    """The protocol bargaining and negotiation share.
+
+    Alice proposes in odd rounds and Bob in even rounds, for ``rounds_to_play`` rounds. The
+    responder accepts (the game ends with that offer) or rejects (next round). A proposal that
+    stays invalid after re-asking forfeits the round; a response that stays invalid counts as a
+    rejection. Subclasses give the offer type, its terms, the template values and the outcomes.
+    Templates used: ``system``, ``offer``, ``respond``, ``forfeit``, ``no_offer``, ``rejected``,
+    ``you_rejected``.
+    """
+
+    @classmethod
+    def roles(cls, config: GameConfig) -> tuple[str, ...]:
+        return ROLES
+
+    def offer_kind(self) -> type[Action]:
+        raise NotImplementedError
+
+    def decision_kind(self) -> type[Decision]:
+        return Decision
+
+    def offer_terms(self, offer: Action) -> dict[str, Any]:
+        """The numbers of an offer, as stored in the history and shown to strategies."""
+        raise NotImplementedError
+
+    def respond_values(self, offer: Action) -> dict[str, Any]:
+        """Template values describing the offer to the responder."""
+        raise NotImplementedError
+
+    def settle(self, history: list[dict[str, Any]], t: int, offer: Action, decision: str, responder: str) -> dict[str, Any] | None:
+        """The outcome if ``decision`` ends the game in round ``t``, else ``None``."""
+        raise NotImplementedError
+
+    def no_deal(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _values(self, role: str, t: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def observation(self, role: str, t: int, phase: str, terms: dict[str, Any] | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        c = self.config
+        kind, decision_kind = self.offer_kind(), self.decision_kind()
+        for role in ROLES:
+            table.set_system(role, self.prompts.render("system", **self._values(role, 1)))
+        history: list[dict[str, Any]] = []
+        for t in range(1, rounds_to_play(c.horizon, c.infinite_rounds) + 1):
+            proposer = ALICE if t % 2 == 1 else BOB
+            responder = other(proposer)
+            text = self.prompts.render("offer", format=kind.format_instructions(), **self._values(proposer, t))
+            offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer"), kind, fallback=None)
+            if offer is None:
+                history.append({"round": t, "proposer": proposer, "valid": False, "decision": None, "accepted": False})
+                table.tell(proposer, self.prompts.render("forfeit", **self._values(proposer, t)))
+                table.tell(responder, self.prompts.render("no_offer", **self._values(responder, t)))
+                continue
+            terms = self.offer_terms(offer)
+            message = getattr(offer, "message", "") if c.messages else ""
+            text = self.prompts.render("respond", message=message, **self.respond_values(offer), **self._values(responder, t))
+            prompt = Prompt(text, self.observation(responder, t, "respond", terms, history), "respond")
+            answer = await table.ask(responder, prompt, decision_kind, fallback=decision_kind(decision="reject"))
+            history.append({"round": t, "proposer": proposer, "valid": True, **terms, "message": message, "decision": answer.decision, "accepted": answer.decision == "accept"})
+            outcome = self.settle(history, t, offer, answer.decision, responder)
+            if outcome is not None:
+                return outcome
+            table.tell(proposer, self.prompts.render("rejected", **self._values(proposer, t)))
+            table.tell(responder, self.prompts.render("you_rejected", **self._values(responder, t)))
+        return self.no_deal(history)
+

@@ -30,9 +30,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from ...core.game import Game, GameConfig
-from ...core.table import Prompt, Table
-from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, Decision, Horizon, check_horizon, horizon_known, money, other, rounds_to_play
+from ...core.game import GameConfig
+from .common import ALICE, AlternatingOffers, JsonForm, NAMES, PROMPTS, Decision, Horizon, check_horizon, horizon_known, money, other
 
 
 class NegotiationConfig(GameConfig):
@@ -90,23 +89,19 @@ def price_type(messages: bool) -> type[PriceOffer]:
     return PriceOfferWithMessage if messages else PriceOffer
 
 
-class Negotiation(Game):
+class Negotiation(AlternatingOffers):
     name = "glee.negotiation"
     Config = NegotiationConfig
     prompt_dir = PROMPTS / "negotiation"
     strategies: ClassVar[dict] = {}
 
-    @classmethod
-    def roles(cls, config: GameConfig) -> tuple[str, ...]:
-        return ROLES
-
     def value(self, role: str) -> float:
         return self.config.value_a if role == ALICE else self.config.value_b
 
-    def decision_type(self) -> type[Decision]:
+    def decision_kind(self) -> type[Decision]:
         return DecisionOrQuit if self.config.outside_option else Decision
 
-    def observation(self, role: str, t: int, phase: str, price: float | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+    def observation(self, role: str, t: int, phase: str, terms: dict[str, Any] | None, history: list[dict[str, Any]]) -> dict[str, Any]:
         c = self.config
         return {
             "family": "negotiation",
@@ -118,7 +113,7 @@ class Negotiation(Game):
             "own_value": self.value(role),
             "other_value": self.value(other(role)) if c.complete_info else None,
             "messages": c.messages,
-            "price": price,
+            "price": terms["price"] if terms else None,
             "history": [dict(h) for h in history],
         }
 
@@ -137,34 +132,23 @@ class Negotiation(Game):
             "horizon": horizon_known(c.horizon),
         }
 
-    async def play(self, table: Table) -> dict[str, Any]:
-        c = self.config
-        kind = price_type(c.messages)
-        decision_kind = self.decision_type()
-        for role in ROLES:
-            table.set_system(role, self.prompts.render("system", **self._values(role, 1)))
-        history: list[dict[str, Any]] = []
-        rounds = rounds_to_play(c.horizon, c.infinite_rounds)
-        for t in range(1, rounds + 1):
-            proposer = ALICE if t % 2 == 1 else BOB
-            responder = other(proposer)
-            text = self.prompts.render("offer", format=kind.format_instructions(), **self._values(proposer, t))
-            offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer"), kind, fallback=None)
-            if offer is None:
-                history.append({"round": t, "proposer": proposer, "valid": False, "decision": None})
-                table.tell(proposer, self.prompts.render("forfeit", **self._values(proposer, t)))
-                table.tell(responder, self.prompts.render("no_offer", **self._values(responder, t)))
-                continue
-            message = getattr(offer, "message", "") if c.messages else ""
-            text = self.prompts.render("respond", price=money(offer.price), message=message, **self._values(responder, t))
-            answer = await table.ask(responder, Prompt(text, self.observation(responder, t, "respond", offer.price, history), "respond"), decision_kind, fallback=decision_kind(decision="reject"))
-            history.append({"round": t, "proposer": proposer, "valid": True, "price": offer.price, "message": message, "decision": answer.decision})
-            if answer.decision == "accept":
-                return self._outcome(history, t, offer.price, "sale")
-            if answer.decision == "quit":
-                return self._outcome(history, None, None, f"{responder}_quit")
-            table.tell(proposer, self.prompts.render("rejected", **self._values(proposer, t)))
-            table.tell(responder, self.prompts.render("you_rejected", **self._values(responder, t)))
+    def offer_kind(self) -> type[PriceOffer]:
+        return price_type(self.config.messages)
+
+    def offer_terms(self, offer: PriceOffer) -> dict[str, Any]:
+        return {"price": offer.price}
+
+    def respond_values(self, offer: PriceOffer) -> dict[str, Any]:
+        return {"price": money(offer.price)}
+
+    def settle(self, history: list[dict[str, Any]], t: int, offer: PriceOffer, decision: str, responder: str) -> dict[str, Any] | None:
+        if decision == "accept":
+            return self._outcome(history, t, offer.price, "sale")
+        if decision == "quit":
+            return self._outcome(history, None, None, f"{responder}_quit")
+        return None
+
+    def no_deal(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         return self._outcome(history, None, None, "horizon")
 
     @staticmethod
