@@ -57,7 +57,7 @@ def llama_server():
         "--model", str(embedded_model_path()),
         "--model_alias", "smollm2",
         "--host", "127.0.0.1", "--port", str(port),
-        "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS),
+        "--n_threads", "1", "--n_threads_batch", "1",  # two 2-thread engines on 2 cores stall each other
         "--n_ctx", "4096", "--verbose", "False",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

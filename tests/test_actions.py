@@ -91,4 +91,12 @@ def test_grammar_mentions_every_field_and_option():
     g = Choice.grammar()
     assert '"A" | "B" | "C" | "D"' in g and "<reasoning>" in g
     assert Harvest.grammar().count("Answer: ") == 1
-    assert Offer.grammar() is None  # JSON actions use the schema instead
+    g = Offer.grammar()  # a flat JSON object, fields in order, numbers unsigned (ge=0)
+    assert g.index('alice_gain') < g.index('bob_gain') < g.index('message') and '"-"' not in g
+
+
+def test_grammars_parse_as_gbnf():
+    from llama_cpp import LlamaGrammar  # noqa: F401  (grammar syntax is checked by llama.cpp)
+
+    for kind in (Choice, Offer, Harvest, Verdict):
+        LlamaGrammar.from_string(kind.grammar(), verbose=False)

@@ -28,10 +28,8 @@ class LLMAgent:
         settings = self.model.settings
         if self.constrained:
             kind = request.action_type
-            if kind.response_format == "json":
-                settings = replace(settings, json_schema=kind.json_schema())
-            else:
-                settings = replace(settings, grammar=kind.grammar())
+            schema = kind.json_schema() if kind.response_format == "json" else None
+            settings = replace(settings, json_schema=schema, grammar=kind.grammar())
         try:
             c = await self.model.complete(request.messages, settings, sample=f"{self.sample}:{request.attempt}")
         except BackendError as exc:

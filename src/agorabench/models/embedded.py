@@ -89,10 +89,10 @@ class EmbeddedBackend:
         llama = self._model()
         started = time.perf_counter()
         kwargs = {}
-        if settings.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": settings.json_schema}
-        elif settings.grammar is not None:
+        if settings.grammar is not None:  # our compact grammar, also for JSON answers
             kwargs["grammar"] = self._grammar(settings.grammar)
+        elif settings.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": settings.json_schema}
         try:
             out = llama.create_chat_completion(
                 messages=messages,

@@ -97,17 +97,10 @@ class Ratings(Action):
     collaboration: int = _rating("1-5")
     envy: int = _rating("1-5")
 
-    #: Longest reflection allowed by the decoding grammar (constrained models only): about one
+    #: Longest reflection the decoding grammar allows (constrained models only): about one
     #: sentence, so that a whole answer fits in ~110 tokens of a small model; parsing of
     #: unconstrained answers accepts any length.
-    grammar_reflection_chars: ClassVar[int] = 120
-
-    @classmethod
-    def grammar(cls) -> str | None:
-        """The XML grammar of :class:`Action`, with the reflection capped at
-        ``grammar_reflection_chars`` characters."""
-        base = super().grammar()
-        return base.replace("[^<]{0,600}", f"[^<]{{0,{cls.grammar_reflection_chars}}}", 1) if base else base
+    grammar_text_chars: ClassVar[int] = 120
 
 
 class WorkplaceConfig(GameConfig):
