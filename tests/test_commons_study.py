@@ -4,7 +4,6 @@ the shipped study files load; one ``--model`` fills every seat."""
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 

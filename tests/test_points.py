@@ -1,7 +1,6 @@
 """Envy point-allocation game: envy terms, scripted strategies, the game through the table."""
 
 import asyncio
-import itertools
 import math
 
 import pytest

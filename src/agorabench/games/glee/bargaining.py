@@ -29,26 +29,15 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from ...core.game import GameConfig
-from .common import ALICE, AlternatingOffers, JsonForm, NAMES, PROMPTS, Horizon, check_horizon, horizon_known, money, other, percent
+from .common import ALICE, AlternatingOffers, GleeConfig, JsonForm, NAMES, PROMPTS, horizon_known, money, other, percent
 
 
-class BargainingConfig(GameConfig):
+class BargainingConfig(GleeConfig):
     """Parameters of §2.1; defaults are the paper's reference values (Table 8)."""
 
     delta_a: float = Field(0.9, gt=0, le=1)
     delta_b: float = Field(0.9, gt=0, le=1)
-    money: float = Field(10_000, gt=0)
-    horizon: Horizon = "inf"
-    complete_info: bool = True
-    messages: bool = False
-    #: Rounds actually played when ``horizon = "inf"`` (the original project used 99).
-    infinite_rounds: int = Field(99, ge=1)
-
-    @field_validator("horizon", mode="before")
-    @classmethod
-    def _horizon(cls, v: Any) -> Any:
-        return check_horizon(v)
+    # horizon "inf" with 99 hidden rounds (the original project's value), from GleeConfig
 
 
 class Offer(JsonForm):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
@@ -62,6 +62,24 @@ def money(x: float) -> str:
 
 def percent(x: float) -> str:
     return f"{x * 100:g}%"
+
+
+class GleeConfig(GameConfig):
+    """Parameters every GLEE family has: the amount M at stake, the horizon, whether each side
+    knows the other's private parameter, and free-text messages. Families set their own
+    defaults (the paper's Table 8)."""
+
+    money: float = Field(10_000, gt=0)
+    horizon: Horizon = "inf"
+    complete_info: bool = True
+    messages: bool = False
+    #: Rounds actually played when ``horizon = "inf"``.
+    infinite_rounds: int = Field(99, ge=1)
+
+    @field_validator("horizon", mode="before")
+    @classmethod
+    def _horizon(cls, v: Any) -> Any:
+        return check_horizon(v)
 
 
 class Decision(Action):

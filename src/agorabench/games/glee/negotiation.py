@@ -30,27 +30,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from ...core.game import GameConfig
-from .common import ALICE, AlternatingOffers, JsonForm, NAMES, PROMPTS, Decision, Horizon, check_horizon, horizon_known, money, other
+from .common import ALICE, AlternatingOffers, GleeConfig, JsonForm, NAMES, PROMPTS, Decision, Horizon, horizon_known, money, other
 
 
-class NegotiationConfig(GameConfig):
+class NegotiationConfig(GleeConfig):
     """Parameters of §2.2; defaults are the paper's reference values (Table 8)."""
 
     f_a: float = Field(1.0, gt=0)
     f_b: float = Field(1.0, gt=0)
-    money: float = Field(10_000, gt=0)
     horizon: Horizon = 1
-    complete_info: bool = True
-    messages: bool = False
     outside_option: bool = False
     #: Rounds actually played when ``horizon = "inf"`` (the original project used 30).
     infinite_rounds: int = Field(30, ge=1)
-
-    @field_validator("horizon", mode="before")
-    @classmethod
-    def _horizon(cls, v: Any) -> Any:
-        return check_horizon(v)
 
     @property
     def value_a(self) -> float:

@@ -30,32 +30,25 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
 from ...core.table import Prompt, Table
-from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, Horizon, YesNo, check_horizon, horizon_known, money, rounds_to_play
+from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, GleeConfig, Horizon, YesNo, horizon_known, money, rounds_to_play
 
 
-class PersuasionConfig(GameConfig):
+class PersuasionConfig(GleeConfig):
     """Parameters of §2.3; defaults are the paper's reference values (Table 8)."""
 
     p: float = Field(0.5, gt=0, lt=1)
     v: float = Field(1.25, gt=1)
-    money: float = Field(10_000, gt=0)
     horizon: Horizon = 20
-    complete_info: bool = True
     #: Free-text seller messages (true) or a binary recommendation (false).
     messages: bool = False
     myopic: bool = False
     #: Rounds actually played when ``horizon = "inf"``.
     infinite_rounds: int = Field(20, ge=1)
-
-    @field_validator("horizon", mode="before")
-    @classmethod
-    def _horizon(cls, v: Any) -> Any:
-        return check_horizon(v)
 
 
 class SellerMessage(JsonForm):
