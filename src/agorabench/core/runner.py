@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..models.base import BackendError, GenerationSettings
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
@@ -64,14 +64,12 @@ class Runner:
         concurrency: int = 8,
         cache: ResponseCache | None = None,
         progress: bool = True,
-        on_game_done: Callable[[GameSpec], None] | None = None,
     ) -> None:
         self.study = study
         self.store = store
         self.concurrency = max(1, concurrency)
         self.cache = cache if cache is not None else SQLCache(store)
         self.progress = progress
-        self.on_game_done = on_game_done
         self.models: dict[str, Model] = {}
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
@@ -171,8 +169,6 @@ class Runner:
             self.stats.errors += 1
             if len(self.stats.error_messages) < 20:
                 self.stats.error_messages.append(error or "")
-        if self.on_game_done:
-            self.on_game_done(spec)
 
     async def run(self) -> RunStats:
         specs = self.study.expand()

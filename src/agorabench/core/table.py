@@ -143,7 +143,7 @@ class Table:
         cached = True
         messages_at_ask = [dict(m) for m in self.transcripts[role]]
         while True:
-            request = TurnRequest(role, list(self.transcripts[role]), prompt, action_type, retries, self._player_rngs.setdefault(role, random.Random(role)), error)
+            request = TurnRequest(role, list(self.transcripts[role]), prompt, action_type, retries, self._player_rngs[role], error)
             started = time.perf_counter()
             reply = await player.act(request)
             latency += reply.latency or (time.perf_counter() - started)

@@ -150,17 +150,21 @@ def _floor_number(v: Any) -> Any:
     return math.floor(f) if math.isfinite(f) else v
 
 
-class Harvest(Action):
-    """How much of the resource the agent takes (inverse scenario: removes) this month."""
+class WholeAnswer(Action):
+    """An ``Answer: N`` action whose one field is a whole number; fractions are rounded down."""
 
     response_format: ClassVar = "answer"
 
-    amount: int = Field(ge=0, description="amount")
-
-    @field_validator("amount", mode="before")
+    @field_validator("*", mode="before")
     @classmethod
     def _whole(cls, v: Any) -> Any:
         return _floor_number(v)
+
+
+class Harvest(WholeAnswer):
+    """How much of the resource the agent takes (inverse scenario: removes) this month."""
+
+    amount: int = Field(ge=0, description="amount")
 
 
 class Utterance(Action):
@@ -176,17 +180,10 @@ class Utterance(Action):
     end_conversation: bool = False
 
 
-class Limit(Action):
+class Limit(WholeAnswer):
     """The per-person limit the group agreed on, as the summariser reads the minutes (0 = none)."""
 
-    response_format: ClassVar = "answer"
-
     limit: int = Field(ge=0, description="limit")
-
-    @field_validator("limit", mode="before")
-    @classmethod
-    def _whole(cls, v: Any) -> Any:
-        return _floor_number(v)
 
 
 # --------------------------------------------------------------------------------------------
