@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from agorabench.store.importers.govsim import import_govsim
@@ -136,7 +137,7 @@ def test_ovanerven_formulas_over_all_pedrocurvo_runs(imported):
             # Reason: the trash scenario is inverse. Ovanerven's fixed rules judge collapse as a
             # pile below 5, over-usage as taking more than B/2/n and efficiency as gain vs 600;
             # here collapse is more than 95 left, over-usage is removing less than the share
-            # f(t)/n (f = 50), and efficiency penalises distance from the needed 600 either way.
+            # f(t)/n (f = 50), and efficiency is Table 5's (600/ΣR once more than 600 is removed).
             differ["trash"] += 1
             expected_survival = next((i + 1 for i, mo in enumerate(out["months"]) if mo["stock_after"] > 95), len(out["months"]))
             assert m["survival_time"] == expected_survival, path
@@ -163,3 +164,68 @@ def test_import_cli(shared_fixtures, tmp_path):
     store = Store(db)
     assert {g["config"]["scenario"] for g in store.games("ov")} == {"fishery", "pasture", "pollution"}
     assert json.dumps(store.games("ov")[0]["metrics"])
+
+
+def _row(games: list[dict], metric: str) -> tuple[float, float]:
+    """Mean and sample sd over runs, rounded as the paper's tables print them."""
+    vals = pd.Series([float(g["metrics"][metric]) for g in games])
+    return round(vals.mean(), 1), round(vals.std(ddof=1), 1)
+
+
+def _qwen_runs(games: dict, scenario_dir: str, universalization: bool) -> list[dict]:
+    return [g for p, g in games.items() if p.startswith(f"pedrocurvo/{scenario_dir}/Qwen2.5-0.5B/") and g["config"]["universalization"] == universalization]
+
+
+# The Qwen2.5-0.5B rows of the reproduction's Tables 1 (default) and 2 (universalization):
+# (survival time, total gain, efficiency, equality, over-usage), each as (mean, sd).
+TABLE_1 = {"survival_time_harvested": (1.3, 0.6), "total_gain": (24.7, 8.1), "efficiency": (20.6, 6.7), "equality": (31.8, 20.4), "over_usage": (16.7, 5.8)}
+TABLE_2 = {"survival_time_harvested": (2.3, 1.2), "total_gain": (25.9, 7.0), "efficiency": (21.6, 5.8), "equality": (27.2, 9.8), "over_usage": (8.9, 10.2)}
+# Residuals (docs/fidelity.md): no counting tried over these six logs gives the tables' over-usage
+# (per-agent or group threshold, > or ≥, requested or collected amounts, all months, harvest
+# months only, or the first survival-time months, per agent-month or per month); Table 1's
+# equality needs 55.4 for pleasant-firefly-143, whose collected amounts (0, 70, 0, 55, 45) give
+# 54.1 (its requests, 0, 70, 0, 100, 100, would give 55.6).
+RESIDUAL = {
+    (1, "equality"): (31.4, 19.7),
+    (1, "over_usage"): (9.6, 2.7),
+    (2, "over_usage"): (7.1, 3.4),
+}
+
+
+@pytest.mark.parametrize("table,universalization,expected", [(1, False, TABLE_1), (2, True, TABLE_2)])
+def test_qwen_rows_of_tables_1_and_2_from_the_logs(imported, table, universalization, expected):
+    _, _, _, games, _ = imported
+    runs = _qwen_runs(games, "fishing_v7.0", universalization)
+    assert len(runs) == 3 and all(g["metrics"]["survived"] == 0 for g in runs)
+    for metric, paper in expected.items():
+        ours = _row(runs, metric)
+        assert ours == RESIDUAL.get((table, metric), paper), metric
+    # the tables' survival counting (only months where someone asked for more than 0) differs
+    # from counting every month played, which gives 3.3 and 4.3
+    assert _row(runs, "survival_time")[0] == (3.3 if table == 1 else 4.3)
+
+
+def test_qwen_and_llama70b_rows_of_table_5_from_the_logs(imported):
+    _, _, _, games, _ = imported
+    qwen = _qwen_runs(games, "trash_v7.0", False)
+    assert len(qwen) == 3
+    assert _row(qwen, "survival_time_harvested") == (0.0, 0.0)  # nobody asked to clean anything
+    assert _row(qwen, "total_loss") == (130.0, 0.0) and _row(qwen, "efficiency") == (0.0, 0.0)
+    assert _row(qwen, "over_usage") == (100.0, 0.0) and _row(qwen, "survived") == (0.0, 0.0)
+    # Residual: Table 5 prints equality 100 when nothing was removed; our equality is 0 when ΣR = 0.
+    assert _row(qwen, "equality") == (0.0, 0.0)
+    llama = [g for p, g in games.items() if p.startswith("pedrocurvo/trash_v7.0/Llama-3-70B/")]
+    assert len(llama) == 3
+    assert _row(llama, "total_loss") == (0.0, 0.0) and _row(llama, "efficiency") == (92.3, 0.0)
+
+
+def test_cut_off_runs_are_censored_not_collapsed(imported):
+    _, _, problems, games, _ = imported
+    cut = [g for g in games.values() if not g["outcome"]["complete"]]
+    assert len(cut) == 7 + 4  # 7 fishery/trash logs that stop early, 4 old trash runs ending at an empty house
+    for g in cut:
+        assert g["outcome"]["censored"] and not g["outcome"]["collapsed"]
+        assert g["metrics"]["censored"] == 1 and g["metrics"]["survived"] is None
+    done = [g for g in games.values() if g["outcome"]["complete"]]
+    assert all(g["metrics"]["censored"] == 0 and g["metrics"]["survived"] in (0, 1) for g in done)
+    assert sum("censored" in p for p in problems) == len(cut)

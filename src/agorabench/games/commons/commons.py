@@ -1,35 +1,48 @@
-"""Commons (GovSim, reproduction paper §3.1, Table 8): N agents share a regrowing resource.
+"""Commons (GovSim, reproduction paper §3.1, Table 8; original code: giorgiopiatti/GovSim and the
+reproduction fork pedrocurvo/GovSim): N agents share a regrowing resource.
 
-Rules, month t = 1..T (defaults: N = 5, T = 12, K = 10, start and capacity 100, collapse
-threshold C = 5, growth ×2):
+Month t = 1..T of the **original protocol** (the default; N = 5, T = 12, K = 10, start and
+capacity 100, collapse threshold C = 5, growth ×2):
 
-1. **Harvest.** Every agent privately says how much it takes (``Answer: N``), all at once. If
-   the requests exceed the stock h(t), units are handed out one at a time to a uniformly random
-   agent that still wants more, drawn from ``table.rng`` (the original's stochastic allocation),
-   until the stock is gone. An answer that stays invalid counts as a request of 0 (the original
-   parser's default) and the turn is marked invalid.
-2. **Report.** The manager (Mayor, Landlord, ...) announces every agent's amount to everyone.
-3. **Collapse check.** The month is survived if the stock left after harvesting is at least C
-   (inverse scenario: at most C). Paper text: the resource collapses when it "falls below" C;
-   the original GovSim paper defines survival as h(t) > C, i.e. collapse at h ≤ C. Config
-   ``collapse_rule = "strict"`` (default) collapses at < C (> C inverse), ``"inclusive"`` at
-   ≤ C (≥ C inverse). A collapse ends the game at once (no discussion).
-4. **Discussion** (not after the last month): a group chat of at most K utterances. The first
-   speaker is drawn from ``table.rng``; each speaker may name the next speaker (otherwise the
-   next in seat order speaks; ``speaker_order`` offers ``round_robin`` and ``random``) and may
-   end the chat. Every utterance is told to everyone.
-5. **Summary** (optional ``summariser = true``): the ``manager`` role, a model or a strategy,
-   reads the minutes and states the agreed per-person limit (0 = none); the limit is told to
-   every agent and reminded at the next harvest.
+1. **Harvest.** Every agent is told the stock h(t) and privately says how much it takes
+   (``Answer: N``), all at once. If the requests exceed the stock, units go one at a time to a
+   uniformly random agent that still wants more, drawn from ``table.rng`` (the original's
+   stochastic allocation; ``allocation = "proportional"`` shares in proportion to the requests).
+   ``harvest_order = "sequential"``: agents ask one after another in a random order, each told
+   what is left. An answer that stays invalid counts as a request of 0 (the original parser's
+   default) and the turn is marked invalid.
+2. **Private outcome.** Each agent is told what it asked for and what it got.
+3. **Group chat** (``communication = true``): at most K conversation steps. The first step is the
+   manager's report of every agent's catch (no stock; ``report = "individual"``: each agent's
+   catch as its own line, one step each; ``"none"``: no report). The first speaker is the same
+   agent every month (seat 0, as in the original; ``first_speaker`` offers ``random`` and
+   ``rotating``); a speaker may name the next one and may close the chat.
+4. **Agreed-limit extraction** (``summariser = true``): the ``manager`` role reads the minutes and
+   states the per-person limit agreed (0 = none agreed); the limit is told to every agent.
+5. **Collapse / horizon check.** Collapse if the stock left after harvesting is below C
+   (inverse scenario: above C); ``collapse_rule = "inclusive"`` also collapses at C. The game
+   ends on collapse or after month T, so the chat also happens in the collapse month and after
+   the last month.
 6. **Regrowth**: h(t+1) = min(capacity, rate·left) (``multiply``) or min(capacity, left + a)
    (``add``, trash).
 
-Each agent's memory is its own transcript: harvest prompts, reports, utterances and limits.
+``protocol = "legacy"`` restores this project's earlier protocol as a named variant (a field set
+explicitly in the config still wins): the system prompt states the collapse threshold, the month
+line the horizon ("Month t of T"); harvest → public report with the stock → collapse check (no
+chat in the collapse month or after the last month) → chat with a random first speaker → no
+limit extraction unless ``summariser = true``; no private outcome message.
+
+Other variants of the original: ``system_prompt`` picks a scenario's system text (``default``,
+``legacy``, ``paraphrase_1..3`` where the data file has them), ``communication = false`` is the
+no-communication ablation (no chat, no report, no limit), ``newcomer_month`` lets the last seat
+join only from that month on with a profit-only goal (the original's outsider: 4 agents, the
+fifth from the original's round index 3, i.e. our month 4, over 15 months).
 
 Sustainability threshold f(t): for ``multiply`` growth f(t) = h(t)·(1 − 1/rate) (the most the
 group can take without the stock shrinking next month; 50 at h = 100 with rate 2); for ``add``
 growth f(t) = min(a, h(t)). In the inverse (trash) scenario the same f(t) is the *least* the
-group must remove so the pile does not grow. The sustainable per-agent share is f(t)/N.
+group must remove so the pile does not grow. The sustainable per-agent share is f(t)/N over the
+agents present that month.
 
 Metrics: see :func:`commons_metrics`.
 """
@@ -190,30 +203,87 @@ class Limit(WholeAnswer):
 # Configuration
 
 
+#: What ``protocol = "legacy"`` sets, for every field the config does not set itself.
+LEGACY = {
+    "system_prompt": "legacy",
+    "tell_horizon": True,
+    "month_order": "legacy",
+    "first_speaker": "random",
+    "report_stock": True,
+    "private_outcome": False,
+    "summariser": False,
+}
+
+
 class CommonsConfig(GameConfig):
     scenario: str = "fishery"
     language: str = "en"
     n_agents: int = Field(5, ge=2, le=20)
     months: int = Field(12, ge=1)
-    #: K, the most utterances in one month's chat; 0 turns the discussion off.
+    #: ``original``: the original's information and month order (module doc); ``legacy``: this
+    #: project's earlier protocol (see :data:`LEGACY`), kept as a named variant.
+    protocol: Literal["original", "legacy"] = "original"
+    #: Which system text of the scenario file: ``default`` (the original's content), ``legacy``
+    #: (states the threshold, no worked example), ``paraphrase_1..3`` (robustness, English).
+    system_prompt: str = "default"
+    #: Say "Month t of T" (the original gives only a date, never the horizon).
+    tell_horizon: bool = False
+    #: ``original``: harvest, private outcome, chat, limit, collapse check, regrowth;
+    #: ``legacy``: harvest, public report, collapse check, chat (not after the last month).
+    month_order: Literal["original", "legacy"] = "original"
+    #: K, the most conversation steps in one month's chat (the report is the first); 0: no chat.
     max_conversation_steps: int = Field(10, ge=0)
+    #: False: the original's no-communication ablation (no chat, no report, no limit).
+    communication: bool = True
+    #: Whose catches open the chat: the manager's report, each agent's own line, or nothing.
+    report: Literal["manager", "individual", "none"] = "manager"
+    #: Add the stock left to the report (legacy; the original reports catches only).
+    report_stock: bool = False
+    #: Tell each agent privately what it asked for and what it got after every harvest.
+    private_outcome: bool = True
     #: Add the universalization hint ("if everyone takes more than f(t)/N ...") at each harvest.
     universalization: bool = False
-    #: Add a ``manager`` role that extracts the agreed limit after each chat.
-    summariser: bool = False
+    #: The ``manager`` role extracts the agreed limit after every chat (the original's framework
+    #: model; 0 = none agreed) and every agent is told it.
+    summariser: bool = True
+    #: ``fixed``: seat 0 opens every chat (original); ``random``; ``rotating``: seat (t−1) mod N.
+    first_speaker: Literal["fixed", "random", "rotating"] = "fixed"
     speaker_order: Literal["chosen", "round_robin", "random"] = "chosen"
+    allocation: Literal["stochastic", "proportional"] = "stochastic"
+    harvest_order: Literal["concurrent", "sequential"] = "concurrent"
+    #: The last seat joins only from this month on, with a profit-only goal (original: outsider).
+    newcomer_month: int | None = Field(None, ge=2)
     #: ``strict``: collapse when left < C (paper text; original code); ``inclusive``: left ≤ C.
     collapse_rule: Literal["strict", "inclusive"] = "strict"
     #: ``per_agent``: an agent over-uses when it takes more than f(t)/N (paper; Ovanerven);
     #: ``group``: more than f(t) (the variant compared with the whole group's threshold).
     over_usage_threshold: Literal["per_agent", "group"] = "per_agent"
-    #: Override of the scenario's collapse threshold C (None: the scenario file's value).
+    #: Override of the scenario's collapse threshold C (None: the scenario file's value). Trash:
+    #: 45 is the reproduction fork's later, stricter rule (the logged runs follow 95).
     collapse_threshold: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("protocol") == "legacy":
+            data = {**LEGACY, **data}
+        return data
 
     @model_validator(mode="after")
     def _known_scenario(self) -> "CommonsConfig":
-        get_scenario(self.scenario, self.language)
+        s = get_scenario(self.scenario, self.language)
+        key = system_key(self.system_prompt)
+        if key not in s.text:
+            known = ", ".join(sorted(k.removeprefix("system_") or "default" for k in s.text if k == "system" or k.startswith("system_")))
+            raise ValueError(f"scenario {self.scenario}/{self.language} has no system prompt {self.system_prompt!r}; known: {known}")
+        if self.newcomer_month is not None and self.newcomer_month > self.months:
+            raise ValueError(f"newcomer_month {self.newcomer_month} is after the last month {self.months}")
         return self
+
+
+def system_key(variant: str) -> str:
+    """The scenario text key of a system prompt variant (``default`` is ``system``)."""
+    return "system" if variant == "default" else f"system_{variant}"
 
 
 def agent_roles(n: int) -> tuple[str, ...]:
@@ -242,6 +312,36 @@ def allocate(requests: dict[str, int], stock: int, rng: random.Random) -> dict[s
     return got
 
 
+def allocate_proportional(requests: dict[str, int], stock: int, rng: random.Random) -> dict[str, int]:
+    """Proportional allocation: if the requests W exceed the stock h, agent i first gets
+    floor(h·w_i/W); each unit still left goes to a different agent that was rounded down,
+    drawn with probability proportional to its request (the original's proportional mode)."""
+    wanted = {r: max(0, int(a)) for r, a in requests.items()}
+    total = sum(wanted.values())
+    if total <= stock:
+        return dict(wanted)
+    got = {r: (int(stock) * w) // total for r, w in wanted.items()}
+    left = int(stock) - sum(got.values())
+    short = [r for r in wanted if got[r] < wanted[r] and int(stock) * wanted[r] % total]
+    while left > 0 and short:
+        r = rng.choices(short, weights=[wanted[x] for x in short])[0]
+        got[r] += 1
+        short.remove(r)
+        left -= 1
+    return got
+
+
+ALLOCATIONS = {"stochastic": allocate, "proportional": allocate_proportional}
+
+
+def most_removable(scenario: Scenario, horizon: int) -> float:
+    """M: the most a group can remove over T months, by clearing everything every month:
+    initial + (T − 1)·min(a, capacity) for ``add`` growth (trash: 100 + 11·50 = 650)."""
+    if scenario.growth_kind == "add":
+        return scenario.initial + (horizon - 1) * min(scenario.growth_value, scenario.capacity)
+    return scenario.initial + (horizon - 1) * scenario.capacity * (1 - 1 / scenario.growth_value)
+
+
 def commons_metrics(
     months: list[dict[str, Any]],
     roles: list[str],
@@ -251,46 +351,60 @@ def commons_metrics(
     over_usage_threshold: str = "per_agent",
 ) -> dict[str, float]:
     """Per-run metrics from the monthly records (``stock_before``, ``stock_after``,
-    ``collected`` per role), N = len(roles), T = ``horizon``, f0 = f(initial stock):
+    ``collected`` per role present that month, optionally ``requested``), N = len(roles),
+    T = ``horizon``, f0 = f(initial stock):
 
     - survival_time m = the month whose harvest collapsed the resource (1-based), else the
-      number of months played (T for a full run). A run that stopped early without collapse
-      (imported logs) gets the months it has.
-    - survived = 1 if m = T and no collapse, else 0; survival rate over runs = 100·mean.
+      number of months played (T for a full run).
+    - survival_time_harvested: the same count over only the months in which some agent asked for
+      more than 0 (the counting of the reproduction's Tables 1 and 2; GovSim turns an unusable
+      answer into 0, so all-zero months are skipped there).
+    - censored = 1 if the run stopped before T without a collapse (an imported log that was cut
+      off): survived is then undefined (NaN, stored as null) and m is a lower bound; else 0.
+    - survived = 1 if m = T and no collapse, 0 on collapse; survival rate over runs = 100·mean
+      over the runs that are not censored.
     - total gain per agent R_i = Σ_t r_i(t) (collected amounts); ``total_gain`` is the mean
-      over agents, ``total_gain_sum`` = Σ_i R_i. In the inverse scenario this is the total
-      *loss* (units removed), also stored as ``total_loss``.
-    - efficiency = 100·(1 − max(0, T·f0 − ΣR)/(T·f0)). Inverse scenario (our choice, the paper
-      says only that efficiency is "inverted"): 100·max(0, 1 − |ΣR − T·f0|/(T·f0)), so removing
-      exactly the needed T·f0 scores 100 and both shirking and excess effort score less.
+      over agents, ``total_gain_sum`` = ΣR = Σ_i R_i.
+    - efficiency = 100·(1 − max(0, T·f0 − ΣR)/(T·f0)).
+    - Inverse scenario (Table 5): r_i(t) is the amount removed; ``total_loss`` = (M − ΣR)/N with
+      M = :func:`most_removable` (130 − mean removed per agent for trash: 0 when a group clears
+      everything, 130 when it removes nothing); efficiency = 100·ΣR/(T·f0) while ΣR ≤ T·f0 and
+      100·T·f0/ΣR once a group removes more (600/650 = 92.3 for clearing everything); 0 when
+      nothing is removed.
     - equality = 100·(1 − Σ_i Σ_j |R_i − R_j| / (2·N²·R̄)), R̄ = mean R_i (100 × (1 − Gini));
       0 when ΣR = 0.
-    - over_usage = 100·#{(i, t): r_i(t) > f(t)/N} / #{(i, t): t ≤ m} over the months played
-      (``group`` variant: r_i(t) > f(t)); 100 when no month was played. Inverse scenario: an
-      agent over-uses the commons when it removes *less* than its share f(t)/N.
+    - over_usage = 100·#{(i, t): r_i(t) > f(t)/n_t} / #{(i, t): t ≤ m} over the agents present
+      in the months played (``group`` variant: r_i(t) > f(t)); 100 when no month was played.
+      Inverse scenario: an agent over-uses the commons when it removes *less* than f(t)/n_t.
     """
     n = len(roles)
     gains = {r: 0.0 for r in roles}
-    played = 0
+    played = harvested = 0
     collapsed_at = None
-    over = 0
+    over = considered = 0
     for i, m in enumerate(months, start=1):
         played = i
+        present = list(m["collected"])
+        asked = m.get("requested") or m["collected"]
+        if any(float(v or 0) > 0 for v in asked.values()):
+            harvested += 1
         f = scenario.sustainable_total(m["stock_before"])
-        share = f / n if over_usage_threshold == "per_agent" else f
-        for r in roles:
+        share = f / len(present) if over_usage_threshold == "per_agent" else f
+        for r in present:
             c = float(m["collected"].get(r, 0) or 0)
-            gains[r] += c
+            gains[r] = gains.get(r, 0.0) + c
+            considered += 1
             if (c < share) if scenario.inverse else (c > share):
                 over += 1
         if scenario.collapsed(m["stock_after"], collapse_rule):
             collapsed_at = i
             break
     survival_time = collapsed_at if collapsed_at is not None else played
+    censored = collapsed_at is None and played < horizon
     total = sum(gains.values())
     tf0 = horizon * scenario.sustainable_total(scenario.initial)
     if scenario.inverse:
-        efficiency = 100.0 * max(0.0, 1 - abs(total - tf0) / tf0)
+        efficiency = 0.0 if total <= 0 else 100.0 * (total / tf0 if total <= tf0 else tf0 / total)
     else:
         efficiency = 100.0 * (1 - max(0.0, tf0 - total) / tf0)
     if total > 0:
@@ -299,10 +413,11 @@ def commons_metrics(
         equality = 100.0 * (1 - diffs / (2 * n * n * mean))
     else:
         equality = 0.0
-    considered = played * n
     out = {
         "survival_time": float(survival_time),
-        "survived": 1.0 if collapsed_at is None and played >= horizon else 0.0,
+        "survival_time_harvested": float(harvested),
+        "censored": 1.0 if censored else 0.0,
+        "survived": math.nan if censored else (1.0 if collapsed_at is None else 0.0),
         "total_gain": total / n,
         "total_gain_sum": total,
         "efficiency": efficiency,
@@ -310,7 +425,7 @@ def commons_metrics(
         "over_usage": 100.0 * over / considered if considered else 100.0,
     }
     if scenario.inverse:
-        out["total_loss"] = total / n
+        out["total_loss"] = (most_removable(scenario, horizon) - total) / n
     return out
 
 
@@ -327,7 +442,7 @@ class Commons(Game):
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
         roles = agent_roles(config.n_agents)
-        return roles + ("manager",) if config.summariser else roles
+        return roles + ("manager",) if config.summariser and config.communication else roles
 
     # text helpers ------------------------------------------------------------------------
     @property
@@ -338,13 +453,15 @@ class Commons(Game):
         return s
 
     def _say(self, **values: Any):
-        s = self.scenario
+        s, c = self.scenario, self.config
         base = {
             "capacity": s.capacity,
             "threshold": s.collapse_threshold,
             "growth": int(s.growth_value),
-            "n": self.config.n_agents,
-            "months": self.config.months,
+            "n": c.n_agents,
+            "months": c.months,
+            "tell_horizon": c.tell_horizon,
+            "chat": c.communication and c.max_conversation_steps > 0,
             "manager": s.manager,
             "unit": s.unit,
             **values,
@@ -359,31 +476,39 @@ class Commons(Game):
         flags = {k: v for k, v in values.items() if k != "name"}  # ``name`` is render()'s own argument
         return self.prompts.render(template, say=self._say(**values), **flags)
 
+    def _share(self, total: float, n: int) -> int:
+        return math.ceil(total / n) if self.scenario.inverse else math.floor(total / n)
+
     # play ----------------------------------------------------------------------------------
     async def play(self, table: Table) -> dict[str, Any]:
         c, s = self.config, self.scenario
         roles = list(agent_roles(c.n_agents))
         names = {r: s.name_of(i) for i, r in enumerate(roles)}
         by_name = {v: k for k, v in names.items()}
+        newcomer = roles[-1] if c.newcomer_month else None
         for r in roles:
             others = ", ".join(names[o] for o in roles if o != r)
-            table.set_system(r, self._render("system", name=names[r], others=others))
-        # the manager (summariser) gets no persona: its summary prompt is self-contained
+            goal = "" if newcomer is None else self._say()("newcomer_goal" if r == newcomer else "local_goal")
+            table.set_system(r, self._render("system", name=names[r], others=others, key=system_key(c.system_prompt), goal=goal))
+        # the manager (limit extraction) gets no persona: its prompt is self-contained
 
+        original = c.month_order == "original"
+        chat_on = c.communication and c.max_conversation_steps > 0
         stock = s.initial
         history: list[dict[str, Any]] = []
         agreed: int | None = None
         collapsed = False
         for month in range(1, c.months + 1):
+            present = [r for r in roles if r != newcomer or month >= (c.newcomer_month or 0)]
             f = s.sustainable_total(stock)
-            share = math.ceil(f / c.n_agents) if s.inverse else math.floor(f / c.n_agents)
+            share = self._share(f, len(present))
             obs = {
                 "phase": "harvest",
                 "month": month,
                 "months": c.months,
                 "stock": stock,
                 "capacity": s.capacity,
-                "n_agents": c.n_agents,
+                "n_agents": len(present),
                 "inverse": s.inverse,
                 "sustainable_total": f,
                 "sustainable_share": share,
@@ -391,22 +516,14 @@ class Commons(Game):
                 "last_proposal": _last_proposal(history),
                 "history": [_public(h) for h in history],
             }
-            requests = {}
-            for r in roles:
-                text = self._render("harvest", month=month, stock=stock, limit=agreed, universalization=c.universalization, share=share)
-                requests[r] = (Prompt(text, {**obs, "me": r}, phase="harvest"), Harvest, Harvest(amount=0))
-            answers = await table.ask_each(requests)
-            requested = {r: (answers[r].amount if answers[r] is not None else 0) for r in roles}
-            valid = {r: _last_valid(table, r) for r in roles}
-            collected = allocate(requested, stock, table.rng)
+            requested, collected = await self._harvest(table, present, month, stock, agreed, share, obs)
+            valid = {r: _last_valid(table, r) for r in present}
             left = stock - sum(collected.values())
-            for r in roles:
+            for r in present:
                 table.note_metrics(r, {"month": month, "requested": requested[r], "collected": collected[r], "stock_before": stock, "stock_after": left})
+                if c.private_outcome:
+                    table.tell(r, self._say(wanted=requested[r], got=collected[r])("outcome"))
             collapsed = s.collapsed(left, c.collapse_rule)
-            lines = [self._say(name=names[r], amount=collected[r])("report_line") for r in roles]
-            report = self._render("report", lines=lines, stock=left, collapsed=collapsed)
-            for r in roles:
-                table.tell(r, report)
             record: dict[str, Any] = {
                 "month": month,
                 "stock_before": stock,
@@ -416,18 +533,34 @@ class Commons(Game):
                 "collected": collected,
                 "stock_after": left,
                 "collapsed": collapsed,
+                "report": [],
                 "discussion": [],
                 "agreed_limit": None,
             }
             history.append(record)
-            if collapsed:
-                break
             next_stock = s.grow(left)
-            if month < c.months and c.max_conversation_steps > 0:
-                record["discussion"] = await self._discuss(table, roles, names, by_name, month, next_stock, history, agreed)
-                if c.summariser:
-                    agreed = await self._summarise(table, roles, month, record["discussion"], agreed, history)
-                    record["agreed_limit"] = agreed
+            if original:
+                if chat_on:
+                    record["report"] = self._report_steps(present, names, collected)
+                    record["discussion"] = await self._discuss(table, present, names, by_name, month, next_stock, history, agreed, record["report"])
+                    if c.summariser:
+                        agreed = await self._summarise(table, present, month, record["report"] + record["discussion"], agreed, history)
+                        record["agreed_limit"] = agreed
+                if collapsed:
+                    table_tell_all(table, present, self._say()("collapse"))
+                    break
+            else:
+                if c.report != "none" and c.communication:
+                    lines = [self._say(name=names[r], amount=collected[r])("report_line") for r in present]
+                    report = self._render("report", lines=lines, stock=left, collapsed=collapsed, show_stock=c.report_stock)
+                    table_tell_all(table, present, self._say(speaker=s.manager, message=report)("heard"))
+                if collapsed:
+                    break
+                if month < c.months and chat_on:
+                    record["discussion"] = await self._discuss(table, present, names, by_name, month, next_stock, history, agreed, [])
+                    if c.summariser:
+                        agreed = await self._summarise(table, present, month, record["discussion"], agreed, history)
+                        record["agreed_limit"] = agreed
             record["stock_next"] = next_stock
             stock = next_stock
 
@@ -439,27 +572,71 @@ class Commons(Game):
             "months": history,
             "months_played": len(history),
             "collapsed": collapsed,
+            "censored": False,
             "final_stock": history[-1]["stock_after"] if history else s.initial,
         }
         return outcome
 
-    async def _discuss(self, table: Table, roles: list[str], names: dict[str, str], by_name: dict[str, str], month: int, next_stock: int, history, agreed) -> list[dict[str, Any]]:
-        """The month's group chat: at most K utterances, speaker order as configured."""
+    async def _harvest(self, table: Table, present: list[str], month: int, stock: int, agreed, share: int, obs: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """Everyone's request and what each gets (concurrent with the configured allocation, or
+        sequential in a random order, each taking at most what is left)."""
+        c = self.config
+
+        def request(role: str, available: int) -> tuple[Prompt, type[Harvest], Harvest]:
+            text = self._render("harvest", month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
+            return Prompt(text, {**obs, "stock": available, "me": role}, phase="harvest"), Harvest, Harvest(amount=0)
+
+        if c.harvest_order == "sequential":
+            requested, collected = {}, {}
+            available = stock
+            for r in table.rng.sample(present, len(present)):
+                answer = await table.ask(r, *request(r, available))
+                requested[r] = answer.amount if answer is not None else 0
+                collected[r] = min(requested[r], available)
+                available -= collected[r]
+            return {r: requested[r] for r in present}, {r: collected[r] for r in present}
+        answers = await table.ask_each({r: request(r, stock) for r in present})
+        requested = {r: (answers[r].amount if answers[r] is not None else 0) for r in present}
+        return requested, ALLOCATIONS[c.allocation](requested, stock, table.rng)
+
+    def _report_steps(self, present: list[str], names: dict[str, str], collected: dict[str, int]) -> list[dict[str, Any]]:
+        """The conversation steps that open the chat: the manager's report (one step, catches
+        only unless ``report_stock``), each agent's own line (one step each), or none."""
         c, s = self.config, self.scenario
-        f_next = s.sustainable_total(next_stock)
-        share_next = math.ceil(f_next / c.n_agents) if s.inverse else math.floor(f_next / c.n_agents)
-        speaker = table.rng.choice(roles)
-        opening = self._render("discuss_open", steps=c.max_conversation_steps, first=names[speaker])
-        for r in roles:
-            table.tell(r, opening)
+        if c.report == "none":
+            return []
+        if c.report == "individual":
+            return [{"speaker": r, "name": names[r], "message": self._say(amount=collected[r])("individual_line"), "report": True} for r in present]
+        lines = [self._say(name=names[r], amount=collected[r])("report_line") for r in present]
+        text = self._render("report", lines=lines, stock=None, collapsed=False, show_stock=False)
+        return [{"speaker": "manager", "name": s.manager, "message": text, "report": True}]
+
+    def _first_speaker(self, table: Table, present: list[str], month: int) -> str:
+        order = self.config.first_speaker
+        if order == "random":
+            return table.rng.choice(present)
+        if order == "rotating":
+            return present[(month - 1) % len(present)]
+        return present[0]
+
+    async def _discuss(self, table: Table, roles: list[str], names: dict[str, str], by_name: dict[str, str], month: int, next_stock: int, history, agreed, opening_steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The month's group chat: at most K steps in all, the opening report steps included."""
+        c, s = self.config, self.scenario
+        share_next = self._share(s.sustainable_total(next_stock), len(roles))
+        speaker = self._first_speaker(table, roles, month)
+        remarks = max(0, c.max_conversation_steps - len(opening_steps))
+        opening = self._render("discuss_open", steps=remarks, first=names[speaker])
+        table_tell_all(table, roles, opening)
+        for step in opening_steps:
+            table_tell_all(table, roles, self._say(speaker=step["name"], message=step["message"])("heard"))
         said: list[dict[str, Any]] = []
-        for _step in range(c.max_conversation_steps):
+        for _step in range(remarks):
             obs = {
                 "phase": "discuss",
                 "month": month,
                 "me": speaker,
-                "names": names,
-                "n_agents": c.n_agents,
+                "names": {r: names[r] for r in roles},
+                "n_agents": len(roles),
                 "inverse": s.inverse,
                 "next_stock": next_stock,
                 "sustainable_share_next": share_next,
@@ -475,15 +652,11 @@ class Commons(Game):
             said.append(entry)
             if u.message:
                 heard = self._say(speaker=names[speaker], message=u.message)("heard")
-                for r in roles:
-                    if r != speaker:
-                        table.tell(r, heard)
+                table_tell_all(table, [r for r in roles if r != speaker], heard)
             if u.end_conversation:
                 break
             speaker = self._next_speaker(table, roles, speaker, u.next_speaker, by_name)
-        closing = self._render("discuss_close")
-        for r in roles:
-            table.tell(r, closing)
+        table_tell_all(table, roles, self._render("discuss_close"))
         return said
 
     def _next_speaker(self, table: Table, roles: list[str], current: str, named: str, by_name: dict[str, str]) -> str:
@@ -493,27 +666,30 @@ class Commons(Game):
         if order == "chosen":
             key = named.strip().strip(".!\"'").strip()
             target = by_name.get(key) or next((r for n, r in by_name.items() if n.lower() == key.lower()), None)
-            if target is not None and target != current:
+            if target is not None and target != current and target in roles:
                 return target
         return roles[(roles.index(current) + 1) % len(roles)]
 
     async def _summarise(self, table: Table, roles: list[str], month: int, said: list[dict[str, Any]], agreed, history) -> int | None:
-        """The manager reads the minutes and states the agreed limit; 0 means none."""
+        """The manager reads the minutes and states the agreed limit; 0 means none agreed."""
         minutes = "\n".join(self._say(speaker=m["name"], message=m["message"])("heard") for m in said if m["message"]) or "-"
-        obs = {"phase": "summary", "month": month, "messages": [dict(m) for m in said], "agreed_limit": agreed, "history": [_public(h) for h in history]}
+        obs = {"phase": "summary", "month": month, "messages": [dict(m) for m in said if not m.get("report")], "agreed_limit": agreed, "history": [_public(h) for h in history]}
         text = self._render("summary", month=month, minutes=minutes)
         answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))
         limit = answer.limit if answer is not None and answer.limit > 0 else None
         if limit is not None:
-            told = self._render("limit", limit=limit)
-            for r in roles:
-                table.tell(r, told)
+            table_tell_all(table, roles, self._render("limit", limit=limit))
         return limit
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""
         c = self.config
         return commons_metrics(outcome["months"], list(agent_roles(c.n_agents)), self.scenario, c.months, c.collapse_rule, c.over_usage_threshold)
+
+
+def table_tell_all(table: Table, roles: list[str], text: str) -> None:
+    for r in roles:
+        table.tell(r, text)
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:

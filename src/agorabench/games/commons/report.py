@@ -14,7 +14,13 @@ import pandas as pd
 from ...analysis.plots import figure_html, table_html
 from ...analysis.report import Section
 
-METRICS = ["survival_time", "survival_rate", "total_gain", "efficiency", "equality", "over_usage"]
+METRICS = ["survival_time", "survival_time_harvested", "survival_rate", "total_gain", "total_loss", "efficiency", "equality", "over_usage"]
+#: Column headings that name which counting a survival figure uses.
+LABELS = {
+    "survival_time": "survival_time (all months played)",
+    "survival_time_harvested": "survival_time (months with a request > 0; Tables 1–2 counting)",
+    "survival_rate": "survival_rate (censored runs left out)",
+}
 MAX_RUN_FIGURES = 24
 
 
@@ -41,7 +47,9 @@ def _prepare(games: pd.DataFrame) -> pd.DataFrame:
     if "universalization" not in g:
         g["universalization"] = False
     g["universalization"] = g["universalization"].fillna(False).astype(bool)
-    g["survival_rate"] = 100.0 * g["survived"].astype(float) if "survived" in g else np.nan
+    # a censored run (cut off without collapse) has survived = NaN: left out of the rate
+    g["survival_rate"] = 100.0 * pd.to_numeric(g["survived"], errors="coerce") if "survived" in g else np.nan
+    g["censored"] = pd.to_numeric(g["censored"], errors="coerce").fillna(0.0) if "censored" in g else 0.0
     return g
 
 
@@ -99,15 +107,17 @@ def _summary_figures(games: pd.DataFrame, harvests: pd.DataFrame, horizon: int) 
 
 
 def metrics_table(games: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± sd of each metric per model and condition (paper-style table)."""
+    """Mean ± sd of each metric per model and condition (paper-style table); ``censored`` counts
+    the runs cut off without a collapse (left out of the survival rate; their survival time is
+    a lower bound). Survival columns are headed with the counting they use (:data:`LABELS`)."""
     rows = []
     for (model, cond), sub in games.groupby(["model", "condition"]):
-        row = {"model": model, "condition": cond, "runs": len(sub)}
+        row = {"model": model, "condition": cond, "runs": len(sub), "censored": int(sub["censored"].astype(float).sum()) if "censored" in sub else 0}
         for m in METRICS:
             if m in sub:
-                vals = sub[m].astype(float).dropna()
+                vals = pd.to_numeric(sub[m], errors="coerce").dropna()
                 sd = vals.std(ddof=1) if len(vals) > 1 else float("nan")
-                row[m] = f"{vals.mean():.2f} ± {sd:.2f}" if len(vals) > 1 else (f"{vals.mean():.2f}" if len(vals) else "–")
+                row[LABELS.get(m, m)] = f"{vals.mean():.2f} ± {sd:.2f}" if len(vals) > 1 else (f"{vals.mean():.2f}" if len(vals) else "–")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -160,9 +170,13 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         out.append(Section("Resource per month", "\n".join(_summary_figures(g, h, horizon)) + "<h3>Per run: harvest per agent (bars) and resource left (line)</h3>" + note + "\n".join(figs)))
     table = metrics_table(g)
     legend = (
-        "<p class='note'>Survival time in months; survival rate = % of runs lasting all months; total gain = mean "
-        "per agent (total loss in the trash scenario); efficiency, equality and over-usage on the 0–100 scale. "
-        "Mean ± sample sd over runs.</p>"
+        "<p class='note'>Survival time in months, counted two ways (each column names its counting): all "
+        "months played up to the collapse, and only the months in which some agent asked for more than 0 "
+        "(the counting of the reproduction's Tables 1 and 2). Survival rate = % of runs lasting all months, "
+        "over the runs that were not censored; a censored run (an imported log cut off before its horizon "
+        "without a collapse) is never counted as a collapse. Total gain = mean per agent (units removed in "
+        "the trash scenario, where total loss = the most an agent could remove minus what it removed, as "
+        "in Table 5); efficiency, equality and over-usage on the 0–100 scale. Mean ± sample sd over runs.</p>"
     )
     mixed = seat_gains(g, h)
     if not mixed.empty:

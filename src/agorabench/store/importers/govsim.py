@@ -7,7 +7,11 @@ utterance records give the chat (the manager's report is not a decision and is s
 ``conversation_resource_limit`` records give the extracted limit. The outcome has the same shape
 as a played game's, and the metrics are recomputed by :func:`commons_metrics`, judging collapse
 with *our* rule for the scenario (so a trash run of the older environment that stopped at an
-empty pool is an incomplete run here, not a collapse).
+empty pool is an incomplete run here, not a collapse). A run that stops before its horizon
+without a collapse is **censored**: ``outcome["censored"]`` and ``metrics["censored"]`` are set,
+``survived`` is null, and reports leave it out of the survival rate. The metrics include
+``survival_time_harvested``, the counting of the reproduction's Tables 1 and 2 (only months in
+which someone asked for more than 0).
 
 Scenario from the config's ``experiment.scenario`` (``fishing`` → fishery, ``sheep`` → pasture,
 ``pollution``, ``trash``, ``fishing_japanese`` → fishery in Japanese), else from the folder
@@ -186,7 +190,7 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
     collapsed = bool(months and months[-1]["collapsed"])
     complete = collapsed or len(months) >= horizon
     if not complete:
-        problems.append(f"{rel}: incomplete run ({len(months)} of {horizon} months, no collapse by our rule)")
+        problems.append(f"{rel}: incomplete run ({len(months)} of {horizon} months, no collapse by our rule): censored")
     outcome = {
         "scenario": scenario,
         "language": language,
@@ -196,6 +200,9 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
         "months_played": len(months),
         "collapsed": collapsed,
         "complete": complete,
+        # Reason: a log that stops before the horizon without a collapse was cut off (a crash or
+        # a stopped job), so its survival time is a lower bound, never a failure.
+        "censored": not complete,
         "final_stock": months[-1]["stock_after"] if months else spec.initial,
         "source_path": rel,
         "mixed_models": len(set(models)) > 1,
