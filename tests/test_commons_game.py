@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 
 import pytest
@@ -69,7 +70,8 @@ def test_all_greedy_collapse_in_month_one():
 def test_greedy_in_trash_removes_nothing_and_collapses():
     outcome, m, _ = play({"*": "greedy"}, scenario="trash")
     assert outcome["months"][0]["collected"] == {f"agent_{i}": 0 for i in range(5)}
-    assert outcome["collapsed"] and m["survival_time"] == 1 and m["total_loss"] == 0 and m["over_usage"] == 100
+    # total loss as Table 5: the most an agent could remove (130) minus what it removed (0)
+    assert outcome["collapsed"] and m["survival_time"] == 1 and m["total_loss"] == 130 and m["over_usage"] == 100
 
 
 def test_same_seed_same_run_including_random_allocation():
@@ -112,18 +114,24 @@ def test_follow_limit_takes_the_agreed_limit():
 
 
 def test_follow_limit_without_summariser_uses_last_proposal():
-    outcome, _, _ = play({"*": "follow-limit"}, months=2)
+    outcome, _, _ = play({"*": "follow-limit"}, months=2, summariser=False)
     assert outcome["months"][0]["agreed_limit"] is None
     assert outcome["months"][1]["requested"] == {f"agent_{i}": 10 for i in range(5)}
 
 
 def test_discussion_stays_within_k_turns():
-    outcome, _, table = play({"*": "greedy", "agent_0": "sustainable", "agent_1": "sustainable"}, max_conversation_steps=2, months=1)
-    assert outcome["months"][0]["discussion"] == []  # no chat after the last month
-    outcome, _, table = play({"*": "sustainable"}, max_conversation_steps=2, months=3)
+    # legacy month order: no chat after the last month, K remarks per chat
+    legacy = {"protocol": "legacy"}
+    outcome, _, table = play({"*": "greedy", "agent_0": "sustainable", "agent_1": "sustainable"}, max_conversation_steps=2, months=1, **legacy)
+    assert outcome["months"][0]["discussion"] == []
+    outcome, _, table = play({"*": "sustainable"}, max_conversation_steps=2, months=3, **legacy)
     for month in outcome["months"][:-1]:
         assert len(month["discussion"]) == 2
     assert sum(1 for t in table.turns if t.phase == "discuss") == 4
+    # original order: a chat every month, the manager's report being the first of the K steps
+    outcome, _, table = play({"*": "sustainable"}, max_conversation_steps=2, months=3)
+    assert [len(m["report"]) + len(m["discussion"]) for m in outcome["months"]] == [2, 2, 2]
+    assert sum(1 for t in table.turns if t.phase == "discuss") == 3
     outcome, _, _ = play({"*": "sustainable"}, max_conversation_steps=10, months=2)
     chat = outcome["months"][0]["discussion"]
     assert len(chat) == 5 and chat[-1]["end"]  # everyone spoke once, then the last closed the chat
@@ -166,7 +174,8 @@ def test_metric_formulas_and_variants():
     months = [{"stock_before": 100, "stock_after": 5, "collected": {0: 90, 1: 5}}]
     strict = commons_metrics(months, roles, fish, 12, "strict")
     inclusive = commons_metrics(months, roles, fish, 12, "inclusive")
-    assert strict["survival_time"] == 1 and strict["survived"] == 0  # ran out of months, not collapsed
+    # stopped after 1 of 12 months without a collapse: censored, survival undefined
+    assert strict["survival_time"] == 1 and strict["censored"] == 1 and math.isnan(strict["survived"])
     assert inclusive["survival_time"] == 1
     # equality: 1 − (|90−5|·2)/(2·2²·47.5) = 1 − 170/380
     assert strict["equality"] == pytest.approx(100 * (1 - 170 / 380))
@@ -182,7 +191,11 @@ def test_metric_formulas_and_variants():
     trash = get_scenario("trash", "en")
     months = [{"stock_before": 100, "stock_after": 50, "collected": {0: 30, 1: 20}}]
     t = commons_metrics(months, roles, trash, 1)
-    assert t["efficiency"] == 100 and t["over_usage"] == 50 and t["total_loss"] == 25  # agent 1 removed < 25
+    # Table 5: total loss = (100 + 0·50 − 50)/2; efficiency 100·50/50; agent 1 removed < 25
+    assert t["efficiency"] == 100 and t["over_usage"] == 50 and t["total_loss"] == 25
+    months = [{"stock_before": 100, "stock_after": 0, "collected": {0: 60, 1: 40}}]
+    t = commons_metrics(months, roles, trash, 1)
+    assert t["efficiency"] == pytest.approx(100 * 50 / 100) and t["total_loss"] == 0
 
 
 def test_unknown_scenario_is_a_config_error():
@@ -193,8 +206,9 @@ def test_unknown_scenario_is_a_config_error():
 
 
 def test_roles():
-    assert Commons.roles(CommonsConfig(n_agents=3)) == ("agent_0", "agent_1", "agent_2")
-    assert Commons.roles(CommonsConfig(n_agents=2, summariser=True))[-1] == "manager"
+    assert Commons.roles(CommonsConfig(n_agents=3, summariser=False)) == ("agent_0", "agent_1", "agent_2")
+    assert Commons.roles(CommonsConfig(n_agents=2))[-1] == "manager"  # the limit extraction, on by default
+    assert Commons.roles(CommonsConfig(n_agents=2, communication=False)) == ("agent_0", "agent_1")
 
 
 def test_collapse_threshold_override():
@@ -224,10 +238,10 @@ class NamesNext:
 def test_chosen_next_speaker_is_honoured_and_chat_capped():
     names = ["John", "Kate", "Jack", "Emma", "Luke"]
     players = {f"agent_{i}": NamesNext(names) for i in range(5)}
-    outcome, _, _ = play({}, players=players, months=2, max_conversation_steps=6)
+    outcome, _, _ = play({}, players=players, months=2, max_conversation_steps=7, summariser=False)
     chat = [int(m["speaker"].split("_")[1]) for m in outcome["months"][0]["discussion"]]
-    assert len(chat) == 6
+    assert len(chat) == 6  # the manager's report is the first of the 7 steps
     assert all((b - a) % 5 == 2 for a, b in zip(chat, chat[1:]))
-    outcome, _, _ = play({}, players=players, months=2, max_conversation_steps=6, speaker_order="round_robin")
+    outcome, _, _ = play({}, players=players, months=2, max_conversation_steps=6, speaker_order="round_robin", summariser=False)
     chat = [int(m["speaker"].split("_")[1]) for m in outcome["months"][0]["discussion"]]
     assert all((b - a) % 5 == 1 for a, b in zip(chat, chat[1:]))

@@ -185,8 +185,14 @@ TABLE_2 = {"survival_time_harvested": (2.3, 1.2), "total_gain": (25.9, 7.0), "ef
 # months only, or the first survival-time months, per agent-month or per month); Table 1's
 # equality needs 55.4 for pleasant-firefly-143, whose collected amounts (0, 70, 0, 55, 45) give
 # 54.1 (its requests, 0, 70, 0, 100, 100, would give 55.6).
+# Table 2's sds of total gain, efficiency and equality (7.0, 5.8, 9.8) are what wise-fog-154 gives
+# without Jack's 1 ton in its month 3 (gains 0, 9, 100, 59, 0; total 168); its log adds up to 169,
+# which gives 7.1, 5.9 and 9.7. The means agree either way.
 RESIDUAL = {
     (1, "equality"): (31.4, 19.7),
+    (2, "total_gain"): (25.9, 7.1),
+    (2, "efficiency"): (21.6, 5.9),
+    (2, "equality"): (27.2, 9.7),
     (1, "over_usage"): (9.6, 2.7),
     (2, "over_usage"): (7.1, 3.4),
 }
@@ -222,7 +228,8 @@ def test_qwen_and_llama70b_rows_of_table_5_from_the_logs(imported):
 def test_cut_off_runs_are_censored_not_collapsed(imported):
     _, _, problems, games, _ = imported
     cut = [g for g in games.values() if not g["outcome"]["complete"]]
-    assert len(cut) == 7 + 4  # 7 fishery/trash logs that stop early, 4 old trash runs ending at an empty house
+    # 7 fishery and 4 trash logs that stop early, 3 old trash runs ending at an empty house
+    assert len(cut) == 7 + 4 + 3
     for g in cut:
         assert g["outcome"]["censored"] and not g["outcome"]["collapsed"]
         assert g["metrics"]["censored"] == 1 and g["metrics"]["survived"] is None

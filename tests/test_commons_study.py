@@ -102,7 +102,8 @@ def test_small_study_run_export_and_report(write_study, tmp_path):
 def test_mixed_seats_and_single_model_override(write_study, tmp_path):
     path = write_study(MIXED, "mixed.toml")
     specs = load_study(path).expand()
-    assert [s.seats for s in specs] == [{"agent_0": "sustainable", "agent_1": "sustainable", "agent_2": "greedy"}]
+    # "*" also fills the manager seat (the agreed-limit extraction, on by default)
+    assert [s.seats for s in specs] == [{"agent_0": "sustainable", "agent_1": "sustainable", "agent_2": "greedy", "manager": "sustainable"}]
     specs = load_study(path, models=["strategy/follow-limit"]).expand()
     assert len(specs) == 1 and set(specs[0].seats.values()) == {"strategy/follow-limit"}
     db = tmp_path / "m.db"
