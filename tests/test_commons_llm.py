@@ -1,5 +1,5 @@
-"""The embedded model plays a full commons month end to end (harvest, report, a short
-discussion, the next harvest) in a mixed-model group (agent_0: the embedded model in process;
+"""The embedded model plays a full commons month end to end under the original protocol (harvest,
+private outcome, a chat opened by the manager's report, the next harvest) in a mixed-model group (agent_0: the embedded model in process;
 agent_1: the same weights behind the OpenAI-compatible llama.cpp server), and the study replays
 from the cache with no model calls. Plumbing only: the tiny model chooses at about chance.
 
@@ -27,7 +27,8 @@ max_retries = 1
 scenario = "fishery"
 n_agents = 2
 months = 2
-max_conversation_steps = 2
+max_conversation_steps = 2     # the manager's report and one remark
+summariser = false             # keeps the test to the two agents' seats (the extraction is tested with strategies)
 # A chance-level model could empty the lake in month 1 and end the game before the chat; with
 # C = 0 nothing collapses, so the test always reaches the discussion and the second harvest.
 collapse_threshold = 0
@@ -71,7 +72,8 @@ def test_embedded_model_plays_a_full_month(first_run):
     harvests = [t for t in turns if t["phase"] == "harvest"]
     chat = [t for t in turns if t["phase"] == "discuss"]
     assert sorted((t["metrics"]["month"], t["role"]) for t in harvests) == [(1, "agent_0"), (1, "agent_1"), (2, "agent_0"), (2, "agent_1")]
-    assert 1 <= len(chat) <= 2 == len(out["months"][0]["discussion"]) or len(chat) == len(out["months"][0]["discussion"])
+    # a chat every month, the last one included: the report, then one remark
+    assert len(chat) == 2 and [len(m["report"]) + len(m["discussion"]) for m in out["months"]] == [2, 2]
     assert game["n_turns"] == len(turns) == len(harvests) + len(chat)
     for t in turns:
         assert t["raw"] is not None
@@ -81,10 +83,11 @@ def test_embedded_model_plays_a_full_month(first_run):
         asked = t["action"]["amount"] if t["valid"] else 0
         assert month["requested"][t["role"]] == asked == t["metrics"]["requested"]
         assert t["metrics"]["collected"] == month["collected"][t["role"]] <= asked
-    # memory: the second harvest prompt carries the first month's report and the chat opening
+    # memory: the second harvest prompt carries the private outcome, the report and the chat
     second = next(t for t in harvests if t["metrics"]["month"] == 2 and t["role"] == "agent_0")
     seen = "\n".join(m["content"] for m in second["messages"])
-    assert "Mayor: Good evening" in seen and "meet in town" in seen and "Month 2 of 2" in seen
+    assert "You asked to catch" in seen and "Mayor: Good evening" in seen and "meet in town" in seen
+    assert "Month 2 begins." in seen and "Month 2 of 2" not in seen
     assert set(game["metrics"]) >= {"survival_time", "total_gain", "efficiency", "equality", "over_usage"}
     assert game["metrics"]["survival_time"] == 2
 

@@ -442,7 +442,8 @@ class Commons(Game):
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
         roles = agent_roles(config.n_agents)
-        return roles + ("manager",) if config.summariser and config.communication else roles
+        extraction = config.summariser and config.communication and config.max_conversation_steps > 0
+        return roles + ("manager",) if extraction else roles
 
     # text helpers ------------------------------------------------------------------------
     @property

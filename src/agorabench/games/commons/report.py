@@ -184,7 +184,8 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     out.append(Section("Metrics per model", legend + table_html(table)))
     uni = universalization_table(g)
     if not uni.empty:
-        out.append(Section("Universalization on vs off", table_html(uni)))
+        note = "<p class='note'>survival_time counts all months played; survival_time_harvested only the months with a request above 0 (the reproduction's Tables 1–2).</p>"
+        out.append(Section("Universalization on vs off", note + table_html(uni)))
     else:
         out.append(Section("Universalization on vs off", "<p class='note'>" + html.escape("This study has no model with runs both with and without universalization.") + "</p>"))
     return out
