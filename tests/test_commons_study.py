@@ -120,3 +120,16 @@ def test_mixed_seats_and_single_model_override(write_study, tmp_path):
     assert "sustainable×2 + greedy×1" in page and "Mixed groups: total gain per agent by seat model" in page
     # the two sustainable agents got their 16 each; the greedy one got the other 68
     assert "68.000" in page
+
+
+def test_multigov_study_plays_the_papers_mixes_without_a_scripted_summariser():
+    study = load_study(ROOT / "studies" / "commons_multigov.toml")
+    specs = study.expand()
+    assert all("strategy/summariser" != m.spec for m in study.models.values())
+    mixes = []
+    for spec in specs:
+        agents = [spec.seats[f"agent_{i}"] for i in range(5)]
+        mixes.append((agents.count("strong"), agents.count("weak")))
+        assert spec.seats["manager"] == "strong"  # the framework model, as in the fork's config
+        assert spec.config["protocol"] == "original" and spec.config["summariser"]
+    assert sorted(set(mixes), reverse=True) == [(4, 1), (3, 2), (2, 3), (1, 4)]
