@@ -689,6 +689,7 @@ class Commons(Game):
 
 
 def table_tell_all(table: Table, roles: list[str], text: str) -> None:
+    """Tell every role in ``roles`` the same text (a public announcement)."""
     for r in roles:
         table.tell(r, text)
 
