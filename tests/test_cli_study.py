@@ -83,9 +83,11 @@ def test_run_export_report_and_resume(tmp_path, write_study):
     rep = run_agora("report", str(path), "--db", str(db), "--out", str(tmp_path / "rep"))
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "rep" / "index.html").read_text()
-    for title in ("T1 on M1", "T2 on M2", "T3 on M3", "Mean envy terms per focal model (95% CI)", "Choices per turn: fs", "Played and invalid rates"):
+    for title in ("T1 self-first on M1", "T2 gap focus (reported numbers: gap / largest gap) on M2", "T2 gap focus (paper text: Δ/Δmax) on M2", "T3 peer-reduce on M3", "Mean envy terms per focal model (95% CI)", "Choices per turn: fs", "Played and invalid rates"):
         assert title in html
-    assert html.count("<img") >= 9 + 1 + 3
+    assert html.count("<img") >= 12 + 1 + 3
+    # T2: the reading that reproduces the paper's numbers comes first, the text's reading beside it
+    assert html.index("T2 gap focus (reported numbers") < html.index("T2 gap focus (paper text")
 
 
 def test_adding_a_model_only_runs_new_cells(tmp_path, write_study):

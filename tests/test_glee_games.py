@@ -151,8 +151,8 @@ def test_negotiation_outside_option_and_invalid_price():
     assert out["price"] is None
     quit_game = play(Negotiation, {"alice": Says('{"price": 9000}'), "bob": Says('{"decision": "quit"}')}, horizon=3, outside_option=True)[2]
     assert quit_game["ended_by"] == "bob_quit" and quit_game["rounds_played"] == 1
-    # without the variant 'quit' is not a valid decision: it falls back to reject
-    no_variant = play(Negotiation, {"alice": Says('{"price": 9000}'), "bob": Says('{"decision": "quit"}')}, horizon=1)
+    # in the paper-text variant 'quit' is not a valid decision: it falls back to reject
+    no_variant = play(Negotiation, {"alice": Says('{"price": 9000}'), "bob": Says('{"decision": "quit"}')}, horizon=1, outside_option=False)
     assert no_variant[2]["ended_by"] == "horizon" and no_variant[1].turns[1].valid is False
 
 

@@ -148,6 +148,7 @@ def test_fixed_profile_means_norms_and_no_change():
     for name, value in profile.items():
         assert m[name] == value
         assert m[f"{name}_norm"] == value / 5
+        assert m[f"{name}_scaled"] == (value - 1) / 4  # 1 -> 0, 5 -> 1
         assert m[f"{name}_change"] == 0.0
     assert m["envy_fell"] == 0.0
     assert [t.metrics["envy"] for t in table.turns] == [3.0] * 7
@@ -257,8 +258,15 @@ def test_correlations_and_drop_share_of_a_scripted_study(write_study, tmp_path):
     traj = trajectories(turns)
     envy = traj[(traj.model == "follower") & (traj.rating == "envy")].sort_values("scene_no")
     assert envy["value"].tolist() == [3.0 - r for r in RECOGNITION]
-    titles = [s.title for s in sections(games, turns)]
+    parts = sections(games, turns)
+    titles = [s.title for s in parts]
     assert titles == ["Rating trajectories", "Correlations between ratings", "Model profiles", "Envy from baseline to the last scene", "Invalid answers"]
+    # both normalisations, labelled: the fixed profile's collaboration 2 is 0.4 on ÷5 and 0.25 on (x−1)/4
+    profiles, scenes = parts[2].body, parts[0].body
+    assert "÷5" in profiles and "(x−1)/4" in profiles and "collaboration_scaled" in profiles
+    assert "willingness to collaborate ÷5" in scenes and "willingness to collaborate (x−1)/4" in scenes
+    fixed = games[games.model_subject == "fixed"]
+    assert fixed["collaboration_norm"].iloc[0] == pytest.approx(0.4) and fixed["collaboration_scaled"].iloc[0] == pytest.approx(0.25)
     store.dispose()
 
 
@@ -275,7 +283,8 @@ def test_study_can_use_another_prompt_folder(write_study, tmp_path):
     games = store.games("wp_variant")
     assert {g["prompt_version"] for g in games} == {"user-variant-1"}
     first = turns[(turns.phase == "baseline") & (turns.model_subject == "follower") & (turns.model_peer == "fixed")].iloc[0]
-    assert "VARIANT BASELINE with fixed and me, follower." in first["messages"]
+    # scripted players are shown by neutral seat names, never by their strategies' names
+    assert "VARIANT BASELINE with Player B and me, Player A." in first["messages"]
     later = turns[turns.phase == "hierarchy"].iloc[0]["messages"]
     assert "promoted to supervisor" in later  # scenes not in the variant folder keep the default text
     store.dispose()

@@ -21,6 +21,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .core.runner import run_study
 
     study = load_study(args.study, models=args.model)
+    study.expand()  # a design without games is an error before any database is touched
     db = args.db or _default_db(args.study)
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet)
     print(
@@ -45,9 +46,19 @@ def _study_name(path: str) -> str:
     return load_study(path).name if Path(path).exists() else path
 
 
+def _require_study(store, name: str, db: str) -> None:
+    """A study with no stored games is an error naming the studies the database does hold."""
+    if store.games(name):
+        return
+    held = sorted({g["study"] for g in store.games()})
+    raise StudyError(f"no games of study {name!r} in {db}" + (f" (it holds: {', '.join(held)})" if held else " (it holds no games)"))
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .analysis.report import build_report
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise StudyError(f"--out {args.out} is a file; the report needs a folder (it writes OUT/index.html)")
     store = _store(args)
     try:
         path = build_report(store, _study_name(args.study), args.out)
@@ -60,9 +71,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .analysis.frames import export
 
+    out = Path(args.out)
+    if out.is_dir():
+        raise StudyError(f"--out {out} is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise StudyError(f"--out {out}: folder {out.parent} does not exist")
     store = _store(args)
+    name = _study_name(args.study)
+    _require_study(store, name, args.db or _default_db(args.study))
     try:
-        n = export(store, _study_name(args.study), args.table, args.format, args.out)
+        n = export(store, name, args.table, args.format, args.out)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     print(f"wrote {n} rows to {args.out}")

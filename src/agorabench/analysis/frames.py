@@ -73,6 +73,20 @@ def turns_df(store: Store, study: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every column of mixed value types (e.g. a GLEE horizon of 12 and "inf")
+    turned to text, so it can be written as Parquet; other columns are left as they are."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype != object:
+            continue
+        values = out[col].dropna()
+        kinds = {type(v) for v in values}
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            out[col] = out[col].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
+    return out
+
+
 def export(store: Store, study: str, table: str, fmt: str, out: str) -> int:
     """Write the games or turns table as CSV or Parquet; returns the number of rows."""
     if table not in ("games", "turns"):
@@ -83,5 +97,5 @@ def export(store: Store, study: str, table: str, fmt: str, out: str) -> int:
     if fmt == "csv":
         df.to_csv(out, index=False)
     else:
-        df.to_parquet(out, index=False)
+        uniform_columns(df).to_parquet(out, index=False)
     return len(df)

@@ -131,10 +131,10 @@ class Runner:
         prompts = self.prompts_for(game_cls)
         config = game_cls.Config(**spec.config)
         entries = {role: self.study.models[m] for role, m in spec.seats.items()}
-        names = {role: e.label for role, e in entries.items()}
+        names = {role: e.seat_label(i) for i, (role, e) in enumerate(entries.items())}
         active = game_cls.active_roles(config)
         players = {role: self._player(entries[role], spec) for role in active}
-        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries)
+        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed)
         game = game_cls(config, prompts, names)
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None

@@ -7,6 +7,7 @@ A study file (TOML or YAML) looks like::
     repeats = 1
     seed = 0
     matchups = "ordered_pairs"   # ordered_pairs | all_pairs | same_model | seats
+    # sample = 40                # optional: only 40 grid configurations per seating (a sampled design)
     # prompts = "my_prompts/"    # optional folder of template overrides (a prompt variant)
 
     [grid]                        # every combination becomes a game configuration
@@ -42,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,9 +84,29 @@ class ModelEntry(BaseModel):
     price_output: float = 0.0
     params: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _url_in_spec(cls, data: Any) -> Any:
+        """``PROVIDER/MODEL@URL`` in ``spec`` means ``spec = PROVIDER/MODEL`` and ``base_url = URL``,
+        as on the command line."""
+        if isinstance(data, dict) and isinstance(data.get("spec"), str) and "@" in data["spec"]:
+            spec, _, url = data["spec"].partition("@")
+            if data.get("base_url") not in (None, url.strip()):
+                raise ValueError(f"spec {data['spec']!r} names a URL and base_url names another")
+            data = {**data, "spec": spec.strip(), "base_url": url.strip() or None}
+        return data
+
     @property
     def label(self) -> str:
         return self.display_name or self.name
+
+    def seat_label(self, seat: int) -> str:
+        """The name players are shown for this entry in seat ``seat`` (0, 1, ...): the display
+        name if set, else the model's name; a scripted player without a display name is a
+        neutral "Player A", "Player B", ... so the name never tells which strategy it plays."""
+        if self.display_name:
+            return self.display_name
+        return f"Player {chr(ord('A') + seat)}" if self.is_strategy else self.name
 
     @property
     def is_strategy(self) -> bool:
@@ -104,6 +126,8 @@ class StudyPart(BaseModel):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     configs: list[dict[str, Any]] = Field(default_factory=list)
+    #: Configurations per seating for this part (default: the study's ``sample``).
+    sample: int | None = Field(None, ge=1)
 
 
 class StudyFile(BaseModel):
@@ -117,6 +141,8 @@ class StudyFile(BaseModel):
     seed: int = 0
     matchups: str = "ordered_pairs"
     seats: list[dict[str, str]] = Field(default_factory=list)
+    #: Play only this many configurations per seating (ordered pair), drawn from the grid.
+    sample: int | None = Field(None, ge=1)
     prompts: str | None = None
     max_retries: int = Field(2, ge=0)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
@@ -157,6 +183,26 @@ class GameSpec:
     seats: dict[str, str]
     repeat: int
     seed: int
+    #: Seed of nature's draws (qualities, ties): the game, configuration, repeat and study seed
+    #: only, so every seating of a configuration and repeat meets the same draws.
+    nature_seed: int = 0
+
+
+def nature_seed(game: str, config: dict[str, Any], repeat: int, seed: int) -> int:
+    """Common random numbers: a seed from what defines the situation, never from the players."""
+    ident = json.dumps({"game": game, "config": config, "repeat": repeat, "seed": seed}, sort_keys=True)
+    return int(hashlib.sha256(ident.encode()).hexdigest()[:16], 16)
+
+
+def sample_indices(n_configs: int, k: int, seating: dict[str, str], game: str, seed: int) -> list[int]:
+    """The ``k`` configurations (indices into the seating's configurations) one seating plays in
+    a sampled design.
+
+    Drawn without replacement by a generator seeded from the seating, the game and the study
+    seed only, so each seating gets exactly ``min(k, n_configs)`` configurations, the draw is
+    reproducible, and adding a model leaves every existing seating's sample unchanged."""
+    rng = random.Random(json.dumps({"game": game, "seats": seating, "seed": seed}, sort_keys=True))
+    return sorted(rng.sample(range(n_configs), min(k, n_configs)))
 
 
 @dataclass
@@ -167,6 +213,8 @@ class Study:
     models: dict[str, ModelEntry] = field(default_factory=dict)
     #: Game classes by name when the study has parts (``game_cls`` is then the first part's).
     game_classes: dict[str, type[Game]] = field(default_factory=dict)
+    #: ``--model`` replaced the models of a study that assigns seats (``matchups = "seats"``).
+    seats_replaced: bool = False
 
     def game_class(self, name: str) -> type[Game]:
         return self.game_classes.get(name) or self.game_cls
@@ -174,6 +222,9 @@ class Study:
     def _parts(self) -> list[StudyPart]:
         f = self.file
         return f.parts or [StudyPart(game=f.game, grid=f.grid, fixed=f.fixed, configs=f.configs)]
+
+    def _sample(self, part: StudyPart) -> int | None:
+        return part.sample or self.file.sample
 
     @property
     def name(self) -> str:
@@ -229,29 +280,54 @@ class Study:
         return [dict(zip(roles, combo)) for combo in itertools.product(names, repeat=len(roles))]
 
     def expand(self) -> list[GameSpec]:
+        """Every game of the study; a design that yields no game at all is a StudyError."""
         specs = []
         for part in self._parts():
             specs += self._expand_part(part)
+        if not specs:
+            raise StudyError(self._no_games())
         return specs
 
+    def _no_games(self) -> str:
+        part = self._parts()[0]
+        roles = self.game_class(part.game).roles(self.configurations(part)[0])
+        why = f"study {self.name!r} has no game to play: matchups = {self.file.matchups!r} with {len(self.models)} model(s) cannot fill the {len(roles)} roles of {part.game}"
+        if self.seats_replaced:
+            return why + " (--model replaces a seat-based study's seats by every ordering of the given models; edit the seats in the study file instead)"
+        return why + ' (use matchups = "same_model" or "seats", or list more models)'
+
+
     def _expand_part(self, part: StudyPart) -> list[GameSpec]:
-        specs = []
+        """Every (configuration, seating, repeat) of the part; with ``sample = N`` each seating
+        plays only its own N configurations (:func:`sample_indices`)."""
         game_cls = self.game_class(part.game)
-        for config in self.configurations(part):
-            cfg = config.model_dump(mode="json")
-            for seats in self.seatings(config, game_cls):
-                for repeat in range(self.file.repeats):
-                    ident = {
-                        "study": self.name,
-                        "game": part.game,
-                        "config": cfg,
-                        "seats": {r: self.models[m].model_dump(mode="json") for r, m in seats.items()},
-                        "repeat": repeat,
-                        "seed": self.file.seed,
-                        "prompts": self.file.prompts,
-                    }
-                    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-                    specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed))
+        configs = self.configurations(part)
+        cells = [(i, seats) for i, config in enumerate(configs) for seats in self.seatings(config, game_cls)]
+        k = self._sample(part)
+        if k is not None:
+            by_seating: dict[str, list[tuple[int, dict[str, str]]]] = {}
+            for cell in cells:
+                by_seating.setdefault(json.dumps(cell[1], sort_keys=True), []).append(cell)
+            cells = []
+            for group in by_seating.values():
+                picks = sample_indices(len(group), k, group[0][1], part.game, self.file.seed)
+                cells += [group[j] for j in picks]
+            cells.sort(key=lambda cell: cell[0])
+        specs = []
+        for i, seats in cells:
+            cfg = configs[i].model_dump(mode="json")
+            for repeat in range(self.file.repeats):
+                ident = {
+                    "study": self.name,
+                    "game": part.game,
+                    "config": cfg,
+                    "seats": {r: self.models[m].model_dump(mode="json") for r, m in seats.items()},
+                    "repeat": repeat,
+                    "seed": self.file.seed,
+                    "prompts": self.file.prompts,
+                }
+                digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+                specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed, nature_seed(part.game, cfg, repeat, self.file.seed)))
         return specs
 
 
@@ -291,9 +367,10 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         raise StudyError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'TOML'}: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise StudyError(f"{path}: a study file must be a table of settings")
+    seats_replaced = bool(models) and data.get("matchups") == "seats"
     if models:
         data["models"] = [parse_model_spec(m).model_dump() for m in models]
-        if data.get("matchups") == "seats":
+        if seats_replaced:
             data["matchups"] = "ordered_pairs"
     try:
         file = StudyFile(**data)
@@ -311,7 +388,7 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         if entry.name in entries:
             raise StudyError(f"{path}: model name {entry.name!r} appears twice")
         entries[entry.name] = entry
-    study = Study(file, game_cls, path.parent, entries, classes if file.parts else {})
+    study = Study(file, game_cls, path.parent, entries, classes if file.parts else {}, seats_replaced)
     if study.prompt_dir is not None and not study.prompt_dir.is_dir():
         raise StudyError(f"{path}: prompt folder not found: {study.prompt_dir}")
     return study

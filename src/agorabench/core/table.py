@@ -2,7 +2,7 @@
 
 A game asks a role for a decision with :meth:`Table.ask` (or several roles at once with
 :meth:`Table.ask_each`), tells a role what it observes with :meth:`Table.tell`, and draws
-randomness only from :attr:`Table.rng`. Each role keeps its own append-only transcript (system
+nature's randomness only from :attr:`Table.rng`. Each role keeps its own append-only transcript (system
 message, then user/assistant turns): what an LLM player sees is exactly that transcript.
 
 Invalid answers are re-asked with the validation error, up to ``max_retries`` times; after that
@@ -103,9 +103,13 @@ class Table:
         seed: int,
         max_retries: int = 2,
         system: dict[str, str] | None = None,
+        nature_seed: int | None = None,
     ) -> None:
         self.players = players
-        self.rng = random.Random(seed)
+        #: Nature's stream (qualities, ties, speaking order): seeded by ``nature_seed`` when given,
+        #: which the runner derives from the configuration and repeat only (common random
+        #: numbers); players' own streams are seeded by ``seed`` and their role.
+        self.rng = random.Random(seed if nature_seed is None else nature_seed)
         self._player_rngs = {role: random.Random(f"{seed}:{role}") for role in players}
         self.max_retries = max_retries
         self.transcripts: dict[str, list[dict[str, str]]] = {role: [] for role in players}

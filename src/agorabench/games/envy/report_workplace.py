@@ -14,6 +14,12 @@ from .workplace import RATING_LABELS, RATINGS, REFLECTION_SCENE, SCENES
 
 SCENE_TITLES = {s.key: s.title for s in (*SCENES, REFLECTION_SCENE)}
 
+#: Which normalisation is which (docs/fidelity.md, "Envy").
+SCALES_NOTE = (
+    "÷5 is the paper's stated formula (Ê = E/5, never below 0.2); (x−1)/4 maps the 1–5 scale onto 0–1. "
+    "The paper's reported scene values below 0.2 (e.g. collaboration 0.016 in repeated inequity) can only come from (x−1)/4."
+)
+
 
 def responses(turns: pd.DataFrame) -> pd.DataFrame:
     """The subject's turns (one per scene), with ``scene_no`` and the five ratings
@@ -73,7 +79,10 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         order = traj.drop_duplicates("scene_no").sort_values("scene_no")
         key = pd.DataFrame({"scene_no": order["scene_no"].astype(int), "scene": order["scene"].map(lambda k: " / ".join(SCENE_TITLES.get(p, p) for p in k.split("/")))})
         wide = traj.pivot_table(index=["model", "scene_no"], columns="rating", values="value").reset_index()
-        body = "\n".join(figs) + "<h3>Scenes</h3>" + table_html(key) + "<h3>Mean ratings per scene</h3>" + table_html(wide)
+        labels = [RATING_LABELS[r] for r in RATINGS if RATING_LABELS[r] in wide]
+        per_scale = wide.assign(**{f"{c} ÷5": wide[c] / 5 for c in labels}, **{f"{c} (x−1)/4": (wide[c] - 1) / 4 for c in labels}).drop(columns=labels)
+        body = "\n".join(figs) + "<h3>Scenes</h3>" + table_html(key) + "<h3>Mean ratings per scene (1–5)</h3>" + table_html(wide)
+        body += "<h3>Mean ratings per scene, normalised both ways</h3>" + f"<p class='note'>{SCALES_NOTE}</p>" + table_html(per_scale)
         out.append(Section("Rating trajectories", body))
 
     # correlations -----------------------------------------------------------
@@ -89,11 +98,17 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
 
     # profiles ---------------------------------------------------------------
     norms = [f"{r}_norm" for r in RATINGS]
+    scaled = [f"{r}_scaled" for r in RATINGS if f"{r}_scaled" in games]
     summary = summarise(games, ["model_subject"], norms).rename(columns={"model_subject": "model"})
     if not summary.empty:
         summary["metric"] = summary["metric"].str.removesuffix("_norm").map(RATING_LABELS)
         body = bars_with_ci(summary, "model", "Model profiles: normalised mean ratings (÷5, 95% CI)", "normalised mean")
-        body += table_html(summarise(games, ["model_subject"], [*RATINGS, *norms]).rename(columns={"model_subject": "model"}))
+        if scaled:
+            rescaled = summarise(games, ["model_subject"], scaled).rename(columns={"model_subject": "model"})
+            rescaled["metric"] = rescaled["metric"].str.removesuffix("_scaled").map(RATING_LABELS)
+            body += bars_with_ci(rescaled, "model", "Model profiles: mean ratings on the (x−1)/4 scale (95% CI)", "(x−1)/4")
+        body += f"<p class='note'>{SCALES_NOTE}</p>"
+        body += table_html(summarise(games, ["model_subject"], [*RATINGS, *norms, *scaled]).rename(columns={"model_subject": "model"}))
         grid = games.pivot_table(index="model_subject", columns="model_peer", values="envy_norm", aggfunc="mean")
         grid.index.name, grid.columns.name = "subject model", "peer"
         body += heatmap(grid, "Normalised envy Ê_work (subject × peer)")

@@ -24,7 +24,11 @@ seventh prompt is an overall reflection on the whole experience. The paper text 
 Metrics (§4.2), with r_t the rating at scene t and V the set of valid scenes:
 
 - ``<rating>``       = (1/|V|) Σ_{t∈V} r_t  (for envy this is E_work), NaN if V is empty;
-- ``<rating>_norm``  = ``<rating>`` / 5      (for envy, the normalised Ê_work);
+- ``<rating>_norm``  = ``<rating>`` / 5      (for envy, the normalised Ê_work of the paper's
+  formula, §4.2; it cannot go below 0.2);
+- ``<rating>_scaled`` = (``<rating>`` − 1) / 4 (the 1–5 scale mapped onto [0, 1]; the paper's
+  reported scene values such as collaboration 0.016 in repeated inequity lie below 0.2, so they
+  can only come from this scale — see docs/fidelity.md);
 - ``<rating>_change`` = r_7 − r_1 (final scene minus baseline), NaN if either is invalid;
 - ``envy_fell``      = 1 if ``envy_change`` < 0, 0 if ≥ 0, NaN if unknown.
 """
@@ -116,7 +120,7 @@ def scenes_for(config: WorkplaceConfig) -> tuple[Scene, ...]:
 
 
 def conversation_metrics(scenes: list[dict[str, Any]]) -> dict[str, float]:
-    """Means over valid scenes, normalised means (÷5), first-to-last change and ``envy_fell``
+    """Means over valid scenes, normalised means (÷5 and (x−1)/4), first-to-last change and ``envy_fell``
     (formulas in the module docstring). ``scenes`` are the outcome's per-scene records."""
     out: dict[str, float] = {}
     valid = [s for s in scenes if s["valid"]]
@@ -125,6 +129,7 @@ def conversation_metrics(scenes: list[dict[str, Any]]) -> dict[str, float]:
         mean = sum(values) / len(values) if values else math.nan
         out[name] = mean
         out[f"{name}_norm"] = mean / 5 if values else math.nan
+        out[f"{name}_scaled"] = (mean - 1) / 4 if values else math.nan
         first, last = scenes[0], scenes[-1]
         both = first["valid"] and last["valid"]
         out[f"{name}_change"] = float(last[name] - first[name]) if both else math.nan

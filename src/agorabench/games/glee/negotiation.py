@@ -7,10 +7,12 @@ rejects. There is no discounting: a sale at price p gives utilities (p − V_A, 
 gives (0, 0). Each player knows its own value; with ``complete_info`` also the other's. The
 horizon works as in bargaining (a stated T, or a hidden ``infinite_rounds`` for ``"inf"``).
 
-Variant. The original project also let the responder leave for an outside option ("sell to /
-buy from someone else"), which ends the game without a sale. The paper does not describe it, so
-it is off by default; ``outside_option = true`` adds a ``"quit"`` decision (the importer uses it
-for games played that way).
+Walking away. The original project, and so the data behind the paper's negotiation results,
+let the responder leave at any answer for an outside option: sell to / buy from a third party at
+exactly one's own value (the original's "John"), which ends the game with utilities (0, 0), as
+a game without a sale. That is the default here (``outside_option = true``: a ``"quit"``
+decision, and the players are told of the third party and its price). The paper's text
+describes accept/reject only; ``outside_option = false`` plays that variant.
 
 Bad answers. A price that is negative or unparseable is re-asked with the error; if it stays
 invalid the proposer forfeits the round and the turn is marked invalid. An invalid decision falls
@@ -39,7 +41,8 @@ class NegotiationConfig(GleeConfig):
     f_a: float = Field(1.0, gt=0)
     f_b: float = Field(1.0, gt=0)
     horizon: Horizon = 1
-    outside_option: bool = False
+    #: The original's walk-away to a third party at one's own value (see module docstring).
+    outside_option: bool = True
     #: Rounds actually played when ``horizon = "inf"`` (the original project used 30).
     infinite_rounds: int = Field(30, ge=1)
 

@@ -5,8 +5,10 @@ Rules. In each of T rounds the product is of high quality with probability ``p``
 game's seeded rng, independently per round). Alice sees the quality and sends a message: a yes/no
 recommendation when ``messages`` is off (binary), free text when it is on. Bob then buys or not.
 Alice gains 1 per sale whatever the quality; Bob gains M·(v − 1) from buying a high product,
-−M from buying a low one, 0 from passing. Bob knows p and v; Alice is told v only with
-``complete_info``. With a long-living buyer (``myopic = false``) Bob plays every round, sees the
+M·(c − 1) from buying a low one (c = 0 in the paper and in the original's data: −M), 0 from
+passing. Bob knows v and c, and p unless ``buyer_knows_p`` is off; Alice knows p and is told v
+and c only with ``complete_info``. With ``buyer_messages`` Bob adds a free-text message to each
+decision, which Alice reads after the round (the original's ``allow_buyer_message``). With a long-living buyer (``myopic = false``) Bob plays every round, sees the
 whole history and learns each round's quality after deciding. With myopic buyers each round's
 buyer is new: he sees only summary statistics of the past rounds (share of rounds with a sale,
 share of rounds in which a low product was sold). The horizon is told to the players, or hidden
@@ -22,7 +24,7 @@ rounds without a sale, s_low the low rounds with a sale and T the rounds played:
 - efficiency = k / n   (undefined, NaN, when no round was of high quality);
 - fairness   = r / (T − n)   (NaN when every round was of high quality);
 - self_gain_alice = (k + s_low) / T, the seller's utility per round;
-- self_gain_bob   = (k·(v − 1) − s_low) / T, the buyer's utility per round divided by M.
+- self_gain_bob   = (k·(v − 1) + s_low·(c − 1)) / T, the buyer's utility per round divided by M.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ class PersuasionConfig(GleeConfig):
 
     p: float = Field(0.5, gt=0, lt=1)
     v: float = Field(1.25, gt=1)
+    #: What a low-quality product is worth to the buyer, as a share of the price (original: c).
+    c: float = Field(0.0, ge=0, lt=1)
+    #: Whether the buyer is told p (original: is_buyer_know_p).
+    buyer_knows_p: bool = True
+    #: Whether the buyer writes a message with each decision (original: allow_buyer_message).
+    buyer_messages: bool = False
     horizon: Horizon = 20
     #: Free-text seller messages (true) or a binary recommendation (false).
     messages: bool = False
@@ -60,6 +68,14 @@ class SellerMessage(JsonForm):
     message: str = Field(min_length=1, description="your message to the buyer")
 
 
+class BuyWithMessage(YesNo, JsonForm):
+    """The buyer's decision with a free-text message to the seller."""
+
+    text_fields: ClassVar = ("decision", "message")
+
+    message: str = Field("", description="your message to the seller")
+
+
 class Persuasion(Game):
     name = "glee.persuasion"
     Config = PersuasionConfig
@@ -72,6 +88,9 @@ class Persuasion(Game):
 
     def signal_type(self) -> type[Action]:
         return SellerMessage if self.config.messages else YesNo
+
+    def buy_type(self) -> type[YesNo]:
+        return BuyWithMessage if self.config.buyer_messages else YesNo
 
     def nature(self, table: Table, t: int) -> str:
         """The quality of round ``t``: high with probability p, from the game's rng."""
@@ -96,8 +115,10 @@ class Persuasion(Game):
             "round": t,
             "money": c.money,
             "horizon": horizon_known(c.horizon),
-            "p": c.p,
+            "p": c.p if (role == ALICE or c.buyer_knows_p) else None,
             "v": c.v if (role == BOB or c.complete_info) else None,
+            "c": c.c if (role == BOB or c.complete_info) else None,
+            "buyer_messages": c.buyer_messages,
             "messages": c.messages,
             "myopic": c.myopic,
             "history": [dict(h) for h in history] if sees_all else None,
@@ -113,7 +134,10 @@ class Persuasion(Game):
             "round": t,
             "price": money(c.money),
             "high_value": money(c.v * c.money),
+            "low_value": money(c.c * c.money),
             "p_percent": f"{c.p * 100:.4g}%",
+            "buyer_knows_p": c.buyer_knows_p,
+            "buyer_messages": c.buyer_messages,
             "complete_info": c.complete_info,
             "messages": c.messages,
             "myopic": c.myopic,
@@ -125,7 +149,7 @@ class Persuasion(Game):
 
     async def play(self, table: Table) -> dict[str, Any]:
         c = self.config
-        kind = self.signal_type()
+        kind, buy_kind = self.signal_type(), self.buy_type()
         no_signal = YesNo(decision="no") if kind is YesNo else None
         table.set_system(ALICE, self.prompts.render("system_seller", **self._values(ALICE, 1, [])))
         table.set_system(BOB, self.prompts.render("system_buyer", **self._values(BOB, 1, [])))
@@ -139,11 +163,12 @@ class Persuasion(Game):
             if c.myopic and t > 1:
                 table.transcripts[BOB] = []
                 table.set_system(BOB, self.prompts.render("system_buyer", **self._values(BOB, t, history)))
-            text = self.prompts.render("buy", message=message, **self._values(BOB, t, history))
-            answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), YesNo, fallback=YesNo(decision="no"))
+            text = self.prompts.render("buy", message=message, format=buy_kind.format_instructions(), **self._values(BOB, t, history))
+            answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), buy_kind, fallback=buy_kind(decision="no"))
             bought = answer.decision == "yes"
-            history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal_valid, "bought": bought})
-            table.tell(ALICE, self.prompts.render("result_seller", bought=bought, **self._values(ALICE, t, history)))
+            reply = getattr(answer, "message", "") if c.buyer_messages else ""
+            history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal_valid, "bought": bought, **({"buyer_message": reply} if c.buyer_messages else {})})
+            table.tell(ALICE, self.prompts.render("result_seller", bought=bought, buyer_message=reply, **self._values(ALICE, t, history)))
             if not c.myopic:
                 table.tell(BOB, self.prompts.render("result_buyer", bought=bought, quality=quality, **self._values(BOB, t, history)))
         return self._outcome(history)
@@ -172,7 +197,7 @@ class Persuasion(Game):
             "efficiency": k / n if n else math.nan,
             "fairness": r / (rounds - n) if rounds > n else math.nan,
             "self_gain_alice": (k + s_low) / rounds,
-            "self_gain_bob": (k * (self.config.v - 1) - s_low) / rounds,
+            "self_gain_bob": (k * (self.config.v - 1) + s_low * (self.config.c - 1)) / rounds,
         }
 
 

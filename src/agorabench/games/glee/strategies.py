@@ -14,11 +14,13 @@ offers is listed at the end of this module.
   persuasion — the seller recommends exactly when the product is of high quality, the buyer buys
   exactly when recommended.
 - ``bayes-sender`` (persuasion seller): the committed Bayesian-persuasion policy — recommend always
-  when high, and with probability q = min(p/(1−p)·(v−1), 1) when low. A seller who is not told v
-  uses the ``v`` parameter (default 1.25, the paper's reference value).
+  when high, and with probability q = min(p/(1−p)·(v−1)/(1−c), 1) when low (the paper's
+  q = min(p/(1−p)·(v−1), 1) at c = 0). A seller who is not told v and c uses the ``v`` and ``c``
+  parameters (defaults 1.25 and 0, the paper's reference values).
 - ``bayes-buyer`` (persuasion buyer): assumes the sender follows that policy (or recommends a low
   product with probability ``q`` if given), updates by Bayes' rule, and buys when the posterior
-  expected value P(high | signal)·v is at least the price 1 (buys when indifferent).
+  expected value μ·v + (1−μ)·c, μ = P(high | signal), is at least the price 1 (buys when
+  indifferent). A buyer who is not told p uses the ``p`` parameter (default 0.5).
 - ``always-accept`` / ``always-reject``: accept (buy, recommend) always / never. As proposers,
   always-accept offers an equal split (bargaining) or its own value (negotiation); always-reject
   demands everything (bargaining) or twice its value as seller and nothing as buyer (negotiation).
@@ -53,11 +55,13 @@ def recommends(message: str) -> bool:
     return bool(re.search(r"\b(recommend|buy|high)\b", text))
 
 
-def bayes_q(p: float, v: float) -> float:
-    """Probability of recommending a low-quality product in the Bayesian-persuasion policy."""
-    if p >= 1:
+def bayes_q(p: float, v: float, c: float = 0.0) -> float:
+    """Probability of recommending a low-quality product in the Bayesian-persuasion policy:
+    the q that leaves a recommended buyer indifferent, μ·v + (1−μ)·c = 1 with
+    μ = p/(p + (1−p)·q), i.e. q = p/(1−p)·(v−1)/(1−c), capped at 1."""
+    if p >= 1 or c >= 1:
         return 1.0
-    return max(0.0, min(p / (1 - p) * (v - 1), 1.0))
+    return max(0.0, min(p / (1 - p) * (v - 1) / (1 - c), 1.0))
 
 
 def _with_message(kind: type[Action], text: str, **values: Any) -> Action:
@@ -143,7 +147,15 @@ class Truthful(GleeStrategy):
         return _signal(request.action_type, obs["quality"] == "high")
 
     def persuasion_buy(self, obs: dict[str, Any], request: TurnRequest) -> Action:
-        return YesNo(decision="yes" if recommends(obs["message"]) else "no")
+        return _buy(request.action_type, recommends(obs["message"]))
+
+
+def _buy(kind: type[Action], buy: bool) -> Action:
+    """The buyer's answer (with a fixed message when the game asks for one)."""
+    values: dict[str, Any] = {"decision": "yes" if buy else "no"}
+    if "message" in kind.model_fields:
+        values["message"] = "I will buy it." if buy else "I will pass."
+    return kind(**values)
 
 
 def _signal(kind: type[Action], recommend: bool) -> Action:
@@ -155,34 +167,35 @@ def _signal(kind: type[Action], recommend: bool) -> Action:
 class BayesSender(GleeStrategy):
     """Bayesian-persuasion seller (see module docstring)."""
 
-    def __init__(self, v: float = 1.25) -> None:
-        super().__init__(v=v)
-        self.v = float(v)
+    def __init__(self, v: float = 1.25, c: float = 0.0) -> None:
+        super().__init__(v=v, c=c)
+        self.v, self.c = float(v), float(c)
 
     def persuasion_signal(self, obs: dict[str, Any], request: TurnRequest) -> Action:
         if obs["quality"] == "high":
             return _signal(request.action_type, True)
         v = obs["v"] if obs["v"] is not None else self.v
-        return _signal(request.action_type, request.rng.random() < bayes_q(obs["p"], v))
+        c = obs.get("c") if obs.get("c") is not None else self.c
+        return _signal(request.action_type, request.rng.random() < bayes_q(obs["p"], v, c))
 
 
 class BayesBuyer(GleeStrategy):
     """Bayesian buyer against the committed persuasion policy (see module docstring)."""
 
-    def __init__(self, q: float | None = None) -> None:
-        super().__init__(q=q)
-        self.q = q
+    def __init__(self, q: float | None = None, p: float = 0.5) -> None:
+        super().__init__(q=q, p=p)
+        self.q, self.p = q, float(p)
 
     def posterior(self, obs: dict[str, Any], recommended: bool) -> float:
-        p = obs["p"]
-        q = self.q if self.q is not None else bayes_q(p, obs["v"])
+        p = obs["p"] if obs["p"] is not None else self.p
+        q = self.q if self.q is not None else bayes_q(p, obs["v"], obs.get("c") or 0.0)
         if recommended:
             return p / (p + (1 - p) * q)
         return 0.0  # a high product is always recommended
 
     def persuasion_buy(self, obs: dict[str, Any], request: TurnRequest) -> Action:
-        value = self.posterior(obs, recommends(obs["message"])) * obs["v"]
-        return YesNo(decision="yes" if value >= 1 - 1e-9 else "no")
+        mu, c = self.posterior(obs, recommends(obs["message"])), obs.get("c") or 0.0
+        return _buy(request.action_type, mu * obs["v"] + (1 - mu) * c >= 1 - 1e-9)
 
 
 class AlwaysAccept(GleeStrategy):
@@ -202,7 +215,7 @@ class AlwaysAccept(GleeStrategy):
         return _signal(request.action_type, True)
 
     def persuasion_buy(self, obs, request):
-        return YesNo(decision="yes")
+        return _buy(request.action_type, True)
 
 
 class AlwaysReject(GleeStrategy):
@@ -223,7 +236,7 @@ class AlwaysReject(GleeStrategy):
         return _signal(request.action_type, False)
 
     def persuasion_buy(self, obs, request):
-        return YesNo(decision="no")
+        return _buy(request.action_type, False)
 
 
 class Random(GleeStrategy):
@@ -243,7 +256,7 @@ class Random(GleeStrategy):
         return _signal(request.action_type, request.rng.random() < 0.5)
 
     def persuasion_buy(self, obs, request):
-        return YesNo(decision=request.rng.choice(["yes", "no"]))
+        return _buy(request.action_type, request.rng.random() < 0.5)
 
 
 COMMON = {"always-accept": AlwaysAccept, "always-reject": AlwaysReject, "random": Random}

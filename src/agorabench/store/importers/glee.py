@@ -15,11 +15,13 @@ Parameter mapping (our reading of the original data):
   in the older format, ``game_args.delta_{1,2}``;
 - negotiation: ``seller_value``/``buyer_value`` → f_a/f_b; ``product_price_order`` → money;
   ``max_rounds`` 30 → "inf" (``infinite_rounds`` 30); the original interface let the responder
-  leave for an outside option (``SellToJhon``/``BuyFromJhon``), so imported games use our
-  ``outside_option`` variant and those moves are ``quit`` decisions;
+  leave for an outside option (``SellToJhon``/``BuyFromJhon``), our default
+  ``outside_option = true``, and those moves are ``quit`` decisions;
 - persuasion: ``product_price`` → money; ``is_seller_know_cv`` → complete_info;
   ``seller_message_type == "text"`` → messages; ``is_myopic`` → myopic; ``total_rounds`` →
-  horizon; each round's quality is taken from the ``Nature`` rows instead of the rng.
+  horizon; ``c`` → c; ``is_buyer_know_p`` → buyer_knows_p; ``allow_buyer_message`` →
+  buyer_messages (the buyer's ``message`` column); each round's quality is taken from the
+  ``Nature`` rows instead of the rng.
 
 Seats: ``otree`` is a human participant (``human``), ``otree_LLM`` the model the humans played
 against, Gemini-1.5-flash according to the paper's Appendix B (``gemini-1.5-flash``).
@@ -171,13 +173,9 @@ def _persuasion(cfg: dict[str, Any], rows: list[dict[str, str]]) -> tuple[type[G
         "messages": args["seller_message_type"] == "text",
         "myopic": bool(args["is_myopic"]),
     }
-    notes = []
-    if float(args.get("c", 0)) != 0:
-        notes.append(f"c = {args['c']} is not part of our rules (taken as 0)")
-    if not args.get("is_buyer_know_p", True):
-        notes.append("the buyer was not told p; our rules always tell him")
-    if args.get("allow_buyer_message"):
-        notes.append("buyer messages are not part of our rules (ignored)")
+    config["c"] = float(args.get("c", 0))
+    config["buyer_knows_p"] = bool(args.get("is_buyer_know_p", True))
+    config["buyer_messages"] = bool(args.get("allow_buyer_message", False))
     moves, qualities = [], []
     for r in rows:
         if r["player"] == "Nature":
@@ -186,9 +184,12 @@ def _persuasion(cfg: dict[str, Any], rows: list[dict[str, str]]) -> tuple[type[G
             answer = {"message": _text(r["message"])} if config["messages"] else {"decision": r["decision"]}
             moves.append(("alice", "signal", answer))
         else:
-            moves.append(("bob", "buy", {"decision": r["decision"]}))
+            answer = {"decision": r["decision"]}
+            if config["buyer_messages"]:
+                answer["message"] = _text(r.get("message"))
+            moves.append(("bob", "buy", answer))
     game_cls = type("ReplayPersuasionGame", (ReplayPersuasion,), {"qualities": tuple(qualities)})
-    return game_cls, config, moves, notes
+    return game_cls, config, moves, []
 
 
 def _summary(violations: list[str]) -> list[str]:
