@@ -184,8 +184,8 @@ class GameSpec:
     repeat: int
     seed: int
     #: Seed of nature's draws (qualities, ties): the game, configuration, repeat and study seed
-    #: only, so every seating of a configuration and repeat meets the same draws.
-    nature_seed: int = 0
+    #: only, so every seating of a configuration and repeat meets the same draws (None: ``seed``).
+    nature_seed: int | None = None
 
 
 def nature_seed(game: str, config: dict[str, Any], repeat: int, seed: int) -> int:

@@ -30,7 +30,7 @@ rounds without a sale, s_low the low rounds with a sale and T the rounds played:
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -73,6 +73,7 @@ class BuyWithMessage(YesNo, JsonForm):
 
     text_fields: ClassVar = ("decision", "message")
 
+    decision: Literal["yes", "no"] = Field(description="yes or no")
     message: str = Field("", description="your message to the seller")
 
 
