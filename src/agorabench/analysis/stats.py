@@ -34,3 +34,15 @@ def summarise(df: pd.DataFrame, by: str | list[str], columns: list[str], level: 
             keys = key if isinstance(key, tuple) else (key,)
             rows.append({**dict(zip([by] if isinstance(by, str) else by, keys)), "metric": col, "mean": m, "low": lo, "high": hi, "n": n})
     return pd.DataFrame(rows)
+
+
+def proportion_ci(successes: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
+    """Share k/n with Wilson's score interval:
+    (p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n). NaN for n = 0."""
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    z = float(stats.norm.ppf((1 + level) / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (p, max(0.0, centre - half), min(1.0, centre + half))

@@ -1,6 +1,9 @@
 """Report sections of the commons game: resource after harvesting per month with per-agent
 harvest bars (one figure per run, then a summary over runs), the paper-style metrics table per
-model (mean ± sd), and the change when universalization is switched on."""
+model (mean ± sd), the change when universalization is switched on, Kaplan–Meier survival with
+censoring, the share collapsed and the Gini of harvests per month, the mean resource trajectory
+with a band, and Welch/BH tests of every binary factor (universalization, language, mixed
+groups)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ...analysis.factor_tests import bh_adjust, binary_factors, factor_differences
 from ...analysis.plots import figure_html, table_html
 from ...analysis.report import Section
+from ...analysis.survival import collapsed_by_month, gini_by_month, km_by_group, resource_trajectory, runs_table
 
 METRICS = ["survival_time", "survival_time_harvested", "survival_rate", "total_gain", "total_loss", "efficiency", "equality", "over_usage"]
 #: Column headings that name which counting a survival figure uses.
@@ -50,6 +55,7 @@ def _prepare(games: pd.DataFrame) -> pd.DataFrame:
     # a censored run (cut off without collapse) has survived = NaN: left out of the rate
     g["survival_rate"] = 100.0 * pd.to_numeric(g["survived"], errors="coerce") if "survived" in g else np.nan
     g["censored"] = pd.to_numeric(g["censored"], errors="coerce").fillna(0.0) if "censored" in g else 0.0
+    g["mixed"] = g["model"].str.contains("×", regex=False)
     return g
 
 
@@ -188,4 +194,77 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         out.append(Section("Universalization on vs off", note + table_html(uni)))
     else:
         out.append(Section("Universalization on vs off", "<p class='note'>" + html.escape("This study has no model with runs both with and without universalization.") + "</p>"))
+    out += survival_sections(g, h)
+    out += factor_sections(g)
     return out
+
+
+FACTORS = ["universalization", "language", "mixed"]
+
+
+def _band_figure(table: pd.DataFrame, x: str, y: str, title: str, ylabel: str, step: bool = False, ylim: tuple[float, float] | None = None) -> str:
+    """One line per group (column ``group``) with its low–high band."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    for i, (key, sub) in enumerate(table.groupby("group")):
+        sub = sub.sort_values(x)
+        colour = f"C{i % 10}"
+        if step:
+            ax.step(sub[x], sub[y], where="post", color=colour, label=str(key))
+            ax.fill_between(sub[x], sub["low"], sub["high"], step="post", color=colour, alpha=0.2)
+        else:
+            ax.plot(sub[x], sub[y], color=colour, marker="o", label=str(key))
+            ax.fill_between(sub[x], sub["low"].astype(float), sub["high"].astype(float), color=colour, alpha=0.2)
+    ax.set_xlabel(x)
+    ax.set_ylabel(ylabel)
+    if ylim:
+        ax.set_ylim(*ylim)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+    ax.set_title(title, fontsize=9)
+    return figure_html(fig, title)
+
+
+def survival_sections(g: pd.DataFrame, h: pd.DataFrame) -> list[Section]:
+    """Kaplan–Meier survival, share collapsed and Gini per month, mean trajectory with band."""
+    runs = runs_table(g)
+    horizon = int(g["months"].max()) if "months" in g and g["months"].notna().any() else int(runs["duration"].max())
+    km = km_by_group(runs)
+    out = []
+    body = (
+        "<p class='note'>A collapse is the event; runs that lasted every month, and runs cut off early without a collapse "
+        "(e.g. imported logs that stop), are censored at their last month. Kaplan–Meier estimate with a 95% log(−log) "
+        "Greenwood band.</p>"
+    )
+    body += _band_figure(km.rename(columns={"model": "group"}), "time", "survival", "Kaplan–Meier survival of the resource per model", "P(not collapsed)", step=True, ylim=(-0.03, 1.03))
+    counts = runs.groupby("model").agg(runs=("event", "size"), collapsed=("event", "sum"), censored=("censored", "sum")).reset_index()
+    body += table_html(counts)
+    share = collapsed_by_month(runs, horizon)
+    body += "<h3>Share of runs collapsed by month</h3>" + table_html(share)
+    out.append(Section("Survival (Kaplan–Meier, censored runs)", body))
+    if not h.empty:
+        group_of = g.set_index("game_id")["model"]
+        gin = gini_by_month(h, group_of)
+        traj = resource_trajectory(h.groupby(["game_id", "month"], as_index=False)["stock_after"].first(), runs, horizon)
+        body = _band_figure(traj.rename(columns={"model": "group"}), "month", "mean", "Mean resource left after harvesting per model (95% band)", "units left")
+        body += "<p class='note'>A collapsed run keeps its last value; a censored run leaves the mean after its last month.</p>" + table_html(traj)
+        body += _band_figure(gin, "month", "gini", "Gini of the month's harvests per model (95% band)", "Gini", ylim=(-0.03, 1.03))
+        body += table_html(gin)
+        out.append(Section("Resource trajectory and inequality per month", body))
+    return out
+
+
+def factor_sections(g: pd.DataFrame) -> list[Section]:
+    """Welch tests of every metric between the two levels of each binary factor, per model
+    (mixed groups: over all groups), BH-adjusted over the whole table."""
+    factors = binary_factors(g, FACTORS)
+    if not factors:
+        return [Section("Factor effects (Welch, BH)", "<p class='note'>No factor of this study takes exactly two values (universalization, language, mixed groups).</p>")]
+    metrics = [m for m in METRICS if m in g]
+    parts = []
+    for factor in factors:
+        by = () if factor == "mixed" else ("model",)
+        parts.append(factor_differences(g, factor, metrics, by=by))
+    table = pd.concat(parts, ignore_index=True)
+    table["p_bh"] = bh_adjust(table["p"])
+    table["significant"] = table["p_bh"] < 0.05
+    body = "<p class='note'>Δ = mean(level b) − mean(level a) per model, Welch's t-test, Benjamini–Hochberg over every row of the table.</p>"
+    return [Section("Factor effects (Welch, BH)", body + table_html(table))]

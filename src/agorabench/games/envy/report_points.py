@@ -1,5 +1,7 @@
 """Report sections of the point-allocation game: T1/T2/T3 heatmaps per matrix (focal × peer),
-mean terms per model with 95% CIs, choice distribution per turn.
+mean terms per model with 95% CIs, choice distribution per turn, terms per turn and by status
+cue × peer move, switching between turns (with excerpts of what was said), and Fehr–Schmidt
+(α, β, λ) estimates per model, model × peer and turn.
 
 T2 has two readings (see :mod:`.point_allocation`). The report leads with the one that
 reproduces the paper's reported numbers (always-B: 1.0 on M1, 0.6 on M2), the plain ratio
@@ -10,10 +12,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+import html
+
+from ...analysis import fehr_schmidt as fs
 from ...analysis.plots import bars_with_ci, heatmap, stacked_shares, table_html
 from ...analysis.report import Section
 from ...analysis.stats import summarise
-from .point_allocation import OPTIONS
+from ...analysis.switching import choice_paths, switch_excerpts, switch_rates
+from .point_allocation import MATRICES, OPTIONS
 
 TERMS = ["t1", "t2_raw_ratio", "t2", "t3"]
 
@@ -65,4 +71,81 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         rates["invalid_rate"] = 1 - rates["valid_rate"]
         played = games.groupby("model_focal").agg(games=("game_id", "size"), all_turns_valid=("n_invalid", lambda v: (v == 0).mean())).reset_index()
         out.append(Section("Choices per turn", "\n".join(figs) + "<h3>Played and invalid rates</h3>" + table_html(played) + table_html(rates)))
+    out += dynamics_sections(turns)
+    out += fehr_schmidt_sections(turns)
     return out
+
+
+def turn_terms(turns: pd.DataFrame) -> pd.DataFrame:
+    """The focal model's valid turns with their envy terms, turn number and status cue."""
+    if turns is None or turns.empty or "t1" not in turns:
+        return pd.DataFrame()
+    t = turns[(turns["role"] == "focal") & turns["valid"].astype(bool)].copy()
+    t["turn"] = t["phase"].map(fs.TURN_OF_PHASE)
+    t["cue"] = t["peer_status"].astype(str) + "/" + t["margin"].astype(str)
+    return t
+
+
+def fs_estimates(choices: pd.DataFrame, by: tuple[str, ...], ci: str = "profile") -> pd.DataFrame:
+    """Fehr–Schmidt fits per group with the game's matrices (see ``analysis/fehr_schmidt.py``)."""
+    return fs.fit_groups(choices, MATRICES, by=by, ci=ci, n_boot=200)
+
+
+def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
+    """Terms per turn and by status cue × peer move, switching rates and switch excerpts."""
+    t = turn_terms(turns)
+    if t.empty:
+        return []
+    out = []
+    per_turn = summarise(t, ["model", "turn"], ["t1", "t2", "t3"])
+    body = "<p class='note'>Turn 1: no context; turn 2: the status cue (peer leading or lagging, by a marginal or significant amount); turn 3: the peer's move revealed. Means over valid turns, 95% t intervals.</p>"
+    body += bars_with_ci(per_turn.assign(group=per_turn["model"] + " · turn " + per_turn["turn"].astype(str)), "group", "Envy terms per turn", "term value")
+    body += table_html(per_turn)
+    cue = summarise(t[t["turn"] == 2], ["model", "cue"], ["t1", "t2", "t3"])
+    move = summarise(t[t["turn"] == 3], ["model", "cue", "peer_move"], ["t1", "t2", "t3"])
+    body += "<h3>Turn 2 by status cue</h3>" + table_html(cue) + "<h3>Turn 3 by status cue × peer move</h3>" + table_html(move)
+    out.append(Section("Envy terms per turn, status cue and peer move", body))
+
+    choices = fs.point_choices(turns)
+    paths = choice_paths(choices)
+    rates = switch_rates(paths, ("model",))
+    body = "<p class='note'>A switch is a change of option between consecutive turns of one game (both turns valid). Wilson 95% intervals.</p>"
+    body += bars_with_ci(rates.rename(columns={"rate": "mean", "step": "metric"}), "model", "Switching rate between turns", "share of games")
+    body += table_html(rates)
+    by_cue = switch_rates(paths.assign(cue=paths["peer_status"].astype(str) + "/" + paths["margin"].astype(str)), ("model", "cue"))
+    by_cue = by_cue[by_cue["step"] == "1→2"]
+    grid = by_cue.pivot_table(index="model", columns="cue", values="rate")
+    grid.index.name, grid.columns.name = "model", "status cue"
+    body += "<h3>Which cue makes which model switch (turn 1 → 2)</h3>" + heatmap(grid, "Switching rate 1→2 by status cue") + table_html(by_cue)
+    by_move = switch_rates(paths, ("model", "peer_move"))
+    by_move = by_move[by_move["step"] == "2→3"]
+    body += "<h3>Switching after the peer's move (turn 2 → 3)</h3>" + table_html(by_move)
+    excerpts = switch_excerpts(choices, paths)
+    if not excerpts.empty:
+        body += "<h3>What models said when they switched</h3>" + excerpts.to_html(index=False, classes="data", border=0, escape=True)
+    out.append(Section("Switching between turns", body))
+    return out
+
+
+def fehr_schmidt_sections(turns: pd.DataFrame) -> list[Section]:
+    """(α, β, λ) per model (bootstrap over games), per model × peer and per turn (profile)."""
+    choices = fs.point_choices(turns)
+    if choices.empty:
+        return []
+    ident = fs.identification({m: MATRICES[m] for m in sorted(choices["matrix"].unique())})
+    body = (
+        "<p>Choice rule P(option) ∝ exp(λ·U), U = own − α·max(peer − own, 0) − β·max(own − peer, 0): α envy (being behind), "
+        "β guilt (being ahead), λ precision. Maximum likelihood; per model 95% intervals from a bootstrap over games "
+        "(200 resamples, the turns of a game kept together), the finer tables from the profile likelihood. "
+        "The status cue and the peer's move do not enter U: per-turn fits show whether they shift the estimates. "
+        "Reference: a self-maximiser has α = β = 0.</p>"
+    )
+    body += "<h3>What the matrices identify</h3>" + table_html(ident)
+    per_model = fs_estimates(choices, ("model",), ci="bootstrap")
+    body += "<h3>Per model</h3>" + table_html(per_model)
+    body += "<h3>Per model × peer</h3>" + table_html(fs_estimates(choices, ("model", "peer")))
+    body += "<h3>Per model and turn</h3>" + table_html(fs_estimates(choices, ("model", "turn")))
+    warned = per_model[per_model["warning"].astype(bool)] if "warning" in per_model else per_model.iloc[0:0]
+    if not warned.empty:
+        body += "<p class='note'>" + "<br>".join(html.escape(f"{r['model']}: {r['warning']}") for _, r in warned.iterrows()) + "</p>"
+    return [Section("Fehr–Schmidt estimates", body)]

@@ -56,6 +56,27 @@ def trajectories(turns: pd.DataFrame) -> pd.DataFrame:
     return means.melt(id_vars=["model", "scene_no", "scene"], value_vars=list(RATINGS), var_name="rating", value_name="value")
 
 
+def scene_means(turns: pd.DataFrame, by: tuple[str, ...] = ("scene_no",)) -> pd.DataFrame:
+    """Per scene (pooled over subject models, or per ``by`` group) the mean of every rating on
+    both normalisations, r/5 (the paper's Ê) and (r − 1)/4 (0 = strongly disagree, 1 = strongly
+    agree), with 95% t intervals over valid responses. Long format: group, rating, scale,
+    mean, low, high, n."""
+    sub = responses(turns)
+    sub = sub[sub["valid"].astype(bool)].copy()
+    if sub.empty:
+        return pd.DataFrame()
+    parts = []
+    for scale, transform in (("÷5", lambda r: r / 5), ("(x−1)/4", lambda r: (r - 1) / 4)):
+        scaled = sub[list(by)].copy()
+        for name in RATINGS:
+            scaled[name] = transform(sub[name].astype(float))
+        part = summarise(scaled, list(by), list(RATINGS))
+        part["scale"] = scale
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True).rename(columns={"metric": "rating"})
+    return out[[*by, "rating", "scale", "mean", "low", "high", "n"]]
+
+
 def envy_drop(games: pd.DataFrame) -> pd.DataFrame:
     """Per subject model: conversations with a known first-to-last envy change, the share whose
     envy fell, and the mean change."""
@@ -113,6 +134,18 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         grid.index.name, grid.columns.name = "subject model", "peer"
         body += heatmap(grid, "Normalised envy Ê_work (subject × peer)")
         out.append(Section("Model profiles", body))
+
+    # per-scene pooled means on both normalisations ----------------------------
+    pooled = scene_means(turns)
+    if not pooled.empty:
+        wide = pooled.pivot_table(index=["scene_no", "rating"], columns="scale", values=["mean", "low", "high"]).reset_index()
+        wide.columns = [" ".join(str(p) for p in c if p).strip() for c in wide.columns]
+        envy = pooled[(pooled["rating"] == "envy")].assign(metric=lambda d: d["scale"], group=lambda d: "scene " + d["scene_no"].astype(int).astype(str))
+        body = "<p class='note'>Pooled over every subject model: r/5 (the paper's normalisation, 0.2–1) and (r − 1)/4 (0–1, 0 = strongly disagree). 95% t intervals over valid responses.</p>"
+        body += bars_with_ci(envy[["group", "metric", "mean", "low", "high"]], "group", "Envy per scene, both normalisations (pooled)", "normalised envy")
+        body += table_html(wide)
+        body += "<h3>Per model</h3>" + table_html(scene_means(turns, ("model", "scene_no")))
+        out.append(Section("Per-scene means on both normalisations", body))
 
     # envy from first to last scene --------------------------------------------
     drop = envy_drop(games)

@@ -3,6 +3,8 @@ matrix (option -> (own points, other's points)); ties go to the earliest option.
 
 from __future__ import annotations
 
+import math
+
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
 from .point_allocation import OPTIONS, Choice, PointAllocation
@@ -49,6 +51,32 @@ class FehrSchmidt(Strategy):
         return Choice(choice=pick, reasoning=f"highest inequity-averse utility (alpha={self.alpha}, beta={self.beta})")
 
 
+class FehrSchmidtLogit(FehrSchmidt):
+    """Noisy inequity aversion: picks option k with probability exp(λ·U_k) / Σ_j exp(λ·U_j),
+    U the Fehr–Schmidt utility above, drawn from the game's seeded per-role rng. λ = 0 chooses
+    uniformly; large λ approaches :class:`FehrSchmidt`. Synthetic subjects for the estimator
+    in ``analysis/fehr_schmidt.py``."""
+
+    def __init__(self, alpha: float = 0.5, beta: float = 0.25, lam: float = 1.0) -> None:
+        super().__init__(alpha=alpha, beta=beta)
+        self.params["lam"] = lam
+        self.lam = float(lam)
+
+    def probabilities(self, options: dict[str, tuple[int, int]]) -> dict[str, float]:
+        """P(option) of the logit rule over ``options`` (label -> (own, other))."""
+        scores = {k: self.lam * self.utility(*options[k]) for k in options}
+        top = max(scores.values())
+        weights = {k: math.exp(v - top) for k, v in scores.items()}
+        total = sum(weights.values())
+        return {k: w / total for k, w in weights.items()}
+
+    def decide(self, request: TurnRequest) -> Choice:
+        probs = self.probabilities(request.prompt.observation["options"])
+        labels = list(probs)
+        pick = request.rng.choices(labels, weights=[probs[k] for k in labels])[0]
+        return Choice(choice=pick, reasoning=f"logit inequity aversion (alpha={self.alpha}, beta={self.beta}, lambda={self.lam})")
+
+
 class UniformRandom(Strategy):
     """Uniformly random option, drawn from the game's seeded per-role rng."""
 
@@ -61,5 +89,6 @@ PointAllocation.strategies = {
     "always-b": AlwaysB,
     "spiteful": Spiteful,
     "fehr-schmidt": FehrSchmidt,
+    "fehr-schmidt-logit": FehrSchmidtLogit,
     "random": UniformRandom,
 }

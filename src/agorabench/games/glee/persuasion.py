@@ -14,6 +14,9 @@ buyer is new: he sees only summary statistics of the past rounds (share of round
 share of rounds in which a low product was sold). The horizon is told to the players, or hidden
 for ``"inf"`` (then ``infinite_rounds`` rounds are played).
 
+Each seller and buyer turn records the round's quality as the turn metric ``high_quality``
+(1 high, 0 low) for the analyses; the buyer is not shown it.
+
 Bad answers are re-asked with the error; a seller whose answer stays invalid sends no
 recommendation (binary "no", or an empty text), a buyer whose answer stays invalid does not buy;
 the turn is marked invalid.
@@ -160,6 +163,7 @@ class Persuasion(Game):
             text = self.prompts.render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
             signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal"), kind, fallback=no_signal)
             signal_valid = table.turns[-1].valid
+            table.note_metrics(ALICE, {"high_quality": float(quality == "high")})
             message = "" if signal is None else (signal.decision if isinstance(signal, YesNo) else signal.message)
             if c.myopic and t > 1:
                 table.transcripts[BOB] = []
@@ -167,6 +171,7 @@ class Persuasion(Game):
             text = self.prompts.render("buy", message=message, format=buy_kind.format_instructions(), **self._values(BOB, t, history))
             answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), buy_kind, fallback=buy_kind(decision="no"))
             bought = answer.decision == "yes"
+            table.note_metrics(BOB, {"high_quality": float(quality == "high")})
             reply = getattr(answer, "message", "") if c.buyer_messages else ""
             history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal_valid, "bought": bought, **({"buyer_message": reply} if c.buyer_messages else {})})
             table.tell(ALICE, self.prompts.render("result_seller", bought=bought, buyer_message=reply, **self._values(ALICE, t, history)))

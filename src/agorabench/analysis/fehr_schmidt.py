@@ -1,0 +1,424 @@
+"""Fehr–Schmidt inequity aversion estimated from discrete choices by maximum likelihood.
+
+Model. A decision offers options k, each giving the decider ``own_k`` and the other side
+``peer_k``. Its utility is
+
+    U_k = own_k − α·max(peer_k − own_k, 0) − β·max(own_k − peer_k, 0)
+
+(α: envy, aversion to being behind; β: guilt, aversion to being ahead) and the decider picks
+option k with the logit probability P(k) = exp(λ·U_k) / Σ_j exp(λ·U_j), λ ≥ 0 the precision
+(λ → ∞ is a strict maximiser, λ = 0 chooses uniformly).
+
+Estimation. (α, β, log λ) maximise the log-likelihood Σ_i w_i·log P_i(chosen_i) minus a weak
+ridge ``RIDGE/2·(α² + β²)`` (a N(0, 10²) prior) that only matters when the choices cannot
+tell α or β apart, e.g. a deterministic self-maximiser, whose estimate then sits at α = β = 0
+instead of wandering in the set of values that fit equally well. Parameters live in boxes
+(``Bounds``); λ is capped at ``lam_max`` (default 100 over the median own-payoff difference),
+and an estimate at the cap means (near-)deterministic choices.
+
+Confidence intervals (95 % by default):
+
+- ``"profile"``: {θ_j : 2·(ℓ̂ − ℓ_p(θ_j)) ≤ χ²₁(level)}, ℓ_p maximising over the other
+  parameters. Assumes independent choices.
+- ``"bootstrap"``: percentile interval over refits on games resampled with replacement
+  (clusters = ``game_id``), which keeps the dependence between a game's turns.
+
+An end of an interval that reaches a bound is reported at the bound with a warning.
+
+Identification. What the options vary in decides what can be learnt: with Δ the differences
+between the options of one decision, λ needs Δown ≠ 0; α and β need Δd and Δa (d = behind,
+a = ahead) that are not proportional to each other or to Δown. :func:`identification` states this
+per decision set (e.g. per payoff matrix); a parameter the data cannot move is fixed at 0 and a
+warning says so (on the envy paper's M1 alone only α − β is identified).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+from threadpoolctl import threadpool_limits
+
+PARAMS = ("alpha", "beta", "lam")
+RIDGE = 0.01
+#: Phase of the point-allocation game -> turn number.
+TURN_OF_PHASE = {"choose": 1, "status": 2, "peer_move": 3}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Search boxes: α ∈ alpha, β ∈ beta, λ ∈ (lam_min, lam_max]; ``lam_max=None`` scales the
+    cap to the data (100 / median nonzero |Δown|)."""
+
+    alpha: tuple[float, float] = (-2.0, 5.0)
+    beta: tuple[float, float] = (-2.0, 2.0)
+    lam_min: float = 1e-3
+    lam_max: float | None = None
+
+
+@dataclass
+class ChoiceSet:
+    """Decisions as arrays: ``own``/``peer`` (N × K payoffs, NaN where an option is absent),
+    ``chosen`` (N option indices), ``weight`` (N counts) and ``cluster`` (N game codes)."""
+
+    own: np.ndarray
+    peer: np.ndarray
+    chosen: np.ndarray
+    weight: np.ndarray
+    cluster: np.ndarray
+
+    @property
+    def behind(self) -> np.ndarray:
+        return np.maximum(self.peer - self.own, 0.0)
+
+    @property
+    def ahead(self) -> np.ndarray:
+        return np.maximum(self.own - self.peer, 0.0)
+
+    def aggregate(self, weight: np.ndarray | None = None) -> "ChoiceSet":
+        """Identical decisions merged into one row with summed weight (the likelihood only needs
+        counts); ``weight`` overrides the row weights (bootstrap draws)."""
+        w = self.weight if weight is None else weight
+        key = np.concatenate([np.nan_to_num(self.own, nan=1e18), np.nan_to_num(self.peer, nan=1e18), self.chosen[:, None]], axis=1)
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        sums = np.bincount(inv, weights=w, minlength=len(uniq))
+        first = np.zeros(len(uniq), dtype=int)
+        first[inv[::-1]] = np.arange(len(inv))[::-1]
+        keep = sums > 0
+        idx = first[keep]
+        return ChoiceSet(self.own[idx], self.peer[idx], self.chosen[idx], sums[keep], np.zeros(int(keep.sum()), dtype=int))
+
+
+def utilities(own: np.ndarray, peer: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """U = own − α·max(peer − own, 0) − β·max(own − peer, 0), elementwise."""
+    own, peer = np.asarray(own, float), np.asarray(peer, float)
+    return own - alpha * np.maximum(peer - own, 0.0) - beta * np.maximum(own - peer, 0.0)
+
+
+def choice_probabilities(own: Sequence[float], peer: Sequence[float], alpha: float, beta: float, lam: float) -> np.ndarray:
+    """Logit choice probabilities P(k) ∝ exp(λ·U_k) over one decision's options."""
+    u = lam * utilities(np.asarray(own, float), np.asarray(peer, float), alpha, beta)
+    u = u - np.max(u)
+    e = np.exp(u)
+    return e / e.sum()
+
+
+# ----------------------------------------------------------------------------------------
+# likelihood
+
+
+def _loglik_grad(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray]:
+    """Log-likelihood and its gradient in (α, β, log λ)."""
+    alpha, beta, loglam = theta
+    lam = math.exp(loglam)
+    present = ~np.isnan(data.own)
+    own = np.where(present, data.own, 0.0)
+    d = np.where(present, data.behind, 0.0)
+    a = np.where(present, data.ahead, 0.0)
+    u = own - alpha * d - beta * a
+    z = np.where(present, lam * u, -np.inf)
+    zmax = z.max(axis=1, keepdims=True)
+    e = np.exp(z - zmax)
+    s = e.sum(axis=1, keepdims=True)
+    p = e / s
+    rows = np.arange(len(data.chosen))
+    c = data.chosen
+    w = data.weight
+    ll = float(np.sum(w * (z[rows, c] - zmax[:, 0] - np.log(s[:, 0]))))
+    ed = (p * d).sum(axis=1)
+    ea = (p * a).sum(axis=1)
+    eu = (p * u).sum(axis=1)
+    g_alpha = float(np.sum(w * lam * (ed - d[rows, c])))
+    g_beta = float(np.sum(w * lam * (ea - a[rows, c])))
+    g_loglam = float(np.sum(w * lam * (u[rows, c] - eu)))
+    return ll, np.array([g_alpha, g_beta, g_loglam])
+
+
+def _objective(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray]:
+    ll, g = _loglik_grad(theta, data)
+    pen = 0.5 * RIDGE * (theta[0] ** 2 + theta[1] ** 2)
+    g = g - RIDGE * np.array([theta[0], theta[1], 0.0])
+    return ll - pen, g
+
+
+def _maximise(data: ChoiceSet, box: list[tuple[float, float]], free: list[int], start: np.ndarray, starts: Iterable[np.ndarray] = ()) -> tuple[float, np.ndarray]:
+    """Maximise the penalised log-likelihood over the ``free`` coordinates of θ (others held at
+    ``start``), from ``start`` and any extra ``starts``; returns (value, θ)."""
+    best_val, best = -math.inf, start.copy()
+    if not free:
+        return _objective(start, data)[0], start.copy()
+    for s0 in [start, *starts]:
+        theta = start.copy()
+        theta[free] = np.clip(np.asarray(s0)[free], [box[i][0] for i in free], [box[i][1] for i in free])
+
+        def f(x: np.ndarray) -> tuple[float, np.ndarray]:
+            full = theta.copy()
+            full[free] = x
+            v, g = _objective(full, data)
+            return -v, -g[free]
+
+        res = optimize.minimize(f, theta[free], jac=True, method="L-BFGS-B", bounds=[box[i] for i in free])
+        if -res.fun > best_val:
+            best_val = -float(res.fun)
+            best = theta.copy()
+            best[free] = res.x
+    return best_val, best
+
+
+# ----------------------------------------------------------------------------------------
+# identification
+
+
+def _design_rows(data: ChoiceSet) -> np.ndarray:
+    """Rows (Δown, Δbehind, Δahead) between every option and the first option of its decision."""
+    present = ~np.isnan(data.own)
+    rows = []
+    d, a = data.behind, data.ahead
+    for i in range(len(data.own)):
+        ks = np.flatnonzero(present[i])
+        for k in ks[1:]:
+            rows.append((data.own[i, k] - data.own[i, ks[0]], d[i, k] - d[i, ks[0]], a[i, k] - a[i, ks[0]]))
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def identified(data: ChoiceSet) -> tuple[dict[str, float], str]:
+    """Which parameters the decision sets can pin down (from the rank of the Δ design); returns
+    the parameters to fix at 0 and a plain-words statement."""
+    X = np.unique(np.round(_design_rows(data), 9), axis=0)
+    if X.size == 0 or not np.any(np.abs(X) > 1e-12):
+        return {"alpha": 0.0, "beta": 0.0}, "no decision offers a choice: nothing is identified"
+    rank = np.linalg.matrix_rank(X, tol=1e-9)
+    has_d = np.any(np.abs(X[:, 1]) > 1e-12)
+    has_a = np.any(np.abs(X[:, 2]) > 1e-12)
+    if rank == 3:
+        return {}, "α, β and λ identified"
+    if not has_d and not has_a:
+        return {"alpha": 0.0, "beta": 0.0}, "only λ identified (the options never differ in inequality); α and β fixed at 0"
+    if not has_d:
+        return {"alpha": 0.0}, "β and λ identified; no option differs in being behind, so α is fixed at 0"
+    if not has_a:
+        return {"beta": 0.0}, "α and λ identified; no option differs in being ahead, so β is fixed at 0"
+    if np.linalg.matrix_rank(X[:, 1:], tol=1e-9) == 1:
+        return {"beta": 0.0}, "only α − β and λ identified (behind and ahead move together); β fixed at 0, α reads as α − β"
+    return {"beta": 0.0}, "α, β and λ not separately identified (inequality moves with own payoff); β fixed at 0"
+
+
+def identification(matrices: Mapping[str, Mapping[str, tuple[float, float]]]) -> pd.DataFrame:
+    """Per payoff matrix, and for all together: what its choices identify (see module doc)."""
+    rows = []
+    for name, payoffs in matrices.items():
+        rows.append({"decisions": name, "identifies": identified(_matrix_set(payoffs))[1]})
+    every = [_matrix_set(p) for p in matrices.values()]
+    pooled = ChoiceSet(*(np.concatenate([getattr(s, f) for s in every]) for f in ("own", "peer", "chosen", "weight", "cluster")))
+    rows.append({"decisions": " + ".join(matrices), "identifies": identified(pooled)[1]})
+    return pd.DataFrame(rows)
+
+
+def _matrix_set(payoffs: Mapping[str, tuple[float, float]]) -> ChoiceSet:
+    own = np.array([[float(v[0]) for v in payoffs.values()]])
+    peer = np.array([[float(v[1]) for v in payoffs.values()]])
+    return ChoiceSet(own, peer, np.array([0]), np.array([1.0]), np.array([0]))
+
+
+# ----------------------------------------------------------------------------------------
+# the fit
+
+
+@dataclass
+class Estimate:
+    """A fitted inequity-averse logit: point estimates, intervals, fit and warnings."""
+
+    alpha: float
+    beta: float
+    lam: float
+    ci: dict[str, tuple[float, float]]
+    loglik: float
+    loglik_uniform: float
+    n: int
+    n_games: int
+    identification: str
+    fixed: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pseudo_r2(self) -> float:
+        """McFadden's 1 − ℓ̂/ℓ_uniform (0: no better than chance, 1: perfect)."""
+        return 1 - self.loglik / self.loglik_uniform if self.loglik_uniform < 0 else math.nan
+
+    def row(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": self.n, "games": self.n_games}
+        for p in PARAMS:
+            lo, hi = self.ci.get(p, (math.nan, math.nan))
+            out.update({p: getattr(self, p), f"{p}_low": lo, f"{p}_high": hi})
+        out.update({"loglik": self.loglik, "pseudo_r2": self.pseudo_r2, "identification": self.identification, "warning": "; ".join(self.warnings)})
+        return out
+
+
+def choice_set(df: pd.DataFrame, options: Mapping[str, Mapping[str, tuple[float, float]]], key: str = "matrix", choice: str = "choice", cluster: str = "game_id") -> ChoiceSet:
+    """Decisions from a dataframe whose ``key`` column names the option set in ``options``
+    (e.g. the payoff matrix) and whose ``choice`` column names the option picked."""
+    labels = sorted({lab for payoffs in options.values() for lab in payoffs})
+    pos = {lab: i for i, lab in enumerate(labels)}
+    n, k = len(df), len(labels)
+    own = np.full((n, k), np.nan)
+    peer = np.full((n, k), np.nan)
+    chosen = np.zeros(n, dtype=int)
+    for i, (m, c) in enumerate(zip(df[key], df[choice])):
+        for lab, (o, p) in options[m].items():
+            own[i, pos[lab]], peer[i, pos[lab]] = o, p
+        chosen[i] = pos[c]
+    codes = pd.factorize(df[cluster])[0] if cluster in df else np.arange(n)
+    return ChoiceSet(own, peer, chosen, np.ones(n), np.asarray(codes))
+
+
+def _box(data: ChoiceSet, bounds: Bounds) -> list[tuple[float, float]]:
+    lam_max = bounds.lam_max
+    if lam_max is None:
+        diffs = np.abs(_design_rows(data)[:, 0])
+        diffs = diffs[diffs > 1e-12]
+        lam_max = 100.0 / float(np.median(diffs)) if diffs.size else 100.0
+    return [bounds.alpha, bounds.beta, (math.log(bounds.lam_min), math.log(lam_max))]
+
+
+def _starts(box: list[tuple[float, float]]) -> list[np.ndarray]:
+    mid = 0.5 * (box[2][0] + box[2][1])
+    return [np.array(s) for s in ((0.5, 0.2, 0.0), (1.5, 0.5, -1.0), (-0.5, -0.5, 0.0), (0.3, 0.3, mid))]
+
+
+def fit(
+    data: ChoiceSet,
+    ci: str | None = "profile",
+    level: float = 0.95,
+    bounds: Bounds = Bounds(),
+    n_boot: int = 200,
+    seed: int = 0,
+    ci_params: Sequence[str] = PARAMS,
+) -> Estimate:
+    """Maximum-likelihood (α, β, λ) with ``ci`` = ``"profile"``, ``"bootstrap"`` or ``None``."""
+    # thousands of tiny optimisations: a multi-threaded BLAS only adds contention (15× slower)
+    with threadpool_limits(1):
+        return _fit(data, ci, level, bounds, n_boot, seed, ci_params)
+
+
+def _fit(data: ChoiceSet, ci: str | None, level: float, bounds: Bounds, n_boot: int, seed: int, ci_params: Sequence[str]) -> Estimate:
+    fixed, statement = identified(data)
+    agg = data.aggregate()
+    box = _box(data, bounds)
+    free = [i for i, p in enumerate(PARAMS) if p not in fixed]
+    start = np.array([fixed.get("alpha", 0.0), fixed.get("beta", 0.0), 0.0])
+    best_val, theta = _maximise(agg, box, free, start, _starts(box))
+    for i, p in enumerate(PARAMS):
+        if p in fixed:
+            theta[i] = fixed[p]
+    ll = _loglik_grad(theta, agg)[0]
+    present = ~np.isnan(agg.own)
+    ll0 = float(-np.sum(agg.weight * np.log(present.sum(axis=1))))
+    warnings = []
+    if fixed:
+        warnings.append(statement)
+    if theta[2] >= box[2][1] - 1e-6:
+        warnings.append("choices are (almost) deterministic: λ at its cap, α and β only bounded by the choices (intervals show the values consistent with them)")
+    if theta[2] <= box[2][0] + 1e-6:
+        warnings.append("choices look random: λ ≈ 0, so α and β are not identified")
+    intervals: dict[str, tuple[float, float]] = {}
+    targets = [p for p in ci_params if p not in fixed]
+    if ci == "profile":
+        intervals = {p: _profile_interval(agg, box, free, theta, best_val, PARAMS.index(p), level) for p in targets}
+    elif ci == "bootstrap":
+        intervals = _bootstrap_intervals(data, box, free, theta, level, n_boot, seed, targets)
+    elif ci is not None:
+        raise ValueError(f"unknown ci method {ci!r}: use 'profile', 'bootstrap' or None")
+    for p in intervals:
+        i = PARAMS.index(p)
+        lo, hi = intervals[p]
+        if p != "lam" and (lo <= box[i][0] + 1e-6 or hi >= box[i][1] - 1e-6):
+            warnings.append(f"the {p} interval reaches the search bound")
+    for p, v in fixed.items():
+        intervals[p] = (v, v)
+    lam_ci = intervals.get("lam")
+    if lam_ci is not None and "lam" not in fixed:
+        intervals["lam"] = (math.exp(lam_ci[0]), math.exp(lam_ci[1]))
+    n_games = int(len(np.unique(data.cluster)))
+    return Estimate(float(theta[0]), float(theta[1]), math.exp(theta[2]), intervals, ll, ll0, int(data.weight.sum()), n_games, statement, fixed, warnings)
+
+
+def _profile_interval(data: ChoiceSet, box, free: list[int], theta: np.ndarray, best: float, j: int, level: float) -> tuple[float, float]:
+    """Ends of {θ_j : 2·(best − ℓ_p(θ_j)) ≤ χ²₁(level)} (log λ for j = 2)."""
+    cut = 0.5 * stats.chi2.ppf(level, 1)
+    others = [i for i in free if i != j]
+
+    def excess(v: float) -> float:
+        start = theta.copy()
+        start[j] = v
+        val, _ = _maximise(data, box, others, start)
+        return best - val - cut
+
+    ends = []
+    for edge in (box[j][0], box[j][1]):
+        if excess(edge) <= 0:
+            ends.append(edge)
+        else:
+            ends.append(optimize.brentq(excess, edge, theta[j], xtol=1e-4) if edge != theta[j] else edge)
+    return (float(ends[0]), float(ends[1]))
+
+
+def _bootstrap_intervals(data: ChoiceSet, box, free: list[int], theta: np.ndarray, level: float, n_boot: int, seed: int, targets: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Percentile intervals over refits on games resampled with replacement."""
+    rng = np.random.default_rng(seed)
+    clusters = np.unique(data.cluster)
+    draws = []
+    for _ in range(n_boot):
+        picked = rng.choice(clusters, size=len(clusters), replace=True)
+        times = np.bincount(np.searchsorted(clusters, picked), minlength=len(clusters)).astype(float)
+        w = data.weight * times[np.searchsorted(clusters, data.cluster)]
+        _, th = _maximise(data.aggregate(w), box, free, theta.copy())
+        draws.append(th)
+    arr = np.array(draws)
+    tail = (1 - level) / 2
+    return {p: (float(np.quantile(arr[:, PARAMS.index(p)], tail)), float(np.quantile(arr[:, PARAMS.index(p)], 1 - tail))) for p in targets}
+
+
+# ----------------------------------------------------------------------------------------
+# the point-allocation game's data
+
+
+def point_choices(turns: pd.DataFrame) -> pd.DataFrame:
+    """The focal model's valid choices of the point-allocation game, one row per turn:
+    game_id, model, peer, matrix, turn (1–3), phase, choice and the game's status cue and
+    peer move, and the model's reasoning."""
+    cols = ["game_id", "model", "peer", "matrix", "turn", "phase", "choice", "peer_status", "margin", "peer_move", "reasoning"]
+    if turns is None or turns.empty or "action_choice" not in turns:
+        return pd.DataFrame(columns=cols)
+    t = turns[(turns["role"] == "focal") & turns["valid"].astype(bool) & turns["action_choice"].notna()].copy()
+    t["turn"] = t["phase"].map(TURN_OF_PHASE)
+    t["choice"] = t["action_choice"]
+    t["peer"] = t["model_peer"] if "model_peer" in t else None
+    t["reasoning"] = t["action_reasoning"] if "action_reasoning" in t else None
+    for c in cols:
+        if c not in t:
+            t[c] = None
+    return t[cols].reset_index(drop=True)
+
+
+def fit_groups(
+    choices: pd.DataFrame,
+    matrices: Mapping[str, Mapping[str, tuple[float, float]]],
+    by: Sequence[str] = ("model",),
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """One fit per group of ``choices`` (columns ``matrix``, ``choice``, ``game_id``), e.g.
+    ``by=("model",)``, ``("model", "peer")`` or ``("model", "turn")``; one row per group with
+    the estimates, their intervals, fit and warnings (:meth:`Estimate.row`)."""
+    rows = []
+    if choices.empty:
+        return pd.DataFrame()
+    for key, sub in choices.groupby(list(by), dropna=False):
+        keys = key if isinstance(key, tuple) else (key,)
+        est = fit(choice_set(sub, matrices), **kwargs)
+        rows.append({**dict(zip(by, keys)), **est.row()})
+    return pd.DataFrame(rows)
