@@ -3,7 +3,12 @@
 - mean efficiency, fairness and self-gain per model and role (Alice / Bob) with 95% CIs;
 - model-pair heatmaps (rows: Alice's model, columns: Bob's model) of each metric;
 - the family's outcome in brief (agreement / sale / purchase rates);
-- invalid-answer rates per model, role and decision.
+- invalid-answer rates per model, role and decision;
+- bargaining and negotiation: each model's accept/reject decisions as responder fitted with the
+  inequity-averse logit acceptance rule (``analysis/acceptance.py``), with its rejection
+  threshold;
+- persuasion: the seller's lying rate against the commitment policy q and the buyer's buy rate
+  after a recommendation against a Bayesian buyer (``analysis/persuasion_beliefs.py``).
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...analysis import acceptance
+from ...analysis.persuasion_beliefs import buyer_update, seller_lying
 from ...analysis.plots import bars_with_ci, heatmap, table_html
 from ...analysis.report import Section
 from ...analysis.stats import mean_ci
+from .strategies import recommends
 
 FAMILIES = {"glee.bargaining": "Bargaining", "glee.negotiation": "Negotiation", "glee.persuasion": "Persuasion"}
 METRICS = ["efficiency", "fairness", "self_gain_alice", "self_gain_bob"]
@@ -107,6 +115,92 @@ def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame) -> li
     return out
 
 
+def responder_decisions(family: str, turns: pd.DataFrame) -> pd.DataFrame:
+    """The valid accept/reject answers of bargaining or negotiation, one row each: game_id,
+    round, role and model of the responder, accept, and the payoffs of accepting in units of M
+    (``own``, ``other``). Bargaining: the discounted shares δ^(t−1)·gain/M of responder and
+    proposer; negotiation: the seller gets p/M − F_A, the buyer F_B − p/M. A ``quit`` counts as a
+    rejection."""
+    cols = ["game_id", "round", "role", "model", "accept", "own", "other"]
+    if turns is None or turns.empty or "phase" not in turns:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for game_id, t in turns.sort_values(["game_id", "idx"]).groupby("game_id", sort=False):
+        offer, t_round = None, 0
+        for r in t.itertuples(index=False):
+            r = r._asdict()
+            if r["phase"] == "offer":
+                t_round += 1
+                offer = r if r["valid"] else None
+                continue
+            if r["phase"] != "respond" or offer is None or not r["valid"]:
+                continue
+            role, money = r["role"], float(r["money"])
+            if family == "glee.bargaining":
+                delta = {"alice": float(r["delta_a"]), "bob": float(r["delta_b"])}
+                proposer = "bob" if role == "alice" else "alice"
+                own = delta[role] ** (t_round - 1) * float(offer[f"action_{role}_gain"]) / money
+                other = delta[proposer] ** (t_round - 1) * float(offer[f"action_{proposer}_gain"]) / money
+            else:
+                seller_gain = float(offer["action_price"]) / money - float(r["f_a"])
+                buyer_gain = float(r["f_b"]) - float(offer["action_price"]) / money
+                own, other = (seller_gain, buyer_gain) if role == "alice" else (buyer_gain, seller_gain)
+            rows.append({"game_id": game_id, "round": t_round, "role": role, "model": r["model"], "accept": r["action_decision"] == "accept", "own": own, "other": other})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def persuasion_rounds(turns: pd.DataFrame) -> pd.DataFrame:
+    """One row per persuasion round: game_id, round, high (quality), recommended (what the buyer
+    was told recommends buying), seller_valid, bought, buyer_valid, p, v and the two seats."""
+    cols = ["game_id", "round", "high", "recommended", "seller_valid", "bought", "buyer_valid", "p", "v", "model_alice", "model_bob"]
+    if turns is None or turns.empty or "high_quality" not in turns:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for game_id, t in turns.sort_values(["game_id", "idx"]).groupby("game_id", sort=False):
+        signals = t[t["phase"] == "signal"].to_dict("records")
+        buys = t[t["phase"] == "buy"].to_dict("records")
+        for k, (sig, buy) in enumerate(zip(signals, buys), start=1):
+            said = sig.get("action_message") if isinstance(sig.get("action_message"), str) else sig.get("action_decision")
+            rows.append({
+                "game_id": game_id, "round": k, "high": bool(sig["high_quality"] == 1), "recommended": bool(sig["valid"]) and recommends(said if isinstance(said, str) else ""),
+                "seller_valid": bool(sig["valid"]), "bought": buy.get("action_decision") == "yes", "buyer_valid": bool(buy["valid"]),
+                "p": float(sig["p"]), "v": float(sig["v"]), "model_alice": sig["model_alice"], "model_bob": sig["model_bob"],
+            })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def acceptance_section(family: str, label: str, turns: pd.DataFrame) -> list[Section]:
+    decisions = responder_decisions(family, turns)
+    if decisions.empty:
+        return []
+    per_model = acceptance.fit_groups(decisions, ("model",))
+    per_role = acceptance.fit_groups(decisions, ("model", "role"))
+    body = (
+        "<p>Every valid accept/reject answer as responder, fitted with P(accept) = 1/(1 + exp(−λ·U)), U the Fehr–Schmidt "
+        "utility of the offer's payoffs (units of M; bargaining discounted) and a rejection worth 0 to both. The threshold "
+        "τ = α/(1 + 2α) is the own share of an even pie the responder accepts half the time; profile-likelihood 95% intervals. "
+        "Reference: a self-maximiser accepts anything (τ = 0); a subgame-perfect bargainer with δ = 0.9 rejects shares "
+        "below δ/(1 + δ) ≈ 0.47.</p>"
+    )
+    body += table_html(per_model) + "<h3>Per model and role</h3>" + table_html(per_role)
+    return [Section(f"{label}: responder acceptance (inequity-averse logit)", body)]
+
+
+def persuasion_section(turns: pd.DataFrame) -> list[Section]:
+    rounds = persuasion_rounds(turns)
+    if rounds.empty:
+        return []
+    sellers = seller_lying(rounds[rounds["seller_valid"]])
+    buyers = buyer_update(rounds[rounds["buyer_valid"]])
+    body = (
+        "<p>Seller: lying rate P(recommend | low quality) against the commitment policy q = min(p/(1 − p)·(v − 1), 1). "
+        "Buyer: buy rate after a recommendation against a Bayesian buyer facing the sellers it met (posterior from their "
+        "recommendation rates; buys when posterior·v ≥ 1). Wilson 95% intervals.</p>"
+    )
+    body += "<h3>Sellers</h3>" + table_html(sellers) + "<h3>Buyers</h3>" + table_html(buyers)
+    return [Section("Persuasion: lying and belief updating against the benchmarks", body)]
+
+
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     """Sections for every GLEE family present in the study's finished games."""
     out: list[Section] = []
@@ -114,6 +208,11 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         sub = games[games["game"] == family] if "game" in games else games.iloc[0:0]
         if not sub.empty:
             out += family_sections(family, sub, turns)
+            family_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
+            if family == "glee.persuasion":
+                out += persuasion_section(family_turns)
+            else:
+                out += acceptance_section(family, FAMILIES[family], family_turns)
     return out
 
 
