@@ -45,4 +45,4 @@ def proportion_ci(successes: int, n: int, level: float = 0.95) -> tuple[float, f
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (p, max(0.0, centre - half), min(1.0, centre + half))
+    return (p, min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
