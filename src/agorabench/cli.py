@@ -1,4 +1,4 @@
-"""Command line: ``agora run | report | export``.
+"""Command line: ``agora run | report | export | import | profile``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 end with a one-line message and exit status 2, never a traceback.
@@ -103,6 +103,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .analysis.profile import build_profile
+
+    missing = [db for db in args.db if "://" not in db and not Path(db).exists()]
+    if missing:
+        raise StudyError(f"database not found: {missing[0]}")
+    try:
+        page, table = build_profile(args.db, args.out)
+    except ValueError as exc:
+        raise StudyError(str(exc)) from None
+    print(f"profile: {page.resolve()}\nrows: {table.resolve()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -136,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--db")
     i.add_argument("--study", help="study name for the imported games")
     i.set_defaults(func=cmd_import)
+
+    pr = sub.add_parser("profile", help="one behavioural profile per model across databases (HTML + CSV)")
+    pr.add_argument("db", nargs="+", help="SQLite paths or database URLs; models are matched by name")
+    pr.add_argument("--out", required=True, help="folder; writes OUT/profile.html and OUT/profile.csv")
+    pr.set_defaults(func=cmd_profile)
     return p
 
 

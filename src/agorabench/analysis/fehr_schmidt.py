@@ -23,7 +23,9 @@ Confidence intervals (95 % by default):
 - ``"bootstrap"``: percentile interval over refits on games resampled with replacement
   (clusters = ``game_id``), which keeps the dependence between a game's turns.
 
-An end of an interval that reaches a bound is reported at the bound with a warning.
+An end of an interval that reaches a bound is reported at the bound with a warning. With
+deterministic choices (λ at its cap) every bootstrap resample is alike, so the profile interval
+(the set of values consistent with the choices) is reported instead.
 
 Identification. What the options vary in decides what can be learnt: with Δ the differences
 between the options of one decision, λ needs Δown ≠ 0; α and β need Δd and Δa (d = behind,
@@ -323,6 +325,10 @@ def _fit(data: ChoiceSet, ci: str | None, level: float, bounds: Bounds, n_boot: 
         warnings.append(statement)
     if theta[2] >= box[2][1] - 1e-6:
         warnings.append("choices are (almost) deterministic: λ at its cap, α and β only bounded by the choices (intervals show the values consistent with them)")
+        if ci == "bootstrap":
+            # every resample of deterministic choices gives the same point: use the profile set
+            warnings.append("profile interval instead of the bootstrap")
+            ci = "profile"
     if theta[2] <= box[2][0] + 1e-6:
         warnings.append("choices look random: λ ≈ 0, so α and β are not identified")
     intervals: dict[str, tuple[float, float]] = {}

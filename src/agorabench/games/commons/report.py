@@ -268,3 +268,31 @@ def factor_sections(g: pd.DataFrame) -> list[Section]:
     table["significant"] = table["p_bh"] < 0.05
     body = "<p class='note'>Δ = mean(level b) − mean(level a) per model, Welch's t-test, Benjamini–Hochberg over every row of the table.</p>"
     return [Section("Factor effects (Welch, BH)", body + table_html(table))]
+
+
+def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Profile rows (``analysis/profile.py``): per model (a mixed group is its own entry) the
+    Kaplan–Meier probability that the resource lasts every month, the mean survival time,
+    over-usage and equality; the sustainable group (every agent takes its share f(t)/N) as
+    the reference row."""
+    from ...analysis.profile import row
+    from ...analysis.stats import mean_ci
+    from ...analysis.survival import kaplan_meier, survival_at
+
+    g = _prepare(games)
+    runs = runs_table(g)
+    horizon = int(g["months"].max()) if "months" in g and g["months"].notna().any() else int(runs["duration"].max())
+    family, section = "commons", "survival and over-usage"
+    rows = []
+    for model, sub in runs.groupby("model"):
+        s, lo, hi = survival_at(kaplan_meier(sub["duration"], sub["event"]), horizon)
+        rows.append(row(family, section, f"P(survives {horizon} months), Kaplan–Meier", model, s, lo, hi, len(sub)))
+    for model, sub in g.groupby("model"):
+        for measure, column in (("survival time (months)", "survival_time"), ("over-usage (%)", "over_usage"), ("equality (%)", "equality")):
+            if column in sub:
+                m, lo, hi, n = mean_ci(sub[column])
+                rows.append(row(family, section, measure, model, m, lo, hi, n))
+    name = "sustainable (each takes f(t)/N)"
+    for measure, value in ((f"P(survives {horizon} months), Kaplan–Meier", 1.0), ("survival time (months)", float(horizon)), ("over-usage (%)", 0.0), ("equality (%)", 100.0)):
+        rows.append(row(family, section, measure, name, value, kind="theory"))
+    return pd.DataFrame(rows)

@@ -149,3 +149,41 @@ def fehr_schmidt_sections(turns: pd.DataFrame) -> list[Section]:
     if not warned.empty:
         body += "<p class='note'>" + "<br>".join(html.escape(f"{r['model']}: {r['warning']}") for _, r in warned.iterrows()) + "</p>"
     return [Section("Fehr–Schmidt estimates", body)]
+
+
+#: Theory baselines of the profile: name -> (α, β) of a strict Fehr–Schmidt chooser
+#: (0, 0: the self-maximiser; Fehr & Schmidt's 1999 population means for inequity aversion).
+BASELINES = {"self-maximiser": (0.0, 0.0), "inequity-averse (α=0.85, β=0.315)": (0.85, 0.315)}
+
+
+def baseline_choice(matrix: str, alpha: float, beta: float) -> str:
+    """The option a strict Fehr–Schmidt chooser takes (ties: the earliest option)."""
+    utility = {k: fs.utilities(v[0], v[1], alpha, beta) for k, v in MATRICES[matrix].items()}
+    return max(OPTIONS, key=lambda k: (utility[k], -OPTIONS.index(k)))
+
+
+def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Profile rows (``analysis/profile.py``): mean T1–T3 per focal model and its Fehr–Schmidt
+    (α, β, λ) with bootstrap intervals; theory rows for the baselines on the same matrices."""
+    from ...analysis.profile import row
+    from ...analysis.stats import mean_ci
+    from .point_allocation import envy_terms
+
+    family, section = "envy", "point allocation: envy terms and Fehr–Schmidt"
+    rows = []
+    for model, sub in games.groupby("model_focal"):
+        for term in ("t1", "t2", "t3"):
+            m, lo, hi, n = mean_ci(sub[term])
+            rows.append(row(family, section, term.upper(), model, m, lo, hi, n))
+    choices = fs.point_choices(turns)
+    if not choices.empty:
+        for _, r in fs_estimates(choices, ("model",), ci="bootstrap").iterrows():
+            for p, label in (("alpha", "α (envy)"), ("beta", "β (guilt)"), ("lam", "λ")):
+                rows.append(row(family, section, label, r["model"], r[p], r[f"{p}_low"], r[f"{p}_high"], r["n"], note=f"{r['model']}: {r['warning']}" if r["warning"] else ""))
+    for name, (alpha, beta) in BASELINES.items():
+        terms = pd.DataFrame([envy_terms(m, baseline_choice(m, alpha, beta)) for m in games["matrix"]])
+        for term in ("t1", "t2", "t3"):
+            rows.append(row(family, section, term.upper(), name, float(terms[term].mean()), kind="theory"))
+        rows.append(row(family, section, "α (envy)", name, alpha, kind="theory"))
+        rows.append(row(family, section, "β (guilt)", name, beta, kind="theory"))
+    return pd.DataFrame(rows)

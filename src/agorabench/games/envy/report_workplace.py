@@ -166,3 +166,24 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         body = "<h3>Per model</h3>" + table_html(per_model) + "<h3>Per scene</h3>" + table_html(per_scene) + "<h3>Conversations</h3>" + table_html(convs)
         out.append(Section("Invalid answers", body))
     return out
+
+
+def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Profile rows (``analysis/profile.py``): per subject model the mean of every rating over
+    its conversations on ÷5, and envy also on (x − 1)/4; a neutral answerer (3 everywhere) as
+    the reference row."""
+    from ...analysis.profile import row
+    from ...analysis.stats import mean_ci
+
+    family, section = "envy", "workplace ratings"
+    rows = []
+    for model, sub in games.groupby("model_subject"):
+        for name in RATINGS:
+            m, lo, hi, n = mean_ci(sub[f"{name}_norm"])
+            rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", model, m, lo, hi, n))
+        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4)
+        rows.append(row(family, section, "envy/jealousy ((x−1)/4)", model, m, lo, hi, n))
+    for name in RATINGS:
+        rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", "neutral answer (3)", 0.6, kind="theory"))
+    rows.append(row(family, section, "envy/jealousy ((x−1)/4)", "neutral answer (3)", 0.5, kind="theory"))
+    return pd.DataFrame(rows)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 
+import numpy as np
 import pandas as pd
 
 from ...analysis import acceptance
@@ -216,3 +217,97 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     return out
 
 
+
+
+def _config_columns(family: str) -> list[str]:
+    from .bargaining import Bargaining
+    from .negotiation import Negotiation
+    from .persuasion import Persuasion
+
+    game = {"glee.bargaining": Bargaining, "glee.negotiation": Negotiation, "glee.persuasion": Persuasion}[family]
+    return list(game.Config.model_fields)
+
+
+def theory_rows(family: str, games: pd.DataFrame) -> list[dict]:
+    """Reference rows for the same designs: subgame-perfect play in bargaining (Alice keeps p*,
+    Bob accepts at once; a subgame-perfect Bob rejects round-1 shares below δ_B·p*_Bob), and
+    Bayesian persuasion with commitment (the seller recommends a low product with probability q,
+    the Bayesian buyer follows: seller gain p + (1 − p)·q, buyer gain p·(v − 1) − (1 − p)·q = 0,
+    efficiency 1, fairness 1 − q)."""
+    from ...analysis.persuasion_beliefs import commitment_q
+    from ...analysis.profile import row
+    from .bargaining import spe_share_finite, spe_share_infinite
+
+    label = FAMILIES[family]
+    rows = []
+    if family == "glee.bargaining":
+        name = "subgame-perfect (SPE)"
+        shares, taus = [], []
+        for _, g in games.iterrows():
+            da, db = float(g["delta_a"]), float(g["delta_b"])
+            inf = str(g["horizon"]) == "inf"
+            p = spe_share_infinite(da, db) if inf else spe_share_finite(da, db, int(g["horizon"]))
+            bob_next = spe_share_infinite(db, da) if inf else (spe_share_finite(da, db, int(g["horizon"]), start=2) if int(g["horizon"]) > 1 else 0.0)
+            shares.append(p)
+            taus.append(db * bob_next)
+        p = float(np.mean(shares))
+        for role, value in (("Alice", p), ("Bob", 1 - p)):
+            rows.append(row(label, "self-gain, fairness, efficiency (design-adjusted)", "self-gain", name, value, role=role, kind="theory"))
+            rows.append(row(label, "self-gain, fairness, efficiency (design-adjusted)", "fairness", name, float(np.mean([1 - 4 * (s - 0.5) ** 2 for s in shares])), role=role, kind="theory"))
+            rows.append(row(label, "self-gain, fairness, efficiency (design-adjusted)", "efficiency", name, 1.0, role=role, kind="theory"))
+        rows.append(row(label, "responder acceptance", "rejection threshold τ", name, float(np.mean(taus)), role="Bob", kind="theory"))
+        rows.append(row(label, "responder acceptance", "rejection threshold τ", "self-maximiser", 0.0, kind="theory"))
+    if family == "glee.persuasion":
+        name = "Bayesian persuasion (commitment)"
+        qs = np.array([commitment_q(float(p), float(v)) for p, v in zip(games["p"], games["v"])])
+        ps, vs = games["p"].astype(float).to_numpy(), games["v"].astype(float).to_numpy()
+        values = {"Alice": (float(np.mean(ps + (1 - ps) * qs)), float(np.mean(1 - qs))), "Bob": (float(np.mean(ps * (vs - 1) - (1 - ps) * qs)), float(np.mean(1 - qs)))}
+        for role, (gain, fair) in values.items():
+            rows.append(row(label, "self-gain, fairness, efficiency (design-adjusted)", "self-gain", name, gain, role=role, kind="theory"))
+            rows.append(row(label, "self-gain, fairness, efficiency (design-adjusted)", "fairness", name, fair, role=role, kind="theory"))
+            rows.append(row(label, "self-gain, fairness, efficiency (design-adjusted)", "efficiency", name, 1.0, role=role, kind="theory"))
+        rows.append(row(label, "lying and belief updating", "lying rate P(rec | low)", name, float(qs.mean()), role="Alice", kind="theory"))
+        rows.append(row(label, "lying and belief updating", "buy after rec − Bayes", name, 0.0, role="Bob", kind="theory"))
+    return rows
+
+
+def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Profile rows (``analysis/profile.py``) of every GLEE family present: per model and role
+    the design-adjusted self-gain, fairness and efficiency (OLS on the model, its opponent and
+    every varying design parameter, intervals clustered by model pair); the responder's
+    rejection threshold (bargaining, negotiation); the seller's lying rate and the buyer's gap
+    to Bayes (persuasion); theory rows (:func:`theory_rows`)."""
+    from ...analysis.profile import adjusted_means, row
+
+    rows: list[dict] = []
+    for family, label in FAMILIES.items():
+        sub = games[games["game"] == family]
+        if sub.empty:
+            continue
+        fam_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
+        section = "self-gain, fairness, efficiency (design-adjusted)"
+        note = "Design-adjusted by our own OLS (model, opponent, varying design parameters; SEs clustered by model pair)."
+        factors = _config_columns(family)
+        for role in ("alice", "bob"):
+            other_seat = "model_bob" if role == "alice" else "model_alice"
+            for measure, column in (("self-gain", f"self_gain_{role}"), ("fairness", "fairness"), ("efficiency", "efficiency")):
+                if column not in sub or sub[column].isna().all():
+                    continue
+                adj = adjusted_means(sub, column, f"model_{role}", [other_seat, *factors], cluster=("model_alice", "model_bob"))
+                for _, r in adj.iterrows():
+                    rows.append(row(label, section, measure, r[f"model_{role}"], r["adjusted"], r["low"], r["high"], r["n"], role=ROLE_NAMES[role], note=note))
+        if family == "glee.persuasion":
+            rounds = persuasion_rounds(fam_turns)
+            if not rounds.empty:
+                for _, r in seller_lying(rounds[rounds["seller_valid"]], by=("model_alice",)).iterrows():
+                    rows.append(row(label, "lying and belief updating", "lying rate P(rec | low)", r["model_alice"], r["lying_rate"], r["low"], r["high"], r["low_rounds"], role="Alice"))
+                for _, r in buyer_update(rounds[rounds["buyer_valid"]], by=("model_bob",)).iterrows():
+                    rows.append(row(label, "lying and belief updating", "buy after rec − Bayes", r["model_bob"], r["gap_rec"], r["low"] - r["bayes_buy_rec"], r["high"] - r["bayes_buy_rec"], r["rounds_rec"], role="Bob"))
+        else:
+            decisions = responder_decisions(family, fam_turns)
+            if not decisions.empty:
+                for _, r in acceptance.fit_groups(decisions, ("model",)).iterrows():
+                    rows.append(row(label, "responder acceptance", "rejection threshold τ", r["model"], r["threshold"], r["threshold_low"], r["threshold_high"], r["n"], note=f"{r['model']}: {r['warning']}" if r["warning"] else ""))
+                    rows.append(row(label, "responder acceptance", "accept rate", r["model"], r["accept_rate"], n=r["n"]))
+        rows += theory_rows(family, sub)
+    return pd.DataFrame(rows)

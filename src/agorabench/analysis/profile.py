@@ -1,0 +1,190 @@
+"""One behavioural profile per model across the game families: ``agora profile DB [DB ...]``.
+
+Every database is read whole (all its studies); each game family present contributes rows
+through its hook in :data:`PROFILES` (``module:function(games, turns) -> DataFrame``). A row is
+one measure of one model (or of a theory baseline):
+
+    family, section, measure, role, model, estimate, low, high, n, kind, source, note
+
+``kind`` is ``model`` for a played model and ``theory`` for a reference row (self-maximiser,
+inequity-averse, subgame-perfect, Bayesian, sustainable); ``source`` names the database and
+studies the row comes from. Models are matched across databases by their study name: the page
+has one table per section with a row per model, so a model's envy, GLEE and commons numbers
+line up. The CSV keeps the long rows.
+
+Design-adjusted means (GLEE): :func:`adjusted_means` fits an OLS of the outcome on one-hot
+columns of the model, its opponent and every design parameter that varies, with standard
+errors clustered by model pair, and averages the model's predictions over every game of the
+design (standardisation over the study's own mix of parameters and opponents).
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import math
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..store.store import Store
+from .frames import games_df, turns_df
+from .report import STYLE
+
+COLUMNS = ["family", "section", "measure", "role", "model", "estimate", "low", "high", "n", "kind", "source", "note"]
+
+#: game name -> "module:function(games_df, turns_df) -> DataFrame of profile rows"
+PROFILES: dict[str, str] = {
+    "envy.points": "agorabench.games.envy.report_points:profile_rows",
+    "envy.workplace": "agorabench.games.envy.report_workplace:profile_rows",
+    "glee.bargaining": "agorabench.games.glee.report:profile_rows",
+    "glee.negotiation": "agorabench.games.glee.report:profile_rows",
+    "glee.persuasion": "agorabench.games.glee.report:profile_rows",
+    "commons": "agorabench.games.commons.report:profile_rows",
+}
+
+
+def row(family: str, section: str, measure: str, model: str, estimate: float, low: float = math.nan, high: float = math.nan, n: int | float = math.nan, role: str = "", kind: str = "model", note: str = "") -> dict:
+    """One profile row (see module doc); ``source`` is filled in by :func:`collect`."""
+    return {"family": family, "section": section, "measure": measure, "role": role, "model": model, "estimate": estimate, "low": low, "high": high, "n": n, "kind": kind, "source": "", "note": note}
+
+
+def _hook(game: str) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame] | None:
+    target = PROFILES.get(game)
+    if target is None:
+        return None
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
+    """Profile rows of every database (``(label, store)`` pairs), long format."""
+    parts = []
+    for label, store in stores:
+        games = games_df(store)
+        if games.empty:
+            continue
+        turns = turns_df(store)
+        hooks: dict[str, list[str]] = {}
+        for game in games["game"].unique():
+            if game in PROFILES:
+                hooks.setdefault(PROFILES[game], []).append(game)
+        for target, names in hooks.items():
+            sub = games[games["game"].isin(names)]
+            sub_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
+            rows = _hook(names[0])(sub.dropna(axis=1, how="all"), sub_turns)
+            if rows is None or rows.empty:
+                continue
+            studies = ", ".join(sorted(sub["study"].unique()))
+            rows = rows.assign(source=f"{label} ({studies})")
+            parts.append(rows)
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(parts, ignore_index=True)[COLUMNS]
+
+
+def _cell(r: pd.Series) -> str:
+    est = r["estimate"]
+    if est is None or (isinstance(est, float) and math.isnan(est)):
+        return "–"
+    text = f"{est:.3g}"
+    if pd.notna(r["low"]) and pd.notna(r["high"]):
+        text += f" [{r['low']:.3g}, {r['high']:.3g}]"
+    return text
+
+
+def section_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of one section as a grid: one line per (kind, model, role), one column per measure,
+    cells ``estimate [low, high]``; theory rows last."""
+    cells = rows.assign(cell=rows.apply(_cell, axis=1))
+    grid = cells.pivot_table(index=["kind", "model", "role"], columns="measure", values="cell", aggfunc=lambda v: " / ".join(v))
+    order = list(dict.fromkeys(rows["measure"]))
+    grid = grid.reindex(columns=order).reset_index()
+    grid["kind"] = pd.Categorical(grid["kind"], ["model", "theory"])
+    grid = grid.sort_values(["kind", "model", "role"]).fillna("–")
+    grid.columns.name = None
+    return grid
+
+
+def write_profile(rows: pd.DataFrame, out_dir: str | Path, title: str = "Behavioural profiles") -> tuple[Path, Path]:
+    """``OUT/profile.html`` (one table per family section) and ``OUT/profile.csv`` (long rows)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "profile.csv"
+    rows.to_csv(csv_path, index=False)
+    models = sorted(set(rows.loc[rows["kind"] == "model", "model"]))
+    parts = [
+        f"<p>{len(models)} models: {html.escape(', '.join(models))}. Each cell: estimate [95% interval]. "
+        "Rows marked <em>theory</em> are reference baselines computed for the same designs. The CSV beside this page holds every row with its source.</p>"
+    ]
+    for (family, section), sub in rows.groupby(["family", "section"], sort=False):
+        notes = sorted({n for n in sub["note"] if isinstance(n, str) and n})
+        sources = sorted(set(sub["source"]))
+        body = section_table(sub).to_html(index=False, classes="data", border=0, escape=True)
+        body += "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes)
+        body += f"<p class='note'>Data: {html.escape('; '.join(sources))}</p>"
+        parts.append(f"<section><h2>{html.escape(family)}: {html.escape(section)}</h2>{body}</section>")
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>"
+    html_path = out / "profile.html"
+    html_path.write_text(page, encoding="utf-8")
+    return html_path, csv_path
+
+
+def build_profile(dbs: Sequence[str], out_dir: str | Path) -> tuple[Path, Path]:
+    """Profiles of every model in the databases ``dbs`` (paths or URLs)."""
+    stores = [(Path(db).name if "://" not in db else db.split("/")[-1], Store(db)) for db in dbs]
+    rows = collect(stores)
+    if rows.empty:
+        raise ValueError("no finished games of a profiled family (envy, GLEE, commons) in " + ", ".join(dbs))
+    return write_profile(rows, out_dir)
+
+
+# ----------------------------------------------------------------------------------------
+# design-adjusted means
+
+
+def adjusted_means(games: pd.DataFrame, outcome: str, by: str, factors: Sequence[str], cluster: Sequence[str] = (), level: float = 0.95) -> pd.DataFrame:
+    """Per level of ``by``: mean over all games of the OLS prediction with ``by`` set to that
+    level; the model has one-hot columns for ``by`` and every column of ``factors`` with more
+    than one value (reference: the first level). Interval from the prediction's variance
+    m̄ᵀVm̄ (V clustered by the ``cluster`` columns when there are at least two clusters).
+    Returns by, adjusted, low, high, raw, n."""
+    import statsmodels.api as sm
+    from scipy import stats
+
+    data = games[games[outcome].notna()].copy()
+    if data.empty:
+        return pd.DataFrame(columns=[by, "adjusted", "low", "high", "raw", "n"])
+    used = [by] + [f for f in factors if f in data and f != by and data[f].astype(str).nunique() > 1]
+    cats = {c: sorted(data[c].astype(str).unique()) for c in used}
+    X = pd.DataFrame({"const": 1.0}, index=data.index)
+    for c in used:
+        for value in cats[c][1:]:
+            X[f"{c}={value}"] = (data[c].astype(str) == value).astype(float)
+    y = data[outcome].astype(float)
+    groups = pd.factorize(data[list(cluster)].astype(str).agg("|".join, axis=1))[0] if cluster else None
+    model = sm.OLS(y.to_numpy(), X.to_numpy())
+    if groups is not None and len(set(groups)) >= 2:
+        res = model.fit(cov_type="cluster", cov_kwds={"groups": groups})
+    else:
+        res = model.fit()
+    cov = np.asarray(res.cov_params())
+    beta = np.asarray(res.params)
+    own = [i for i, name in enumerate(X.columns) if name.startswith(f"{by}=")]
+    base = X.to_numpy().mean(axis=0)
+    base[own] = 0.0
+    dof = max(1, len(y) - np.linalg.matrix_rank(X.to_numpy()))
+    crit = stats.t.ppf((1 + level) / 2, dof) if groups is None else stats.norm.ppf((1 + level) / 2)
+    rows = []
+    for value in cats[by]:
+        m = base.copy()
+        name = f"{by}={value}"
+        if name in X.columns:
+            m[list(X.columns).index(name)] = 1.0
+        est = float(m @ beta)
+        se = math.sqrt(max(0.0, float(m @ cov @ m)))
+        raw = data.loc[data[by].astype(str) == value, outcome].astype(float)
+        rows.append({by: value, "adjusted": est, "low": est - crit * se, "high": est + crit * se, "raw": float(raw.mean()), "n": int(raw.size)})
+    return pd.DataFrame(rows)
