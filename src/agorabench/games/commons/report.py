@@ -234,7 +234,7 @@ def survival_sections(g: pd.DataFrame, h: pd.DataFrame) -> list[Section]:
         "(e.g. imported logs that stop), are censored at their last month. Kaplan–Meier estimate with a 95% log(−log) "
         "Greenwood band.</p>"
     )
-    body += _band_figure(km.rename(columns={"model": "group"}), "time", "survival", "Kaplan–Meier survival of the resource per model", "P(not collapsed)", step=True, ylim=(-0.03, 1.03))
+    body += _band_figure(km.rename(columns={"model": "group", "time": "month"}), "month", "survival", "Kaplan–Meier survival of the resource per model", "P(not collapsed)", step=True, ylim=(-0.03, 1.03))
     counts = runs.groupby("model").agg(runs=("event", "size"), collapsed=("event", "sum"), censored=("censored", "sum")).reset_index()
     body += table_html(counts)
     share = collapsed_by_month(runs, horizon)
