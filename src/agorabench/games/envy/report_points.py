@@ -108,6 +108,8 @@ def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
 
     choices = fs.point_choices(turns)
     paths = choice_paths(choices)
+    if paths.empty:
+        return out
     rates = switch_rates(paths, ("model",))
     body = "<p class='note'>A switch is a change of option between consecutive turns of one game (both turns valid). Wilson 95% intervals.</p>"
     body += bars_with_ci(rates.rename(columns={"rate": "mean", "step": "metric"}), "model", "Switching rate between turns", "share of games")
