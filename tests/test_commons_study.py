@@ -94,7 +94,8 @@ def test_small_study_run_export_and_report(write_study, tmp_path):
     page = (report_dir / "index.html").read_text(encoding="utf-8")
     for title in ("Resource per month", "Metrics per model", "Universalization on vs off"):
         assert f"<h2>{title}</h2>" in page
-    assert page.count("<img") == 2 + 8  # one summary per condition (univ. off/on), one per run
+    # one summary per condition (univ. off/on), one per run, then Kaplan–Meier, trajectory and Gini
+    assert page.count("<img") == 2 + 8 + 3
     assert "48.00 ± 0.00" in page  # sustainable total gain, mean ± sd over its 2 runs
     assert "Δ survival_time" in page
 

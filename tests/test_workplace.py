@@ -260,7 +260,7 @@ def test_correlations_and_drop_share_of_a_scripted_study(write_study, tmp_path):
     assert envy["value"].tolist() == [3.0 - r for r in RECOGNITION]
     parts = sections(games, turns)
     titles = [s.title for s in parts]
-    assert titles == ["Rating trajectories", "Correlations between ratings", "Model profiles", "Envy from baseline to the last scene", "Invalid answers"]
+    assert titles == ["Rating trajectories", "Correlations between ratings", "Model profiles", "Per-scene means on both normalisations", "Envy from baseline to the last scene", "Invalid answers"]
     # both normalisations, labelled: the fixed profile's collaboration 2 is 0.4 on ÷5 and 0.25 on (x−1)/4
     profiles, scenes = parts[2].body, parts[0].body
     assert "÷5" in profiles and "(x−1)/4" in profiles and "collaboration_scaled" in profiles

@@ -141,10 +141,9 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         wide = pooled.pivot_table(index=["scene_no", "rating"], columns="scale", values=["mean", "low", "high"]).reset_index()
         wide.columns = [" ".join(str(p) for p in c if p).strip() for c in wide.columns]
         envy = pooled[(pooled["rating"] == "envy")].assign(metric=lambda d: d["scale"], group=lambda d: "scene " + d["scene_no"].astype(int).astype(str))
-        body = "<p class='note'>Pooled over every subject model: r/5 (the paper's normalisation, 0.2–1) and (r − 1)/4 (0–1, 0 = strongly disagree). 95% t intervals over valid responses.</p>"
+        body = f"<p class='note'>Pooled over every subject model, 95% t intervals over valid responses (per model: see the rating trajectories). {SCALES_NOTE}</p>"
         body += bars_with_ci(envy[["group", "metric", "mean", "low", "high"]], "group", "Envy per scene, both normalisations (pooled)", "normalised envy")
         body += table_html(wide)
-        body += "<h3>Per model</h3>" + table_html(scene_means(turns, ("model", "scene_no")))
         out.append(Section("Per-scene means on both normalisations", body))
 
     # envy from first to last scene --------------------------------------------
