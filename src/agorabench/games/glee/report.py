@@ -22,7 +22,6 @@ from ...analysis.persuasion_beliefs import buyer_update, seller_lying
 from ...analysis.plots import bars_with_ci, heatmap, table_html
 from ...analysis.report import Section
 from ...analysis.stats import mean_ci
-from .strategies import recommends
 
 FAMILIES = {"glee.bargaining": "Bargaining", "glee.negotiation": "Negotiation", "glee.persuasion": "Persuasion"}
 METRICS = ["efficiency", "fairness", "self_gain_alice", "self_gain_bob"]
@@ -151,19 +150,22 @@ def responder_decisions(family: str, turns: pd.DataFrame) -> pd.DataFrame:
 
 
 def persuasion_rounds(turns: pd.DataFrame) -> pd.DataFrame:
-    """One row per persuasion round: game_id, round, high (quality), recommended (what the buyer
-    was told recommends buying), seller_valid, bought, buyer_valid, p, v and the two seats."""
+    """One row per persuasion round of the games with binary messages (a yes/no recommendation;
+    free text would need a classifier of what it recommends): game_id, round, high (quality),
+    recommended (what the buyer was told), seller_valid, bought, buyer_valid, p, v and the two
+    seats."""
     cols = ["game_id", "round", "high", "recommended", "seller_valid", "bought", "buyer_valid", "p", "v", "model_alice", "model_bob"]
     if turns is None or turns.empty or "high_quality" not in turns:
         return pd.DataFrame(columns=cols)
     rows = []
-    for game_id, t in turns.sort_values(["game_id", "idx"]).groupby("game_id", sort=False):
+    binary = turns[~turns["messages"].astype(bool)] if "messages" in turns else turns
+    for game_id, t in binary.sort_values(["game_id", "idx"]).groupby("game_id", sort=False):
         signals = t[t["phase"] == "signal"].to_dict("records")
         buys = t[t["phase"] == "buy"].to_dict("records")
         for k, (sig, buy) in enumerate(zip(signals, buys), start=1):
-            said = sig.get("action_message") if isinstance(sig.get("action_message"), str) else sig.get("action_decision")
+            said = sig.get("action_decision")
             rows.append({
-                "game_id": game_id, "round": k, "high": bool(sig["high_quality"] == 1), "recommended": bool(sig["valid"]) and recommends(said if isinstance(said, str) else ""),
+                "game_id": game_id, "round": k, "high": bool(sig["high_quality"] == 1), "recommended": bool(sig["valid"]) and said == "yes",
                 "seller_valid": bool(sig["valid"]), "bought": buy.get("action_decision") == "yes", "buyer_valid": bool(buy["valid"]),
                 "p": float(sig["p"]), "v": float(sig["v"]), "model_alice": sig["model_alice"], "model_bob": sig["model_bob"],
             })
@@ -196,7 +198,8 @@ def persuasion_section(turns: pd.DataFrame) -> list[Section]:
     body = (
         "<p>Seller: lying rate P(recommend | low quality) against the commitment policy q = min(p/(1 − p)·(v − 1), 1). "
         "Buyer: buy rate after a recommendation against a Bayesian buyer facing the sellers it met (posterior from their "
-        "recommendation rates; buys when posterior·v ≥ 1). Wilson 95% intervals.</p>"
+        "recommendation rates; buys when posterior·v ≥ 1). Wilson 95% intervals. Games with binary messages only: what a "
+        "free-text message recommends is not read here.</p>"
     )
     body += "<h3>Sellers</h3>" + table_html(sellers) + "<h3>Buyers</h3>" + table_html(buyers)
     return [Section("Persuasion: lying and belief updating against the benchmarks", body)]
