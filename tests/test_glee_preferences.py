@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from agorabench.analysis import acceptance
-from agorabench.analysis.frames import turns_df
+from agorabench.analysis.frames import games_df, turns_df
 from agorabench.analysis.report import build_report
 from agorabench.analysis.persuasion_beliefs import buyer_update, commitment_q, seller_lying
 from agorabench.games.glee.report import persuasion_rounds, responder_decisions
@@ -98,7 +98,7 @@ def test_persuasion_benchmarks_place_scripted_players(write_study, tmp_path):
     db = tmp_path / "p.db"
     res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
     assert res.returncode == 0, res.stderr
-    rounds = persuasion_rounds(turns_df(Store(str(db)), "persuade"))
+    rounds = persuasion_rounds(turns_df(Store(str(db)), "persuade"), games_df(Store(str(db)), "persuade"))
     assert len(rounds) == 4 * 3 * 20 and rounds["high"].between(0, 1).all()
     sellers = seller_lying(rounds).set_index("model_alice")
     assert sellers.loc["truthful", "lying_rate"] == 0.0 and sellers.loc["truthful", "recommend_when_high"] == 1.0

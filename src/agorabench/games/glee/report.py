@@ -149,7 +149,7 @@ def responder_decisions(family: str, turns: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def persuasion_rounds(turns: pd.DataFrame) -> pd.DataFrame:
+def persuasion_rounds(turns: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
     """One row per persuasion round of the games with binary messages (a yes/no recommendation;
     free text would need a classifier of what it recommends): game_id, round, high (quality),
     recommended (what the buyer was told), seller_valid, bought, buyer_valid, p, v and the two
@@ -158,7 +158,8 @@ def persuasion_rounds(turns: pd.DataFrame) -> pd.DataFrame:
     if turns is None or turns.empty or "high_quality" not in turns:
         return pd.DataFrame(columns=cols)
     rows = []
-    binary = turns[~turns["messages"].astype(bool)] if "messages" in turns else turns
+    binary_games = games.loc[~games["messages"].fillna(False).astype(bool), "game_id"] if "messages" in games else games["game_id"]
+    binary = turns[turns["game_id"].isin(binary_games)]
     for game_id, t in binary.sort_values(["game_id", "idx"]).groupby("game_id", sort=False):
         signals = t[t["phase"] == "signal"].to_dict("records")
         buys = t[t["phase"] == "buy"].to_dict("records")
@@ -189,8 +190,8 @@ def acceptance_section(family: str, label: str, turns: pd.DataFrame) -> list[Sec
     return [Section(f"{label}: responder acceptance (inequity-averse logit)", body)]
 
 
-def persuasion_section(turns: pd.DataFrame) -> list[Section]:
-    rounds = persuasion_rounds(turns)
+def persuasion_section(turns: pd.DataFrame, games: pd.DataFrame) -> list[Section]:
+    rounds = persuasion_rounds(turns, games)
     if rounds.empty:
         return []
     sellers = seller_lying(rounds[rounds["seller_valid"]])
@@ -214,7 +215,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
             out += family_sections(family, sub, turns)
             family_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             if family == "glee.persuasion":
-                out += persuasion_section(family_turns)
+                out += persuasion_section(family_turns, sub)
             else:
                 out += acceptance_section(family, FAMILIES[family], family_turns)
     return out
@@ -300,7 +301,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
                 for _, r in adj.iterrows():
                     rows.append(row(label, section, measure, r[f"model_{role}"], r["adjusted"], r["low"], r["high"], r["n"], role=ROLE_NAMES[role], note=note))
         if family == "glee.persuasion":
-            rounds = persuasion_rounds(fam_turns)
+            rounds = persuasion_rounds(fam_turns, sub)
             if not rounds.empty:
                 for _, r in seller_lying(rounds[rounds["seller_valid"]], by=("model_alice",)).iterrows():
                     rows.append(row(label, "lying and belief updating", "lying rate P(rec | low)", r["model_alice"], r["lying_rate"], r["low"], r["high"], r["low_rounds"], role="Alice"))
