@@ -129,3 +129,17 @@ def server_requests(stats_url: str) -> int:
 
     with urllib.request.urlopen(stats_url, timeout=5) as resp:
         return json.loads(resp.read())["requests"]
+
+
+@pytest.fixture
+def play_study(write_study, tmp_path):
+    """Write a study file and play it through the command line; returns (study path, database)."""
+
+    def _play(text: str, name: str = "study.toml") -> tuple[Path, Path]:
+        path = write_study(text, name)
+        db = tmp_path / (Path(name).stem + ".db")
+        res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
+        assert res.returncode == 0, res.stderr
+        return path, db
+
+    return _play

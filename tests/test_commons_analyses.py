@@ -154,11 +154,8 @@ spec = "strategy/greedy"
 """
 
 
-def test_commons_report_has_survival_and_factor_sections(write_study, tmp_path):
-    path = write_study(STUDY)
-    db = tmp_path / "c.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+def test_commons_report_has_survival_and_factor_sections(play_study, tmp_path):
+    path, db = play_study(STUDY)
     res = run_agora("report", str(path), "--db", str(db), "--out", str(tmp_path / "rep"), timeout=300)
     assert res.returncode == 0, res.stderr
     page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")

@@ -15,7 +15,6 @@ from agorabench.analysis.switching import choice_paths, switch_excerpts, switch_
 from agorabench.games.envy.report_workplace import scene_means
 from agorabench.store.store import Store
 
-from conftest import run_agora
 
 
 def test_wilson_interval():
@@ -67,11 +66,8 @@ spec = "strategy/random"
 """
 
 
-def test_point_report_sections_and_switching_of_scripted_players(write_study, tmp_path):
-    path = write_study(POINTS)
-    db = tmp_path / "e.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+def test_point_report_sections_and_switching_of_scripted_players(play_study, tmp_path):
+    _, db = play_study(POINTS)
     store = Store(str(db))
     turns = turns_df(store, "envy_dyn")
     choices = fs.point_choices(turns)
@@ -104,11 +100,8 @@ params = { envy = 5 }
 """
 
 
-def test_workplace_scene_means_on_both_scales(write_study, tmp_path):
-    path = write_study(WORKPLACE)
-    db = tmp_path / "w.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+def test_workplace_scene_means_on_both_scales(play_study, tmp_path):
+    _, db = play_study(WORKPLACE)
     store = Store(str(db))
     turns = turns_df(store, "wp_scenes")
     means = scene_means(turns, ("model", "scene_no")).set_index(["model", "scene_no", "rating", "scale"])["mean"]

@@ -14,7 +14,6 @@ from agorabench.games.envy.point_allocation import MATRICES
 from agorabench.games.envy.strategies import FehrSchmidtLogit
 from agorabench.store.store import Store
 
-from conftest import run_agora
 
 
 def synthetic_choices(alpha: float, beta: float, lam: float, games_per_matrix: int, rng: np.random.Generator, model: str = "subject") -> pd.DataFrame:
@@ -121,11 +120,8 @@ spec = "strategy/self-max"
 """
 
 
-def test_end_to_end_study_through_the_cli(write_study, tmp_path):
-    path = write_study(STUDY)
-    db = tmp_path / "fs.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+def test_end_to_end_study_through_the_cli(play_study, tmp_path):
+    _, db = play_study(STUDY)
     choices = fs.point_choices(turns_df(Store(str(db)), "fs_e2e"))
     assert len(choices) == 2 * 48 * 3 and set(choices["turn"]) == {1, 2, 3}
     # a 99% interval: this single study is one draw (the 95% coverage is checked above)

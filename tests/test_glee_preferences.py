@@ -15,7 +15,6 @@ from agorabench.analysis.persuasion_beliefs import buyer_update, commitment_q, s
 from agorabench.games.glee.report import persuasion_rounds, responder_decisions
 from agorabench.store.store import Store
 
-from conftest import run_agora
 
 BARGAINING = """
 name = "accept"
@@ -54,11 +53,8 @@ def test_threshold_of_a_logit_responder_is_recovered():
     assert est.ci["alpha"][0] <= 1.0 <= est.ci["alpha"][1]
 
 
-def test_acceptance_model_recovers_the_spe_threshold(write_study, tmp_path):
-    path = write_study(BARGAINING)
-    db = tmp_path / "b.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+def test_acceptance_model_recovers_the_spe_threshold(play_study, tmp_path):
+    _, db = play_study(BARGAINING)
     decisions = responder_decisions("glee.bargaining", turns_df(Store(str(db)), "accept"))
     spe = decisions[decisions["model"] == "spe"]
     assert len(spe) >= 30
@@ -93,11 +89,8 @@ spec = "strategy/always-accept"
 """
 
 
-def test_persuasion_benchmarks_place_scripted_players(write_study, tmp_path):
-    path = write_study(PERSUASION)
-    db = tmp_path / "p.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+def test_persuasion_benchmarks_place_scripted_players(play_study, tmp_path):
+    _, db = play_study(PERSUASION)
     rounds = persuasion_rounds(turns_df(Store(str(db)), "persuade"), games_df(Store(str(db)), "persuade"))
     assert len(rounds) == 4 * 3 * 20 and rounds["high"].between(0, 1).all()
     sellers = seller_lying(rounds).set_index("model_alice")

@@ -10,28 +10,10 @@ import pytest
 from agorabench.games.glee.bargaining import spe_share_infinite
 
 from conftest import run_agora
+from test_fehr_schmidt import STUDY as FS_STUDY
 
-ENVY = """
-name = "profile_envy"
-game = "envy.points"
-matchups = "ordered_pairs"
-seed = 1
-
-[grid]
-matrix = ["M1", "M2", "M3"]
-peer_status = ["leading", "lagging"]
-margin = ["marginal", "significant"]
-peer_move = ["A", "B", "C", "D"]
-
-[[models]]
-name = "self-max"
-spec = "strategy/self-max"
-
-[[models]]
-name = "noisy-envious"
-spec = "strategy/fehr-schmidt-logit"
-params = { alpha = 1.0, beta = 0.3, lam = 1.5 }
-"""
+# the envy study of the estimator's end-to-end test: a self-maximiser and a noisy envious chooser
+ENVY = FS_STUDY.replace('name = "fs_e2e"', 'name = "profile_envy"')
 
 WORKPLACE = """
 name = "profile_workplace"
@@ -45,7 +27,7 @@ spec = "strategy/fixed"
 params = { envy = 1 }
 
 [[models]]
-name = "noisy-envious"
+name = "logit"
 spec = "strategy/recognition"
 """
 
@@ -143,7 +125,7 @@ def test_scripted_strategies_sit_where_theory_puts_them(profile):
     assert abs(alpha["estimate"]) < 0.05 and alpha["low"] <= 0 <= alpha["high"]
     assert abs(value(rows, "self-max", "β (guilt)")["estimate"]) < 0.05
     assert value(rows, "self-max", "T1")["estimate"] == 0.0 == value(rows, "self-maximiser", "T1")["estimate"]
-    assert value(rows, "noisy-envious", "α (envy)")["estimate"] > 0.3
+    assert value(rows, "logit", "α (envy)")["estimate"] > 0.3
     # the SPE proposer keeps p* (both opponents accept it), averaged over the two designs
     p_star = (spe_share_infinite(0.8, 0.9) + spe_share_infinite(0.95, 0.9)) / 2
     spe = value(rows, "spe", "self-gain", "Alice")
