@@ -86,9 +86,9 @@ def turn_terms(turns: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def fs_estimates(choices: pd.DataFrame, by: tuple[str, ...], ci: str = "profile") -> pd.DataFrame:
+def fs_estimates(choices: pd.DataFrame, by: tuple[str, ...], ci: str = "profile", ci_params: tuple[str, ...] = fs.PARAMS) -> pd.DataFrame:
     """Fehr–Schmidt fits per group with the game's matrices (see ``analysis/fehr_schmidt.py``)."""
-    return fs.fit_groups(choices, MATRICES, by=by, ci=ci, n_boot=200)
+    return fs.fit_groups(choices, MATRICES, by=by, ci=ci, n_boot=200, ci_params=ci_params)
 
 
 def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
@@ -138,15 +138,15 @@ def fehr_schmidt_sections(turns: pd.DataFrame) -> list[Section]:
     body = (
         "<p>Choice rule P(option) ∝ exp(λ·U), U = own − α·max(peer − own, 0) − β·max(own − peer, 0): α envy (being behind), "
         "β guilt (being ahead), λ precision. Maximum likelihood; per model 95% intervals from a bootstrap over games "
-        "(200 resamples, the turns of a game kept together), the finer tables from the profile likelihood. "
+        "(200 resamples, the turns of a game kept together), the finer tables from the profile likelihood (α and β). "
         "The status cue and the peer's move do not enter U: per-turn fits show whether they shift the estimates. "
         "Reference: a self-maximiser has α = β = 0.</p>"
     )
     body += "<h3>What the matrices identify</h3>" + table_html(ident)
     per_model = fs_estimates(choices, ("model",), ci="bootstrap")
     body += "<h3>Per model</h3>" + table_html(per_model)
-    body += "<h3>Per model × peer</h3>" + table_html(fs_estimates(choices, ("model", "peer")))
-    body += "<h3>Per model and turn</h3>" + table_html(fs_estimates(choices, ("model", "turn")))
+    body += "<h3>Per model × peer</h3>" + table_html(fs_estimates(choices, ("model", "peer"), ci_params=("alpha", "beta")))
+    body += "<h3>Per model and turn</h3>" + table_html(fs_estimates(choices, ("model", "turn"), ci_params=("alpha", "beta")))
     warned = per_model[per_model["warning"].astype(bool)] if "warning" in per_model else per_model.iloc[0:0]
     if not warned.empty:
         body += "<p class='note'>" + "<br>".join(html.escape(f"{r['model']}: {r['warning']}") for _, r in warned.iterrows()) + "</p>"
