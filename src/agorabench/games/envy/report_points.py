@@ -173,10 +173,11 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
 
     family, section = "envy", "point allocation: envy terms and Fehr–Schmidt"
     rows = []
+    shown = {"t1": "T1", "t2_raw_ratio": "T2 (gap / largest gap)", "t2": "T2 (Δ/Δmax)", "t3": "T3"}
     for model, sub in games.groupby("model_focal"):
-        for term in ("t1", "t2", "t3"):
+        for term, label in shown.items():
             m, lo, hi, n = mean_ci(sub[term])
-            rows.append(row(family, section, term.upper(), model, m, lo, hi, n))
+            rows.append(row(family, section, label, model, m, lo, hi, n))
     choices = fs.point_choices(turns)
     if not choices.empty:
         for _, r in fs_estimates(choices, ("model",), ci="bootstrap").iterrows():
@@ -184,8 +185,8 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
                 rows.append(row(family, section, label, r["model"], r[p], r[f"{p}_low"], r[f"{p}_high"], r["n"], note=f"{r['model']}: {r['warning']}" if r["warning"] else ""))
     for name, (alpha, beta) in BASELINES.items():
         terms = pd.DataFrame([envy_terms(m, baseline_choice(m, alpha, beta)) for m in games["matrix"]])
-        for term in ("t1", "t2", "t3"):
-            rows.append(row(family, section, term.upper(), name, float(terms[term].mean()), kind="theory"))
+        for term, label in shown.items():
+            rows.append(row(family, section, label, name, float(terms[term].mean()), kind="theory"))
         rows.append(row(family, section, "α (envy)", name, alpha, kind="theory"))
         rows.append(row(family, section, "β (guilt)", name, beta, kind="theory"))
     return pd.DataFrame(rows)
