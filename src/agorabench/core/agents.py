@@ -1,9 +1,10 @@
-"""Players: LLM agents over a model, and scripted strategies over the structured observation."""
+"""Players: LLM agents over a model, scripted strategies over the structured observation, and
+people (through a desk: the web app's view of one participant)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from ..models.base import BackendError
 from ..models.model import Model
@@ -51,3 +52,36 @@ class Strategy:
     async def act(self, request: TurnRequest) -> Reply:
         action = self.decide(request)
         return Reply(text=action.render(), action=action, cached=True)
+
+
+@dataclass(frozen=True)
+class HumanAnswer:
+    """A person's valid answer: the action, seconds from seeing the turn to answering, and the
+    validation errors the form showed on the way."""
+
+    action: Action
+    response_time: float
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Desk(Protocol):
+    """Where a person's turns are shown and answered (the web app implements it)."""
+
+    async def wait_answer(self, request: TurnRequest) -> HumanAnswer | None:
+        """The person's answer to ``request``, or None when their time limit passed."""
+        ...
+
+
+class Human:
+    """A person in a seat. The turn goes to the desk; the answer comes back already valid (the
+    form re-asks until it is), so a person is never re-asked by the table. No answer in time
+    becomes a timed-out reply: the table applies the game's fallback and records a timeout."""
+
+    def __init__(self, desk: Desk) -> None:
+        self.desk = desk
+
+    async def act(self, request: TurnRequest) -> Reply:
+        answer = await self.desk.wait_answer(request)
+        if answer is None:
+            return Reply(text="", timed_out=True)
+        return Reply(text=answer.action.render(), action=answer.action, latency=answer.response_time, errors=answer.errors)

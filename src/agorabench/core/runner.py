@@ -100,6 +100,8 @@ class Runner:
         return self._prompts[game_cls.name]
 
     def _player(self, entry: ModelEntry, spec: GameSpec) -> Player:
+        if entry.is_human:
+            raise StudyError(f"model {entry.name!r} is a human seat: its games are played by participants through `agora serve`")
         if entry.is_strategy:
             key = entry.spec.split("/", 1)[1]
             game_cls = self.study.game_class(spec.game)
@@ -123,17 +125,22 @@ class Runner:
             first.setdefault(s.game, s)
         for game, spec in first.items():
             for role_model in {m for s in specs if s.game == game for m in s.seats.values()}:
-                self._player(self.study.models[role_model], spec)
+                if not self.study.models[role_model].is_human:
+                    self._player(self.study.models[role_model], spec)
 
     # games -----------------------------------------------------------------
-    async def play_one(self, spec: GameSpec) -> None:
+    async def play_one(self, spec: GameSpec, seated: dict[str, Player] | None = None, entries: dict[str, ModelEntry] | None = None) -> str:
+        """Play and store one game; returns its status. ``seated`` gives players for some roles
+        (a person through the web app) and ``entries`` the model entries by role when
+        ``spec.seats`` names something other than the study's models (``human:<hash>``)."""
         game_cls = self.study.game_class(spec.game)
         prompts = self.prompts_for(game_cls)
         config = game_cls.Config(**spec.config)
-        entries = {role: self.study.models[m] for role, m in spec.seats.items()}
+        entries = entries or {role: self.study.models[m] for role, m in spec.seats.items()}
         names = {role: e.seat_label(i) for i, (role, e) in enumerate(entries.items())}
         active = game_cls.active_roles(config)
-        players = {role: self._player(entries[role], spec) for role in active}
+        seated = seated or {}
+        players = {role: seated[role] if role in seated else self._player(entries[role], spec) for role in active}
         table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed)
         game = game_cls(config, prompts, names)
         started = time.time()
@@ -169,12 +176,13 @@ class Runner:
             self.stats.errors += 1
             if len(self.stats.error_messages) < 20:
                 self.stats.error_messages.append(error or "")
+        return status
 
     async def run(self) -> RunStats:
         specs = self.study.expand()
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         done = self.store.done_ids(self.study.name)
-        todo = [s for s in specs if s.id not in done]
+        todo = [s for s in specs if s.id not in done and not self.study.has_human(s)]  # people play through `agora serve`
         self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))
         self.check_models()
         queue: asyncio.Queue[GameSpec] = asyncio.Queue()

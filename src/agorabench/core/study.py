@@ -112,6 +112,11 @@ class ModelEntry(BaseModel):
     def is_strategy(self) -> bool:
         return self.spec.startswith("strategy/")
 
+    @property
+    def is_human(self) -> bool:
+        """A seat for a person (``spec = "human"``), played through ``agora serve``."""
+        return self.spec == "human"
+
 
 MATCHUPS = ("ordered_pairs", "all_pairs", "same_model", "seats")
 
@@ -151,6 +156,9 @@ class StudyFile(BaseModel):
     #: Several games in one study, each with its own grid (instead of game/grid/fixed/configs).
     parts: list[StudyPart] = Field(default_factory=list)
     models: list[ModelEntry]
+    #: Settings of the participant web app (``[web]``: consent, quiz, time limit, bonus...),
+    #: validated by ``agorabench.web.play.WebSettings`` when the study is served.
+    web: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("matchups")
     @classmethod
@@ -278,6 +286,10 @@ class Study:
         if mode == "ordered_pairs":
             return [dict(zip(roles, combo)) for combo in itertools.permutations(names, len(roles))]
         return [dict(zip(roles, combo)) for combo in itertools.product(names, repeat=len(roles))]
+
+    def has_human(self, spec: GameSpec) -> bool:
+        """Whether a person sits in one of the game's seats."""
+        return any(m in self.models and self.models[m].is_human for m in spec.seats.values())
 
     def expand(self) -> list[GameSpec]:
         """Every game of the study; a design that yields no game at all is a StudyError."""

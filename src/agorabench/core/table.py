@@ -6,7 +6,9 @@ nature's randomness only from :attr:`Table.rng`. Each role keeps its own append-
 message, then user/assistant turns): what an LLM player sees is exactly that transcript.
 
 Invalid answers are re-asked with the validation error, up to ``max_retries`` times; after that
-the turn is recorded as invalid and ``ask`` returns the caller's fallback.
+the turn is recorded as invalid and ``ask`` returns the caller's fallback. A player that does
+not answer within its time limit (a person, see ``agents.Human``) gets the fallback at once and
+the turn is recorded invalid with the error :data:`TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     latency: float = 0.0
     cached: bool = False
+    #: The player gave no answer within its time limit (a person); the caller's fallback applies.
+    timed_out: bool = False
+    #: Validation errors shown to the player before this answer (a person's form), kept with the turn.
+    errors: tuple[str, ...] = ()
 
 
 @dataclass
@@ -67,6 +73,10 @@ class Player(Protocol):
     """Anything that can answer a turn: an LLM agent, a scripted strategy, a person."""
 
     async def act(self, request: TurnRequest) -> Reply: ...
+
+
+#: The ``error`` of a turn whose player did not answer in time.
+TIMEOUT = "timeout: no answer within the time limit"
 
 
 class BackendFailure(RuntimeError):
@@ -156,12 +166,17 @@ class Table:
             usage.cost += reply.usage.cost
             cached = cached and reply.cached
             raw = reply.text
+            if reply.timed_out:
+                self.transcripts[role].append({"role": "assistant", "content": "(no answer within the time limit)"})
+                self._record(role, prompt, messages_at_ask, raw, None, False, retries, TIMEOUT, usage, latency, cached)
+                return fallback
             self.transcripts[role].append({"role": "assistant", "content": raw})
             try:
                 action = reply.action if reply.action is not None else action_type.parse(raw)
                 if not isinstance(action, action_type):
                     raise ParseError(f"Expected a {action_type.__name__}.")
-                self._record(role, prompt, messages_at_ask, raw, action, True, retries, None, usage, latency, cached)
+                shown = "; ".join(reply.errors) or None  # a person's corrected form errors
+                self._record(role, prompt, messages_at_ask, raw, action, True, retries, shown, usage, latency, cached)
                 return action
             except ParseError as exc:
                 error = str(exc)

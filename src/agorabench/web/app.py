@@ -1,0 +1,247 @@
+"""The web app: participant pages of a served study and the researcher dashboard.
+
+``create_app(study, db)`` builds a FastAPI app; ``serve`` runs it with uvicorn. Pages are
+server-rendered Jinja2 with autoescaping (every model text is escaped); a few lines of plain
+JavaScript poll for the other player's move and count down the turn's time limit.
+
+Security: a participant's pages live under ``/p/<token>``, a 256-bit random session token, and
+every form carries the session's CSRF value, checked on the server; a page shows only the
+participant's own transcript (what their role was told), never the configuration, another
+role's transcript or a strategy's observation, so hidden values never reach the browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import os
+import secrets
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from ..core.study import Study
+from ..store.store import Store
+from .forms import MAX_TEXT, answer_text, form_fields, parse_form
+from .play import Manager, participant_from_query, strip_formats
+
+HERE = Path(__file__).parent
+SESSION_COOKIE = "agora_session"
+STAGES = ("consent", "instructions", "quiz", "play", "questionnaire", "done")
+#: Response headers of every page: no framing, no sniffing, no outside resources.
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
+}
+
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+
+def create_app(study: Study | None, db: str, dashboard_token: str | None = None) -> FastAPI:
+    """The app for ``study`` (participants and dashboard) or, without a study, the dashboard
+    over the database ``db`` alone. The dashboard token comes from ``AGORA_DASHBOARD_TOKEN``
+    unless given; without either a random one is made and printed once."""
+    store = Store(db)
+    manager = Manager(study, store) if study is not None else None
+    token = dashboard_token or os.environ.get("AGORA_DASHBOARD_TOKEN") or ""
+    if not token:
+        token = secrets.token_urlsafe(24)
+        print(f"agora serve: dashboard token (set AGORA_DASHBOARD_TOKEN to choose one): {token}", file=sys.stderr)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        if manager is not None:
+            await manager.resume_all()
+        yield
+        if manager is not None:
+            await manager.stop()
+        await app.state.dashboard.stop()
+        store.dispose()
+
+    app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.store = store
+    app.state.manager = manager
+    app.state.study = study
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next):
+        response = await call_next(request)
+        for k, v in SECURITY_HEADERS.items():
+            response.headers.setdefault(k, v)
+        return response
+
+    from .dashboard import Dashboard
+
+    app.state.dashboard = Dashboard(app, store, study, manager, token)
+
+    @app.get("/", response_class=HTMLResponse)
+    async def home(request: Request):
+        title = manager.settings.title if manager else "agorabench"
+        return page(request, "message.html", title=title or "agorabench", message="Please use the link you received to take part.", status=200)
+
+    if manager is not None:
+        add_participant_routes(app, manager)
+    return app
+
+
+def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def not_found(request: Request) -> HTMLResponse:
+    return page(request, "message.html", title="Not found", message="This page does not exist.", status=404)
+
+
+def add_participant_routes(app: FastAPI, m: Manager) -> None:
+    s = m.settings
+
+    @app.get("/start")
+    async def start(request: Request):
+        found = participant_from_query(dict(request.query_params))
+        if found is None:
+            return page(request, "message.html", title="Link incomplete", message="This link has no valid participant id. Please use the link you were given.", status=400)
+        source, participant, params = found
+        token, new = m.enter(source, participant, params)
+        if not new and not hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token):
+            return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started.", status=409)
+        response = RedirectResponse(f"/p/{token}", status_code=303)
+        response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")
+        return response
+
+    def load(token: str) -> dict[str, Any] | None:
+        return m.get(token)
+
+    @app.get("/p/{token}", response_class=HTMLResponse)
+    async def show(request: Request, token: str):
+        row = load(token)
+        if row is None:
+            return not_found(request)
+        stage = row["stage"]
+        ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage}
+        if stage == "consent":
+            return page(request, "consent.html", consent=s.consent, **ctx)
+        live = await m.start(row) if stage in ("instructions", "quiz", "play") else None
+        if stage == "instructions":
+            return page(request, "instructions.html", instructions=live.system, time_limit=s.time_limit, **ctx)
+        if stage == "quiz":
+            return page(request, "quiz.html", items=s.quiz, errors=request.query_params.get("wrong"), instructions=live.system, **ctx)
+        if stage == "play":
+            check = m.due_attention(row)
+            if check is not None:
+                return page(request, "attention.html", check=check, **ctx)
+            messages = [dict(x) for x in live.messages]
+            formats = live.formats
+            for x in messages:
+                x["content"] = strip_formats(x["content"], formats) if x["role"] == "user" else answer_text(x["content"])
+            history = [x for x in messages if x["role"] != "system"]
+            p = live.pending
+            ctx.update(instructions=live.system, history=history, version=live.version, poll=True)
+            if p is None:
+                return page(request, "wait.html", **ctx)
+            m.mark_shown(live)
+            remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
+            prompt = history.pop() if history and history[-1]["role"] == "user" else None
+            errors, p.errors = p.errors, []
+            return page(request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type), seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
+        if stage == "questionnaire":
+            return page(request, "questionnaire.html", items=s.questionnaire, errors=request.query_params.get("missing"), **ctx)
+        return page(request, "done.html", code=row["code"], bonus=row["bonus"] or 0.0, url=s.completion_url.replace("{code}", row["code"] or ""), **ctx)
+
+    @app.get("/p/{token}/state")
+    async def state(token: str):
+        row = load(token)
+        if row is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        live = m.live.get(token)
+        return {"stage": row["stage"], "version": live.version if live else 0, "waiting": bool(live and live.pending is None)}
+
+    @app.post("/p/{token}/{stage}")
+    async def submit(request: Request, token: str, stage: str):
+        row = load(token)
+        if row is None:
+            return not_found(request)
+        form = await request.form()
+        data = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):
+            return page(request, "message.html", title="Expired form", message="This form is not valid any more. Please reload the page.", status=403)
+        back = RedirectResponse(f"/p/{token}", status_code=303)
+        if stage != row["stage"] and not (stage == "attention" and row["stage"] == "play"):
+            return back  # a stale or repeated submission: show the current page
+        if stage == "consent":
+            if data.get("agree") != "yes":
+                m.update(token, stage="done", game_status="declined", code="")
+                return page(request, "message.html", title="Thank you", message="You did not consent, so the study ends here. You may close this page.")
+            m.update(token, stage="instructions")
+            await m.start(m.get(token))
+        elif stage == "instructions":
+            m.update(token, stage="quiz" if s.quiz else "play")
+        elif stage == "quiz":
+            wrong = [i for i, item in enumerate(s.quiz) if data.get(f"q{i}") != item.answer]
+            m.update(token, quiz_attempts=row["quiz_attempts"] + 1, **({} if wrong else {"stage": "play"}))
+            if wrong:
+                return RedirectResponse(f"/p/{token}?wrong={len(wrong)}", status_code=303)
+        elif stage == "attention":
+            check = m.due_attention(row)
+            if check is not None:
+                m.update(token, attention=[*(row["attention"] or []), {"after": check.after, "answer": data.get("answer", "")[:200], "passed": data.get("answer") == check.answer}])
+        elif stage == "play":
+            live = m.live.get(token)
+            p = live.pending if live else None
+            try:
+                seq = int(data.get("seq", "-1"))
+            except ValueError:
+                seq = -1
+            if p is None or p.seq != seq:
+                return back
+            action, errors = parse_form(p.request.action_type, data)
+            if action is None:
+                p.errors = errors  # shown on the next page, kept with the turn
+                p.all_errors += errors
+                return back
+            m.answer(live, seq, action, p.all_errors)
+            await asyncio.sleep(0)  # let the game move on, so the next page is usually current
+        elif stage == "questionnaire":
+            answers, missing = questionnaire_answers(s.questionnaire, data)
+            if missing:
+                return RedirectResponse(f"/p/{token}?missing={len(missing)}", status_code=303)
+            code = s.completion_code or secrets.token_hex(5).upper()
+            m.update(token, stage="done", answers=answers, code=code)
+        else:
+            return not_found(request)
+        return back
+
+
+def questionnaire_answers(items, data: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The end questionnaire's answers, checked on the server; the names of missing ones."""
+    answers: dict[str, Any] = {}
+    missing: list[str] = []
+    for q in items:
+        value = (data.get(f"a_{q.name}") or "").strip()[:MAX_TEXT]
+        if q.kind == "choice" and value not in q.options:
+            value = ""
+        if q.kind == "scale":
+            value = int(value) if value.isdigit() and 1 <= int(value) <= q.scale else ""
+        if value == "" and q.required:
+            missing.append(q.name)
+        answers[q.name] = value
+    return answers, missing
+
+
+def serve(study: Study | None, db: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the app with uvicorn until interrupted (no access log: URLs carry session tokens)."""
+    import uvicorn
+
+    app = create_app(study, db)
+    print(f"agora serve: http://{host}:{port}/  (participants enter at /start?PROLIFIC_PID=... ; dashboard at /dash)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -1,0 +1,201 @@
+"""The researcher dashboard: studies and their progress, a filterable games table, the
+transcript of any game, live participants, the latest report, a model-only run, and the
+bonus export. Every route needs the dashboard token (``Authorization: Bearer``, or
+``?token=`` once, which sets an HTTP-only cookie); without it the answer is 401."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import hashlib
+import hmac
+import io
+import json
+import tempfile
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from ..core.study import Study
+from ..store.store import Store, games, turns
+
+COOKIE = "agora_dash"
+
+
+class Dashboard:
+    """Registers the ``/dash`` routes on ``app``."""
+
+    def __init__(self, app: FastAPI, store: Store, study: Study | None, manager, token: str) -> None:
+        self.store = store
+        self.study = study
+        self.manager = manager
+        self.token = token
+        self.csrf = hmac.new(token.encode(), b"dashboard-form", hashlib.sha256).hexdigest()
+        self.run_task: asyncio.Task | None = None
+        self.run_message = ""
+        self._routes(app)
+
+    def allowed(self, request: Request) -> bool:
+        header = request.headers.get("authorization", "")
+        given = header[7:] if header.lower().startswith("bearer ") else request.cookies.get(COOKIE, "") or request.query_params.get("token", "")
+        return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def stop(self) -> None:
+        if self.run_task is not None and not self.run_task.done():
+            self.run_task.cancel()
+            await asyncio.gather(self.run_task, return_exceptions=True)
+
+    # queries ------------------------------------------------------------------------------
+    def progress(self) -> list[dict[str, Any]]:
+        """Per study: games by status, model calls (uncached turns), tokens, cost, invalid rate."""
+        with self.store.engine.connect() as conn:
+            g = conn.execute(sa.select(games.c.study, games.c.status, sa.func.count()).group_by(games.c.study, games.c.status)).all()
+            t = conn.execute(
+                sa.select(
+                    games.c.study,
+                    sa.func.count(),
+                    sa.func.sum(sa.case((turns.c.cached, 0), else_=1)),
+                    sa.func.sum(turns.c.prompt_tokens + turns.c.completion_tokens),
+                    sa.func.sum(turns.c.cost),
+                    sa.func.sum(sa.case((turns.c.valid, 0), else_=1)),
+                ).join(games, games.c.id == turns.c.game_id).group_by(games.c.study)
+            ).all()
+        out: dict[str, dict[str, Any]] = {}
+        for study, status, n in g:
+            row = out.setdefault(study, {"study": study, "done": 0, "error": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
+            row[status if status in ("done", "error") else "error"] += n
+        for study, n, calls, tokens, cost, invalid in t:
+            row = out.setdefault(study, {"study": study, "done": 0, "error": 0})
+            row.update(turns=n, calls=calls or 0, tokens=tokens or 0, cost=round(cost or 0.0, 4), invalid_rate=round((invalid or 0) / n, 3) if n else 0.0)
+        if self.manager is not None:
+            row = out.setdefault(self.study.name, {"study": self.study.name, "done": 0, "error": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
+            row["running"] = sum(1 for lv in self.manager.live.values() if lv.task is not None and not lv.task.done())
+        return sorted(out.values(), key=lambda r: r["study"])
+
+    def game_rows(self, study: str = "", model: str = "", status: str = "", config: str = "", game: str = "", limit: int = 500) -> list[dict[str, Any]]:
+        q = sa.select(games.c.id, games.c.study, games.c.game, games.c.config, games.c.seats, games.c.status, games.c.n_turns, games.c.n_invalid, games.c.metrics, games.c.error).order_by(games.c.finished.desc())
+        if study:
+            q = q.where(games.c.study == study)
+        if status:
+            q = q.where(games.c.status == status)
+        if game:
+            q = q.where(games.c.game == game)
+        rows = []
+        with self.store.engine.connect() as conn:
+            for r in conn.execute(q):
+                d = dict(r._mapping)
+                seats = json.dumps(d["seats"], sort_keys=True)
+                cfg = json.dumps(d["config"], sort_keys=True)
+                if model and model not in seats:
+                    continue
+                if config and config not in cfg:
+                    continue
+                d["seats_text"], d["config_text"] = seats, cfg
+                rows.append(d)
+                if len(rows) >= limit:
+                    break
+        return rows
+
+    def game(self, game_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        with self.store.engine.connect() as conn:
+            g = conn.execute(sa.select(games).where(games.c.id == game_id)).first()
+            if g is None:
+                return None, []
+            ts = conn.execute(sa.select(turns).where(turns.c.game_id == game_id).order_by(turns.c.idx)).all()
+        return dict(g._mapping), [dict(t._mapping) for t in ts]
+
+    # routes -------------------------------------------------------------------------------
+    def _routes(self, app: FastAPI) -> None:
+        from .app import page
+
+        def refuse(request: Request) -> Response:
+            return page(request, "message.html", title="Dashboard", message="The dashboard needs its token.", status=401)
+
+        def authed(handler):
+            async def wrapper(request: Request, **kwargs):
+                if not self.allowed(request):
+                    return refuse(request)
+                if request.query_params.get("token") and request.method == "GET":
+                    response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
+                    response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+                    return response
+                return await handler(request, **kwargs)
+
+            wrapper.__name__ = handler.__name__
+            wrapper.__signature__ = __import__("inspect").signature(handler)
+            return wrapper
+
+        @app.get("/dash", response_class=HTMLResponse)
+        @authed
+        async def overview(request: Request):
+            live = self.manager.participants() if self.manager is not None else []
+            for p in live:
+                lv = self.manager.live.get(p["token"])
+                p["waiting_for"] = "" if lv is None or p["stage"] != "play" else ("participant" if lv.pending is not None else "model")
+            running = self.run_task is not None and not self.run_task.done()
+            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message)
+
+        @app.get("/dash/games", response_class=HTMLResponse)
+        @authed
+        async def games_table(request: Request):
+            f = {k: request.query_params.get(k, "")[:200] for k in ("study", "model", "status", "config", "game")}
+            return page(request, "dash_games.html", title="Games", rows=self.game_rows(**f), filters=f)
+
+        @app.get("/dash/game/{game_id}", response_class=HTMLResponse)
+        @authed
+        async def transcript(request: Request, game_id: str):
+            g, ts = self.game(game_id)
+            if g is None:
+                return page(request, "message.html", title="Not found", message="No such game.", status=404)
+            roles = sorted({t["role"] for t in ts})
+            return page(request, "dash_game.html", title=f"Game {game_id}", g=g, turns=ts, roles=roles, dumps=lambda v: json.dumps(v, indent=1, ensure_ascii=False, sort_keys=True))
+
+        @app.get("/dash/report", response_class=HTMLResponse)
+        @authed
+        async def report(request: Request):
+            from ..analysis.report import build_report
+
+            name = request.query_params.get("study") or (self.study.name if self.study else "")
+            with tempfile.TemporaryDirectory() as tmp:
+                try:  # plots take a while: off the event loop, so participants are not held up
+                    path = await asyncio.to_thread(build_report, self.store, name, tmp)
+                except ValueError as exc:
+                    return page(request, "message.html", title="Report", message=str(exc), status=404)
+                return HTMLResponse(path.read_text(encoding="utf-8"))
+
+        @app.get("/dash/bonus.csv")
+        @authed
+        async def bonus(request: Request):
+            buf = io.StringIO()
+            w = csv.writer(buf)
+            w.writerow(["participant", "source", "completion_code", "bonus"])
+            for p in self.manager.participants() if self.manager is not None else []:
+                if p["stage"] == "done" and p["code"]:
+                    w.writerow([p["participant"], p["source"], p["code"], f"{p['bonus'] or 0:.2f}"])
+            return PlainTextResponse(buf.getvalue(), media_type="text/csv", headers={"Content-Disposition": "attachment; filename=bonus.csv"})
+
+        @app.post("/dash/run")
+        @authed
+        async def run(request: Request):
+            form = await request.form()
+            if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf):
+                return page(request, "message.html", title="Dashboard", message="Expired form.", status=403)
+            if self.study is None:
+                return page(request, "message.html", title="Dashboard", message="No study is served; start agora serve with a study file.", status=400)
+            if self.run_task is None or self.run_task.done():
+                self.run_task = asyncio.create_task(self._run())
+            return RedirectResponse("/dash", status_code=303)
+
+    async def _run(self) -> None:
+        """Play (or resume) the study's games that have no human seat."""
+        from ..core.runner import Runner
+
+        runner = Runner(self.study, self.store, progress=False)
+        self.run_message = "model-only run in progress"
+        try:
+            stats = await runner.run()
+            self.run_message = f"last model-only run: {stats.done} played, {stats.skipped} skipped, {stats.errors} errors"
+        except Exception as exc:  # shown on the dashboard, never a crash of the server
+            self.run_message = f"model-only run failed: {type(exc).__name__}: {exc}"

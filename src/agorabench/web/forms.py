@@ -1,0 +1,165 @@
+"""Forms from action types: the fields a person fills in for a decision, and the server-side
+check that turns a submitted form into a valid action.
+
+The form is derived from the action's pydantic fields, as the parsers and grammars are, so a new
+game gets a screen without page code:
+
+- a ``Literal`` field is a set of radio buttons;
+- a whole number with both bounds at most ten apart (a 1-5 rating) is a row of radio buttons;
+- other numbers are number inputs carrying their bounds (``min``/``max``);
+- a boolean is a checkbox; a free-text field (``text_fields``) is a text area; other strings a line.
+
+The browser's bounds are only a convenience: :func:`parse_form` converts and validates every
+value on the server with the action's own validators.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from pydantic import ValidationError
+
+from ..core.actions import Action
+
+#: Longest free text accepted from a form field.
+MAX_TEXT = 2000
+
+
+@dataclass
+class FormField:
+    name: str
+    label: str
+    kind: str  # radio | number | checkbox | textarea | text
+    options: list[str] = field(default_factory=list)
+    minimum: float | None = None
+    maximum: float | None = None
+    step: str = "any"
+    required: bool = True
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool]:
+    """The annotation without ``None`` and whether ``None`` was allowed."""
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def _bounds(info: Any) -> tuple[float | None, float | None]:
+    lo = hi = None
+    for m in info.metadata:
+        lo = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else lo
+        hi = getattr(m, "le", None) if getattr(m, "le", None) is not None else hi
+        if getattr(m, "gt", None) is not None:
+            lo = m.gt
+        if getattr(m, "lt", None) is not None:
+            hi = m.lt
+    return lo, hi
+
+
+def _label(name: str, description: str | None) -> str:
+    words = name.replace("_", " ").capitalize()
+    if description and not description.isupper() and any(c.isalpha() for c in description):
+        return description[0].upper() + description[1:]
+    return words
+
+
+def form_fields(action_type: type[Action]) -> list[FormField]:
+    """The form of one decision type (see the module docstring for the mapping)."""
+    out = []
+    for name, info in action_type.model_fields.items():
+        annotation, optional = _unwrap(info.annotation)
+        required = info.is_required() and not optional
+        label = _label(name, info.description)
+        if typing.get_origin(annotation) is Literal:
+            out.append(FormField(name, label, "radio", [str(o) for o in typing.get_args(annotation)], required=required))
+            continue
+        if annotation is bool:
+            out.append(FormField(name, label, "checkbox", required=False))
+            continue
+        if annotation in (int, float):
+            lo, hi = _bounds(info)
+            if annotation is int and lo is not None and hi is not None and hi - lo <= 10:
+                out.append(FormField(name, label, "radio", [str(v) for v in range(int(lo), int(hi) + 1)], required=required))
+            else:
+                out.append(FormField(name, label, "number", minimum=lo, maximum=hi, step="1" if annotation is int else "any", required=required))
+            continue
+        kind = "textarea" if name in action_type.text_fields else "text"
+        out.append(FormField(name, label, kind, required=required))
+    return out
+
+
+def parse_form(action_type: type[Action], form: dict[str, str]) -> tuple[Action | None, list[str]]:
+    """The action a submitted form describes, or None and the messages to show. Only the
+    action's own fields are read; numbers are converted here and bounds checked by the action."""
+    data: dict[str, Any] = {}
+    errors: list[str] = []
+    for f in form_fields(action_type):
+        raw = form.get(f.name)
+        if f.kind == "checkbox":
+            data[f.name] = raw is not None and raw not in ("", "false", "0")
+            continue
+        value = (raw or "").strip() if f.kind != "textarea" else (raw or "")
+        if len(value) > MAX_TEXT:
+            errors.append(f"{f.label}: at most {MAX_TEXT} characters.")
+            continue
+        if value == "":
+            if f.required:
+                errors.append(f"{f.label}: please fill this in.")
+            elif f.kind in ("number", "radio"):
+                data[f.name] = None
+            continue
+        if f.kind == "radio" and value not in f.options:
+            errors.append(f"{f.label}: choose one of {', '.join(f.options)}.")
+            continue
+        if f.kind == "number" or (f.kind == "radio" and action_type.model_fields[f.name].annotation is int):
+            try:
+                number = float(value.replace(",", ""))
+            except ValueError:
+                errors.append(f"{f.label}: {value[:40]!r} is not a number.")
+                continue
+            if number != number or number in (float("inf"), float("-inf")):
+                errors.append(f"{f.label}: not a finite number.")
+                continue
+            value = int(number) if f.step == "1" and number == int(number) else number
+        data[f.name] = value
+    if errors:
+        return None, errors
+    try:
+        return action_type.model_validate(data), []
+    except ValidationError as exc:
+        return None, [_message(e) for e in exc.errors()]
+
+
+def answer_text(raw: str) -> str:
+    """A recorded answer as a person reads it back: ``Field: value`` lines instead of the JSON or
+    XML the models write (other text unchanged)."""
+    data: dict[str, Any] | None = None
+    try:
+        loaded = json.loads(raw)
+        data = loaded if isinstance(loaded, dict) else None
+    except ValueError:
+        found = re.findall(r"<(\w+)>(.*?)</\1>", raw, flags=re.S)
+        data = {k: v.strip() for k, v in found if k != "response"} or None
+    if not data:
+        return raw
+    return "\n".join(f"{k.replace('_', ' ').capitalize()}: {_show(v)}" for k, v in data.items() if v not in ("", None))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    return str(value)
+
+
+def _message(err: dict[str, Any]) -> str:
+    where = ".".join(str(x) for x in err["loc"]).replace("_", " ")
+    text = str(err["msg"]).removeprefix("Value error, ")
+    return f"{where.capitalize()}: {text}" if where else text

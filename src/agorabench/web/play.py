@@ -1,0 +1,542 @@
+"""Participants: their journey through a study, and the desk through which a person plays a seat.
+
+Journey (one row in ``web_participants``, ``stage`` in this order): ``consent`` →
+``instructions`` → ``quiz`` → ``play`` (with attention checks after configured turns) →
+``questionnaire`` → ``done`` (completion code and bonus).
+
+A person's game is the study's game spec with the human seat replaced by
+``human:<hash of study and participant id>``; it is played by the study's runner with a
+:class:`~agorabench.core.agents.Human` in that seat and stored like any other game.
+
+Resuming. Every answer the person gives (or a timeout) is written to ``web_turns`` before the
+game sees it, and when a turn was first shown is written too. After a server restart the game is
+played again from its start: the recorded answers are replayed in order, model answers come from
+the response cache and scripted players are seeded, so the game reaches the same open turn with
+the same clock; nothing is asked twice and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import hashlib
+import math
+import operator
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..core.actions import Action
+from ..core.agents import Human, HumanAnswer
+from ..core.game import Game
+from ..core.runner import Runner
+from ..core.study import GameSpec, Study, StudyError
+from ..core.table import Prompt, Reply, Table, TurnRequest
+from ..store.store import Store
+
+# ------------------------------------------------------------------------------------------
+# Study settings ([web] in the study file)
+
+
+class QuizItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    options: list[str] = Field(min_length=2)
+    answer: str
+
+    @field_validator("answer")
+    @classmethod
+    def _known(cls, v: str, info: Any) -> str:
+        if v not in info.data.get("options", []):
+            raise ValueError(f"quiz answer {v!r} is not one of the options")
+        return v
+
+
+class AttentionCheck(QuizItem):
+    #: Shown after the participant's N-th answered turn.
+    after: int = Field(ge=1)
+
+
+class Question(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    question: str
+    kind: Literal["text", "choice", "scale"] = "text"
+    options: list[str] = Field(default_factory=list)
+    #: Points of a scale question (1..scale).
+    scale: int = Field(7, ge=2, le=11)
+    required: bool = True
+
+
+class WebSettings(BaseModel):
+    """The ``[web]`` table of a study file."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = ""
+    consent: str = (
+        "You are invited to take part in a short decision-making study. You will play a game with "
+        "another player, which may be a computer program. Your answers are stored for research "
+        "under a pseudonymous identifier. Taking part is voluntary and you may stop at any time."
+    )
+    #: Seconds a participant has for one turn; 0 means no limit.
+    time_limit: float = Field(0, ge=0)
+    quiz: list[QuizItem] = Field(default_factory=list)
+    attention_checks: list[AttentionCheck] = Field(default_factory=list)
+    questionnaire: list[Question] = Field(default_factory=list)
+    #: Bonus rule: one expression, or one per role, over the game's metrics and numeric outcome
+    #: fields (e.g. ``"0.0002 * alice_gain"``); rounded to cents and clipped to [0, bonus_max].
+    bonus: str | dict[str, str] = "0"
+    bonus_max: float = Field(10.0, ge=0)
+    #: One code for every participant (as Prolific uses); otherwise each gets a random one.
+    completion_code: str = ""
+    #: Where to send a finished participant (``{code}`` is replaced), e.g. Prolific's return link.
+    completion_url: str = ""
+
+    def bonus_rule(self, role: str) -> str:
+        return self.bonus if isinstance(self.bonus, str) else self.bonus.get(role, "0")
+
+
+def web_settings(study: Study) -> WebSettings:
+    try:
+        settings = WebSettings(**study.file.web)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise StudyError(f"study {study.name!r}: web.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    for role_rule in ([settings.bonus] if isinstance(settings.bonus, str) else settings.bonus.values()):
+        try:
+            _check_expression(role_rule)
+        except ValueError as exc:
+            raise StudyError(f"study {study.name!r}: web.bonus {role_rule!r}: {exc}") from None
+    return settings
+
+
+# ------------------------------------------------------------------------------------------
+# Bonus expressions: numbers, names, + - * / **, unary minus, min/max/round/abs.
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg}
+_FUNCS = {"min": min, "max": max, "round": round, "abs": abs}
+
+
+def _check_expression(text: str) -> ast.AST:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise ValueError("not an arithmetic expression") from None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.Call, *(_OPS))):
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
+                raise ValueError("only min, max, round and abs may be called")
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            continue
+        raise ValueError(f"{type(node).__name__} is not allowed")
+    return tree
+
+
+def evaluate_bonus(text: str, values: dict[str, float], cap: float) -> float:
+    """The bonus of one participant: the rule's value, 0 where a name is missing, in cents,
+    clipped to [0, cap]."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise KeyError(node.id)
+            return float(values[node.id])
+        if isinstance(node, ast.BinOp):
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp):
+            return _OPS[type(node.op)](ev(node.operand))
+        if isinstance(node, ast.Call):
+            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
+        raise ValueError(type(node).__name__)
+
+    try:
+        value = ev(_check_expression(text))
+    except (KeyError, ZeroDivisionError, OverflowError, TypeError):
+        return 0.0
+    if not math.isfinite(value):
+        return 0.0
+    return round(min(max(value, 0.0), cap), 2)
+
+
+def bonus_values(outcome: dict[str, Any] | None, metrics: dict[str, Any] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for source in (outcome or {}, metrics or {}):
+        for key, value in source.items():
+            if isinstance(value, bool):
+                out[key] = float(value)
+            elif isinstance(value, (int, float)) and value is not None and math.isfinite(value):
+                out[key] = float(value)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Tables of the web app (on the study's store engine; the store itself knows nothing of them)
+
+web_metadata = sa.MetaData()
+
+participants = sa.Table(
+    "web_participants",
+    web_metadata,
+    sa.Column("token", sa.String(64), primary_key=True),
+    sa.Column("study", sa.String(200), index=True, nullable=False),
+    sa.Column("participant", sa.String(200), nullable=False),
+    sa.Column("pid_hash", sa.String(32), nullable=False),
+    sa.Column("source", sa.String(20), nullable=False),  # prolific | mturk | link
+    sa.Column("params", sa.JSON, nullable=False),
+    sa.Column("csrf", sa.String(64), nullable=False),
+    sa.Column("stage", sa.String(20), nullable=False),
+    sa.Column("base_spec", sa.String(64), nullable=False),
+    sa.Column("game_id", sa.String(64), nullable=False),
+    sa.Column("role", sa.String(50), nullable=False),
+    sa.Column("quiz_attempts", sa.Integer, default=0),
+    sa.Column("attention", sa.JSON),
+    sa.Column("answers", sa.JSON),
+    sa.Column("game_status", sa.String(20)),
+    sa.Column("code", sa.String(64)),
+    sa.Column("bonus", sa.Float),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("updated", sa.Float, nullable=False),
+    sa.UniqueConstraint("study", "pid_hash", name="uq_web_participant"),
+)
+
+web_turns = sa.Table(
+    "web_turns",
+    web_metadata,
+    sa.Column("token", sa.String(64), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("shown_at", sa.Float),
+    sa.Column("answered_at", sa.Float),
+    sa.Column("action", sa.JSON(none_as_null=True)),
+    sa.Column("response_time", sa.Float),
+    sa.Column("errors", sa.JSON),
+    sa.Column("timed_out", sa.Boolean, default=False),
+)
+
+
+def pid_hash(study: str, participant: str) -> str:
+    """Pseudonym of a participant within a study (``model_<role>`` = ``human:<this>``)."""
+    return hashlib.sha256(f"{study}\x00{participant}".encode()).hexdigest()[:16]
+
+
+#: URL parameters of recruitment platforms: (source, participant id, other ids kept).
+PLATFORMS = (
+    ("prolific", "PROLIFIC_PID", ("STUDY_ID", "SESSION_ID")),
+    ("mturk", "workerId", ("assignmentId", "hitId", "turkSubmitTo")),
+    ("link", "participant", ()),
+)
+
+
+def participant_from_query(query: dict[str, str]) -> tuple[str, str, dict[str, str]] | None:
+    """(source, participant id, platform parameters) from an entry link, or None."""
+    for source, key, extra in PLATFORMS:
+        value = (query.get(key) or "").strip()
+        if value:
+            if len(value) > 128 or not all(c.isalnum() or c in "-_.@" for c in value):
+                return None
+            return source, value, {k: query[k][:128] for k in extra if k in query}
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# The desk: a person's seat as the game sees it
+
+
+@dataclass
+class Pending:
+    """The turn waiting for the person."""
+
+    seq: int
+    request: TurnRequest
+    shown_at: float | None
+    #: Validation errors of the last submission (shown once) and of all submissions (stored).
+    errors: list[str] = field(default_factory=list)
+    all_errors: list[str] = field(default_factory=list)
+    answer: HumanAnswer | None = None
+    done: bool = False
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Seat:
+    """Implements :class:`~agorabench.core.agents.Desk` for one participant: replays recorded
+    answers, then shows the open turn and waits for the form (or the time limit)."""
+
+    def __init__(self, live: "Live") -> None:
+        self.live = live
+        self.seq = 0
+
+    async def wait_answer(self, request: TurnRequest) -> HumanAnswer | None:
+        live = self.live
+        seq, self.seq = self.seq, self.seq + 1
+        live.formats.add(request.action_type.format_instructions())
+        row = live.manager.turn_row(live.token, seq)
+        if row is not None and (row["answered_at"] is not None or row["timed_out"]):
+            live.messages = list(request.messages)
+            if row["timed_out"]:
+                return None
+            action = request.action_type.model_validate(row["action"])
+            return HumanAnswer(action, row["response_time"] or 0.0, tuple(row["errors"] or ()))
+        if row is None:
+            live.manager.insert_turn(live.token, seq)
+        pending = Pending(seq, request, row["shown_at"] if row else None)
+        live.pending, live.messages = pending, list(request.messages)
+        live.touch()
+        limit = live.manager.settings.time_limit
+        while not pending.done:
+            timeout = None if (not limit or pending.shown_at is None) else pending.shown_at + limit - time.time()
+            if timeout is not None and timeout <= 0:
+                live.manager.record_timeout(live.token, seq)
+                pending.done = True
+                break
+            pending.wake.clear()
+            try:
+                await asyncio.wait_for(pending.wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+        live.pending = None
+        live.touch()
+        return pending.answer
+
+
+@dataclass
+class Live:
+    """A participant's game while the server runs."""
+
+    token: str
+    manager: "Manager"
+    role: str
+    task: asyncio.Task | None = None
+    pending: Pending | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    formats: set[str] = field(default_factory=set)
+    version: int = 0
+    system: str = ""
+
+    def touch(self) -> None:
+        self.version += 1
+
+
+class Manager:
+    """All participants of one served study: assignment, stages, live games."""
+
+    def __init__(self, study: Study, store: Store, runner: Runner | None = None) -> None:
+        self.study = study
+        self.store = store
+        self.settings = web_settings(study)
+        self.runner = runner or Runner(study, store, progress=False)
+        web_metadata.create_all(store.engine)
+        specs = study.expand()
+        self.human_specs = [s for s in specs if self._human_roles(s)]
+        if not self.human_specs:
+            raise StudyError(f"study {study.name!r} has no game with a human seat (a model with spec = \"human\")")
+        self.by_id = {s.id: s for s in self.human_specs}
+        self.live: dict[str, Live] = {}
+
+    def _human_roles(self, spec: GameSpec) -> list[str]:
+        return [r for r, m in spec.seats.items() if self.study.models[m].is_human]
+
+    # rows ---------------------------------------------------------------------------------
+    def get(self, token: str) -> dict[str, Any] | None:
+        if not token or len(token) > 64:
+            return None
+        with self.store.engine.connect() as conn:
+            row = conn.execute(sa.select(participants).where(participants.c.token == token, participants.c.study == self.study.name)).first()
+        return dict(row._mapping) if row else None
+
+    def update(self, token: str, **values: Any) -> None:
+        with self.store.engine.begin() as conn:
+            conn.execute(sa.update(participants).where(participants.c.token == token).values(updated=time.time(), **values))
+
+    def turn_row(self, token: str, seq: int) -> dict[str, Any] | None:
+        with self.store.engine.connect() as conn:
+            row = conn.execute(sa.select(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq)).first()
+        return dict(row._mapping) if row else None
+
+    def insert_turn(self, token: str, seq: int) -> None:
+        with self.store.engine.begin() as conn:
+            conn.execute(sa.insert(web_turns).values(token=token, seq=seq, errors=[], timed_out=False))
+
+    def record_timeout(self, token: str, seq: int) -> None:
+        with self.store.engine.begin() as conn:
+            conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq).values(timed_out=True, answered_at=time.time()))
+
+    def participants(self) -> list[dict[str, Any]]:
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(sa.select(participants).where(participants.c.study == self.study.name).order_by(participants.c.created))
+            return [dict(r._mapping) for r in rows]
+
+    # entry --------------------------------------------------------------------------------
+    def enter(self, source: str, participant: str, params: dict[str, str]) -> tuple[str, bool]:
+        """The session token of a participant; (token, False) when the id has started before
+        (the caller lets them back in only with their own session cookie)."""
+        h = pid_hash(self.study.name, participant)
+        with self.store.engine.begin() as conn:
+            row = conn.execute(sa.select(participants.c.token).where(participants.c.study == self.study.name, participants.c.pid_hash == h)).first()
+            if row:
+                return row[0], False
+            n = conn.execute(sa.select(sa.func.count()).select_from(participants).where(participants.c.study == self.study.name)).scalar_one()
+            base = self.human_specs[n % len(self.human_specs)]
+            role = self._human_roles(base)[0]
+            token = secrets.token_urlsafe(32)
+            game_id = hashlib.sha256(f"{base.id}:{h}".encode()).hexdigest()[:24]
+            now = time.time()
+            conn.execute(
+                sa.insert(participants).values(
+                    token=token, study=self.study.name, participant=participant, pid_hash=h, source=source, params=params,
+                    csrf=secrets.token_urlsafe(24), stage="consent", base_spec=base.id, game_id=game_id, role=role,
+                    quiz_attempts=0, attention=[], answers={}, created=now, updated=now,
+                )
+            )
+        return token, True
+
+    # games --------------------------------------------------------------------------------
+    def spec_for(self, row: dict[str, Any]) -> tuple[GameSpec, GameSpec]:
+        base = self.by_id.get(row["base_spec"])
+        if base is None:
+            raise StudyError(f"participant's game {row['base_spec']} is no longer in the study file")
+        seats = {r: (f"human:{row['pid_hash']}" if r == row["role"] else m) for r, m in base.seats.items()}
+        return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed)
+
+    async def start(self, row: dict[str, Any]) -> Live:
+        """The participant's live game, started (or restarted, replaying) if not running."""
+        live = self.live.get(row["token"])
+        if live is not None:
+            return live
+        live = Live(row["token"], self, row["role"])
+        self.live[row["token"]] = live
+        base, spec = self.spec_for(row)
+        live.system = await instructions_text(self.study, self.runner, base, row["role"])
+        if row["game_status"] is None:
+            live.task = asyncio.create_task(self._play(live, base, spec))
+        return live
+
+    async def _play(self, live: Live, base: GameSpec, spec: GameSpec) -> None:
+        entries = {r: self.study.models[m] for r, m in base.seats.items()}
+        try:
+            status = await self.runner.play_one(spec, seated={live.role: Human(Seat(live))}, entries=entries)
+        except StudyError:  # e.g. an unknown strategy: the study file's problem, shown on the dashboard
+            status = "error"
+        game = next((g for g in self.store.games(self.study.name) if g["id"] == spec.id), None)
+        rule = self.settings.bonus_rule(live.role)
+        bonus = evaluate_bonus(rule, bonus_values(game and game["outcome"], game and game["metrics"]), self.settings.bonus_max) if status == "done" else 0.0
+        row = self.get(live.token)
+        if row and row["stage"] == "play":
+            self.update(live.token, stage="questionnaire", game_status=status, bonus=bonus)
+        else:
+            self.update(live.token, game_status=status, bonus=bonus)
+        live.pending = None
+        live.touch()
+
+    async def resume_all(self) -> int:
+        """Restart the games of participants who were playing when the server stopped."""
+        n = 0
+        for row in self.participants():
+            if row["stage"] in ("instructions", "quiz", "play") and row["game_status"] is None:
+                await self.start(row)
+                n += 1
+        return n
+
+    def answer(self, live: Live, seq: int, action: Action, errors: list[str]) -> bool:
+        """Record a valid answer to the open turn ``seq`` and hand it to the game (False when
+        that turn is no longer open: a second click or a stale page is ignored)."""
+        p = live.pending
+        if p is None or p.seq != seq or p.done:
+            return False
+        now = time.time()
+        shown = p.shown_at or now
+        response_time = now - shown
+        with self.store.engine.begin() as conn:
+            conn.execute(
+                sa.update(web_turns)
+                .where(web_turns.c.token == live.token, web_turns.c.seq == seq)
+                .values(action=action.model_dump(mode="json"), answered_at=now, response_time=response_time, errors=list(errors))
+            )
+        p.answer, p.done = HumanAnswer(action, response_time, tuple(errors)), True
+        p.wake.set()
+        return True
+
+    def mark_shown(self, live: Live) -> None:
+        """Start the clock of the open turn when the participant first sees its form."""
+        p = live.pending
+        if p is not None and p.shown_at is None:
+            p.shown_at = time.time()
+            with self.store.engine.begin() as conn:
+                conn.execute(sa.update(web_turns).where(web_turns.c.token == live.token, web_turns.c.seq == p.seq).values(shown_at=p.shown_at))
+            p.wake.set()
+
+    def answered_turns(self, token: str) -> int:
+        with self.store.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(web_turns).where(web_turns.c.token == token, web_turns.c.answered_at.is_not(None))).scalar_one()
+
+    def due_attention(self, row: dict[str, Any]) -> AttentionCheck | None:
+        """The attention check to show now, if the participant has reached one not yet taken."""
+        done = {a["after"] for a in row["attention"] or []}
+        answered = self.answered_turns(row["token"])
+        for check in self.settings.attention_checks:
+            if check.after not in done and answered >= check.after:
+                return check
+        return None
+
+    async def stop(self) -> None:
+        for live in self.live.values():
+            if live.task is not None and not live.task.done():
+                live.task.cancel()
+        await asyncio.gather(*(lv.task for lv in self.live.values() if lv.task is not None), return_exceptions=True)
+
+
+# ------------------------------------------------------------------------------------------
+# Instructions: the role's own system prompt, rendered by the game
+
+
+class _Probe:
+    """A player that holds the game at its first question: by then every game has set the
+    system messages, which are the instructions its players receive."""
+
+    def __init__(self, asked: asyncio.Event, formats: set[str]) -> None:
+        self.asked = asked
+        self.formats = formats
+
+    async def act(self, request: TurnRequest) -> Reply:
+        self.formats.add(request.action_type.format_instructions())
+        self.asked.set()
+        await asyncio.Event().wait()  # until cancelled
+        raise AssertionError("unreachable")
+
+
+async def instructions_text(study: Study, runner: Runner, spec: GameSpec, role: str) -> str:
+    """What the game tells ``role`` before the first decision (its system message, without the
+    answer-format lines meant for models)."""
+    game_cls: type[Game] = study.game_class(spec.game)
+    config = game_cls.Config(**spec.config)
+    names = {r: study.models[m].label for r, m in spec.seats.items()}
+    asked = asyncio.Event()
+    formats: set[str] = set()
+    table = Table({r: _Probe(asked, formats) for r in game_cls.active_roles(config)}, seed=spec.seed)
+    game = game_cls(config, runner.prompts_for(game_cls), names)
+    task = asyncio.create_task(game.play(table))
+    waiter = asyncio.create_task(asked.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    for t in (task, waiter):
+        t.cancel()
+    await asyncio.gather(task, waiter, return_exceptions=True)
+    transcript = table.transcripts.get(role) or []
+    system = transcript[0]["content"] if transcript and transcript[0]["role"] == "system" else ""
+    return strip_formats(system, formats)
+
+
+def strip_formats(text: str, formats: set[str]) -> str:
+    """A prompt without the answer-format lines meant for models (the form replaces them)."""
+    for f in formats:
+        text = text.replace(f, "")
+    return text.strip()
+
+
+__all__ = ["Manager", "Live", "Seat", "WebSettings", "web_settings", "participant_from_query", "pid_hash", "Prompt"]

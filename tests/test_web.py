@@ -1,0 +1,239 @@
+"""The web app over HTTP (no browser): forms derived from action types, the time limit, access
+control, the dashboard and its transcript viewer, bonus rules and the bonus export."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import pytest
+
+from agorabench.core.study import StudyError, load_study
+from agorabench.core.table import TIMEOUT
+from agorabench.store.store import Store
+from agorabench.web.forms import form_fields, parse_form
+from agorabench.web.play import evaluate_bonus, participant_from_query, web_settings
+from web_support import TOKEN, AppServer, study_text
+
+BARGAIN = dict(game="glee.bargaining", seats=[{"alice": "participant", "bob": "opponent"}], models=[{"name": "opponent", "spec": "strategy/always-reject"}])
+
+
+def _study(tmp_path, name="web_http", fixed=None, web=None, **kw):
+    args = {**BARGAIN, **kw}
+    path = tmp_path / f"{name}.toml"
+    path.write_text(study_text(name, args["game"], args["seats"], fixed or {"money": 100, "horizon": 2}, args["models"], web))
+    return path
+
+
+class Participant:
+    """A participant's HTTP client: follows redirects, reads the CSRF value from each page."""
+
+    def __init__(self, base: str, pid: str) -> None:
+        self.c = httpx.Client(base_url=base, follow_redirects=True, timeout=30)
+        self.pid = pid
+        self.pages: list[str] = []
+
+    def get(self, url: str) -> httpx.Response:
+        r = self.c.get(url)
+        self.pages.append(r.text)
+        return r
+
+    def enter(self) -> httpx.Response:
+        r = self.get(f"/start?PROLIFIC_PID={self.pid}&STUDY_ID=s&SESSION_ID=x")
+        self.url = str(r.url.path)
+        return r
+
+    def post(self, stage: str, **data: str) -> httpx.Response:
+        page = self.get(self.url).text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        r = self.c.post(f"{self.url}/{stage}", data={"csrf": csrf, **data})
+        self.pages.append(r.text)
+        return r
+
+    def until(self, marker: str, timeout: float = 30) -> str:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            page = self.get(self.url).text
+            if marker in page:
+                return page
+            time.sleep(0.05)
+        raise AssertionError(f"{marker!r} never appeared")
+
+    def seq(self) -> str:
+        return re.search(r'name="seq" value="(\d+)"', self.until('id="turn-form"')).group(1)
+
+
+# forms ------------------------------------------------------------------------------------
+
+
+def test_forms_follow_the_action_types():
+    from agorabench.games.commons.commons import Harvest, Utterance
+    from agorabench.games.envy.point_allocation import Choice
+    from agorabench.games.envy.workplace import Ratings
+    from agorabench.games.glee.bargaining import offer_type
+
+    offer = offer_type(100.0, True)
+    kinds = {f.name: (f.kind, f.options, f.minimum) for f in form_fields(offer)}
+    assert kinds == {"alice_gain": ("number", [], 0), "bob_gain": ("number", [], 0), "message": ("textarea", [], None)}
+    assert {f.name: f.kind for f in form_fields(Ratings)} == {"reflection": "textarea", "self_esteem": "radio", "empathy": "radio", "motivation": "radio", "collaboration": "radio", "envy": "radio"}
+    assert form_fields(Ratings)[1].options == ["1", "2", "3", "4", "5"]
+    assert form_fields(Choice)[0].options == ["A", "B", "C", "D"]
+    assert [(f.name, f.kind, f.required) for f in form_fields(Utterance)] == [("message", "textarea", True), ("proposed_limit", "number", False), ("next_speaker", "textarea", False), ("end_conversation", "checkbox", False)]
+    assert form_fields(Harvest)[0].step == "1"
+    # server-side checks: bounds, types, the action's own rule, unknown fields ignored
+    assert parse_form(offer, {"alice_gain": "60", "bob_gain": "40", "message": "hi", "evil": "x"})[0].model_dump() == {"alice_gain": 60, "bob_gain": 40, "message": "hi"}
+    assert "add up to $100" in parse_form(offer, {"alice_gain": "60", "bob_gain": "60"})[1][0]
+    assert parse_form(offer, {"alice_gain": "-5", "bob_gain": "105"})[0] is None
+    assert parse_form(offer, {"alice_gain": "1e400", "bob_gain": "0"})[0] is None
+    assert parse_form(offer, {"alice_gain": "abc", "bob_gain": "40"})[1] == ["Amount Alice receives: 'abc' is not a number."]
+    assert parse_form(Ratings, {"self_esteem": "9", "empathy": "1", "motivation": "1", "collaboration": "1", "envy": "1"})[0] is None
+    assert parse_form(Choice, {"choice": "E"})[0] is None
+    assert parse_form(offer, {"alice_gain": "60", "bob_gain": "40", "message": "x" * 5000})[0] is None
+    u, errors = parse_form(Utterance, {"message": "hello", "proposed_limit": "", "end_conversation": "true"})
+    assert errors == [] and u.proposed_limit is None and u.end_conversation is True
+
+
+def test_entry_links_and_bonus_rules(tmp_path):
+    assert participant_from_query({"PROLIFIC_PID": "abc123", "STUDY_ID": "s", "SESSION_ID": "x"}) == ("prolific", "abc123", {"STUDY_ID": "s", "SESSION_ID": "x"})
+    assert participant_from_query({"workerId": "W1", "assignmentId": "A", "hitId": "H"})[:2] == ("mturk", "W1")
+    assert participant_from_query({"participant": "p-1"})[:2] == ("link", "p-1")
+    assert participant_from_query({"participant": "<x>"}) is None and participant_from_query({}) is None
+    assert evaluate_bonus("0.02 * alice_gain", {"alice_gain": 60}, 2.0) == 1.2
+    assert evaluate_bonus("0.05 * alice_gain", {"alice_gain": 60}, 2.0) == 2.0  # capped
+    assert evaluate_bonus("min(1, efficiency) - 2", {"efficiency": 0.5}, 2.0) == 0.0  # never negative
+    assert evaluate_bonus("alice_gain", {}, 2.0) == 0.0  # no deal: no such number
+    bad = _study(tmp_path, name="bad", web={"bonus": "__import__('os').system('true')"})
+    with pytest.raises(StudyError, match="web.bonus"):
+        web_settings(load_study(bad))
+
+
+# the time limit ---------------------------------------------------------------------------
+
+
+def test_timeout_applies_the_fallback_and_is_recorded(tmp_path):
+    path = _study(tmp_path, name="web_timeout", web={"time_limit": 1, "attention_checks": [], "quiz": []})
+    db = tmp_path / "web.db"
+    with AppServer(path, db) as server:
+        p = Participant(server.url, "T1")
+        p.enter()
+        p.post("consent", agree="yes")
+        p.post("instructions")
+        first = p.until('id="turn-form"')
+        assert "Time left" in first and 'name="alice_gain"' in first
+        time.sleep(1.6)  # no answer: the offer times out, so Alice forfeits round 1
+        page = p.until('name="decision"')
+        assert "Round 2" in page
+        seq = p.seq()
+        p.post("play", seq=seq, decision="reject")
+        p.until("submit-questionnaire")
+    store = Store(db)
+    try:
+        turns = store.turns("web_timeout")
+        (game,) = store.games("web_timeout")
+    finally:
+        store.dispose()
+    first = turns[0]
+    assert (first["role"], first["phase"], first["valid"], first["error"], first["action"]) == ("alice", "offer", False, TIMEOUT, None)
+    assert first["latency"] >= 1.0
+    assert game["outcome"]["invalid_offers"] == 1 and game["outcome"]["agreed"] is False
+
+
+# security ---------------------------------------------------------------------------------
+
+
+def test_participants_see_only_their_own_game_and_forms_are_protected(tmp_path):
+    path = _study(tmp_path, name="web_sec", fixed={"money": 100, "horizon": 2, "complete_info": False, "delta_a": 0.9, "delta_b": 0.73}, web={"attention_checks": [], "quiz": []})
+    with AppServer(path, tmp_path / "web.db") as server:
+        a, b = Participant(server.url, "A1"), Participant(server.url, "B2")
+        a.enter(), b.enter()
+        a.post("consent", agree="yes"), a.post("instructions")
+        b.post("consent", agree="yes"), b.post("instructions")
+        a.until('id="turn-form"')
+        # another participant's page by guessing or changing the token: not found
+        for url in (a.url[:-1] + ("A" if a.url[-1] != "A" else "B"), "/p/1", "/p/" + "x" * 43, a.url + "x"):
+            assert b.c.get(url).status_code == 404
+            assert b.c.get(url + "/state").status_code == 404
+        # b posting to a's session with b's own CSRF value: refused
+        csrf_b = re.search(r'name="csrf" value="([^"]+)"', b.get(b.url).text).group(1)
+        r = b.c.post(f"{a.url}/play", data={"csrf": csrf_b, "seq": "0", "alice_gain": "100", "bob_gain": "0"})
+        assert r.status_code == 403
+        # a's participant id entered again from another browser (no session cookie): refused
+        other = httpx.Client(base_url=server.url, follow_redirects=True)
+        assert other.get("/start?PROLIFIC_PID=A1").status_code == 409
+        assert other.get("/start").status_code == 400
+        # a replayed or stale turn is ignored, not played twice
+        seq = a.seq()
+        a.post("play", seq=seq, alice_gain="60", bob_gain="40")
+        a.post("play", seq=seq, alice_gain="0", bob_gain="100")
+        page = a.until('name="decision"')
+        transcript, prompt = page.split('id="prompt"')
+        assert "Alice gain: 60" in transcript and "Alice gain: 0" not in transcript and "Alice receives: $0" in prompt
+        # no byte served to a participant carries the hidden discount factor of the other side
+        served = "\n".join(a.pages + b.pages)
+        assert "10%" in served and "27%" not in served and "0.73" not in served and "73%" not in served
+        assert "OPENAI" not in served and "api_key" not in served
+
+
+def test_dashboard_needs_its_token(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-h12-never-shown-0123456789")
+    path = _study(tmp_path, name="web_dash", seats=[{"alice": "participant", "bob": "opponent"}, {"alice": "spe", "bob": "opponent"}], models=[{"name": "opponent", "spec": "strategy/always-reject"}, {"name": "spe", "spec": "strategy/spe"}], web={"attention_checks": [], "quiz": [], "completion_code": "", "bonus": "0.5 + 0.01 * alice_gain"})
+    db = tmp_path / "web.db"
+    with AppServer(path, db) as server:
+        anon = httpx.Client(base_url=server.url)
+        for url in ("/dash", "/dash/games", "/dash/game/x", "/dash/report", "/dash/bonus.csv"):
+            assert anon.get(url).status_code == 401
+            assert anon.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert anon.post("/dash/run", data={"csrf": "x"}).status_code == 401
+        # a participant plays to the end
+        p = Participant(server.url, "D1")
+        p.enter(), p.post("consent", agree="yes"), p.post("instructions")
+        p.post("play", seq=p.seq(), alice_gain="60", bob_gain="40")
+        p.post("play", seq=p.seq(), decision="accept")
+        p.until("submit-questionnaire")
+        p.post("questionnaire", a_why="because", a_fair="3")
+        done = p.get(p.url).text
+        code = re.search(r'id="code">([0-9A-F]+)<', done).group(1)
+        # the researcher: the token once in the URL becomes a cookie
+        r = httpx.Client(base_url=server.url, follow_redirects=True, timeout=60)
+        home = r.get(f"/dash?token={TOKEN}")
+        assert home.status_code == 200 and "web_dash" in home.text and "questionnaire" not in home.text and "done" in home.text
+        assert "token=" not in str(home.url)
+        csv = r.get("/dash/bonus.csv").text.splitlines()
+        assert csv == ["participant,source,completion_code,bonus", f"D1,prolific,{code},0.50"]  # alice got 0: Bob's offer gave her nothing
+        games = r.get("/dash/games?status=done&model=human").text
+        (game_id,) = re.findall(r'href="/dash/game/([0-9a-f]+)"', games)
+        viewer = r.get(f"/dash/game/{game_id}").text
+        assert viewer.count('class="turn-row"') == 4 and "human:" in viewer and "alice_gain" in viewer
+        # start the model-only game from the dashboard (spe vs always-reject)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', r.get("/dash").text).group(1)
+        assert r.post("/dash/run", data={"csrf": "wrong"}).status_code == 403
+        assert r.post("/dash/run", data={"csrf": csrf}).status_code == 200
+        deadline = time.time() + 20
+        while "last model-only run: 1 played" not in r.get("/dash").text:
+            assert time.time() < deadline
+            time.sleep(0.1)
+        report = r.get("/dash/report").text
+        assert "human:" in report and "spe" in report
+        everything = home.text + "".join(r.get(u).text for u in ("/dash", "/dash/games", f"/dash/game/{game_id}", "/dash/bonus.csv", "/dash/report"))
+        assert "sk-h12-never-shown" not in everything
+    # the transcript viewer on a database alone (no study served)
+    with AppServer(None, db) as viewer_only:
+        r = httpx.Client(base_url=viewer_only.url, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.get("/dash/games").text.count('href="/dash/game/') == 2
+        assert "human:" in r.get(f"/dash/game/{game_id}").text
+        assert r.get("/start?participant=z").status_code == 404
+        assert httpx.get(viewer_only.url + "/dash").status_code == 401
+
+
+def test_runner_skips_human_seats_and_serve_needs_them(tmp_path):
+    from agorabench.core.runner import run_study
+
+    path = _study(tmp_path, name="web_run", seats=[{"alice": "participant", "bob": "opponent"}, {"alice": "opponent", "bob": "opponent"}])
+    stats, _ = run_study(load_study(path), tmp_path / "r.db", progress=False)
+    assert (stats.total, stats.done, stats.errors) == (2, 1, 0)
+    no_human = _study(tmp_path, name="web_none", seats=[{"alice": "opponent", "bob": "opponent"}])
+    from conftest import run_agora
+
+    out = run_agora("serve", str(no_human), "--db", str(tmp_path / "n.db"), "--port", "1")
+    assert out.returncode == 2 and out.stderr.strip() == "agora: error: study 'web_none' has no game with a human seat (a model with spec = \"human\")"
