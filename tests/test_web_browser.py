@@ -194,6 +194,7 @@ def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
         url = page.url
         page.reload()
         assert (page.inner_text("#prompt"), page.inner_text("#transcript")) == before
+        page.goto("about:blank")  # the connection is lost while the server is down
         server.kill()
         server.start()
         page.goto(url)
