@@ -11,7 +11,7 @@ import pytest
 from agorabench.analysis.report import build_report
 from agorabench.core.table import TIMEOUT
 from agorabench.store.store import Store
-from web_support import TOKEN, AppServer, ServeProcess, browser, journey, study_text  # noqa: F401
+from web_support import AppServer, ServeProcess, browser, journey, study_text  # noqa: F401  (browser: fixture)
 
 # game -> (human role, seats, fixed parameters, opponent models, answer policy, human turns expected)
 GAMES = {

@@ -116,9 +116,11 @@ class ServeProcess:
                 self.proc.kill()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's chromium through Playwright's Python API (one browser for the session)."""
+    """Debian's chromium through Playwright's Python API, one per test module. Not per session:
+    Playwright's sync API keeps an event loop running in this thread, where later tests call
+    ``asyncio.run``."""
     if not Path(CHROMIUM).exists():
         if shutil.which("apt-get") and os.geteuid() == 0:
             pytest.fail("chromium is missing: run scripts/setup.sh (it installs the Debian package)")

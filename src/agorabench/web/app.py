@@ -129,6 +129,11 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             return not_found(request)
         stage = row["stage"]
         ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage}
+        if row["game_status"] == "declined":
+            return page(request, "message.html", message="You did not consent, so the study ended. You may close this page.", **ctx)
+        if stage == "play" and row["game_status"] is not None:  # the game ended before the person reached it
+            m.update(token, stage="questionnaire")
+            return RedirectResponse(f"/p/{token}", status_code=303)
         if stage == "consent":
             return page(request, "consent.html", consent=s.consent, **ctx)
         live = await m.start(row) if stage in ("instructions", "quiz", "play") else None

@@ -163,7 +163,8 @@ class Dashboard:
                     path = await asyncio.to_thread(build_report, self.store, name, tmp)
                 except ValueError as exc:
                     return page(request, "message.html", title="Report", message=str(exc), status=404)
-                return HTMLResponse(path.read_text(encoding="utf-8"))
+                # the report is one self-contained file with inline styles and images
+                return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:"})
 
         @app.get("/dash/bonus.csv")
         @authed

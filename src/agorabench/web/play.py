@@ -35,8 +35,8 @@ from ..core.agents import Human, HumanAnswer
 from ..core.game import Game
 from ..core.runner import Runner
 from ..core.study import GameSpec, Study, StudyError
-from ..core.table import Prompt, Reply, Table, TurnRequest
-from ..store.store import Store
+from ..core.table import Reply, Table, TurnRequest
+from ..store.store import Store, games
 
 # ------------------------------------------------------------------------------------------
 # Study settings ([web] in the study file)
@@ -377,6 +377,12 @@ class Manager:
     def enter(self, source: str, participant: str, params: dict[str, str]) -> tuple[str, bool]:
         """The session token of a participant; (token, False) when the id has started before
         (the caller lets them back in only with their own session cookie)."""
+        try:
+            return self._enter(source, participant, params)
+        except sa.exc.IntegrityError:  # the same id entered twice at the same moment
+            return self._enter(source, participant, params)
+
+    def _enter(self, source: str, participant: str, params: dict[str, str]) -> tuple[str, bool]:
         h = pid_hash(self.study.name, participant)
         with self.store.engine.begin() as conn:
             row = conn.execute(sa.select(participants.c.token).where(participants.c.study == self.study.name, participants.c.pid_hash == h)).first()
@@ -424,7 +430,9 @@ class Manager:
             status = await self.runner.play_one(spec, seated={live.role: Human(Seat(live))}, entries=entries)
         except StudyError:  # e.g. an unknown strategy: the study file's problem, shown on the dashboard
             status = "error"
-        game = next((g for g in self.store.games(self.study.name) if g["id"] == spec.id), None)
+        with self.store.engine.connect() as conn:
+            found = conn.execute(sa.select(games.c.outcome, games.c.metrics).where(games.c.id == spec.id)).first()
+        game = dict(found._mapping) if found else None
         rule = self.settings.bonus_rule(live.role)
         bonus = evaluate_bonus(rule, bonus_values(game and game["outcome"], game and game["metrics"]), self.settings.bonus_max) if status == "done" else 0.0
         row = self.get(live.token)
@@ -537,6 +545,3 @@ def strip_formats(text: str, formats: set[str]) -> str:
     for f in formats:
         text = text.replace(f, "")
     return text.strip()
-
-
-__all__ = ["Manager", "Live", "Seat", "WebSettings", "web_settings", "participant_from_query", "pid_hash", "Prompt"]
