@@ -111,6 +111,36 @@ def test_entry_links_and_bonus_rules(tmp_path):
 # the time limit ---------------------------------------------------------------------------
 
 
+def test_a_person_at_the_table_answers_times_out_and_keeps_form_errors():
+    """The Human player through a desk, with no web: a valid answer with the errors the form
+    showed, then no answer in time (the game's fallback applies, the turn records a timeout)."""
+    import asyncio
+
+    from agorabench.core.agents import Human, HumanAnswer
+    from agorabench.core.game import Prompts
+    from agorabench.core.table import Table
+    from agorabench.games.envy.point_allocation import Choice, PointAllocation
+
+    class Desk:
+        def __init__(self):
+            self.seen = []
+
+        async def wait_answer(self, request):
+            self.seen.append(request.prompt.phase)
+            if len(self.seen) == 1:
+                return HumanAnswer(Choice(choice="C"), 4.5, ("Choice: choose one of A, B, C, D.",))
+            return None
+
+    config = PointAllocation.Config(matrix="M1")
+    game = PointAllocation(config, Prompts(PointAllocation.prompt_dir), {"focal": "you", "peer": "P"})
+    table = Table({"focal": Human(Desk())}, seed=1)
+    outcome = asyncio.run(game.play(table))
+    first, second, third = table.turns
+    assert (first.valid, first.action, first.latency, first.error) == (True, {"choice": "C", "reasoning": ""}, 4.5, "Choice: choose one of A, B, C, D.")
+    assert (second.valid, second.error, third.error) == (False, TIMEOUT, TIMEOUT)
+    assert outcome["final_choice"] == "C"  # the fallback of a timed-out turn keeps the previous choice
+
+
 def test_timeout_applies_the_fallback_and_is_recorded(tmp_path):
     path = _study(tmp_path, name="web_timeout", web={"time_limit": 1, "attention_checks": [], "quiz": []})
     db = tmp_path / "web.db"

@@ -100,6 +100,7 @@ def test_participant_journey_per_game(game, browser, tmp_path):
         assert seen["turns"] == expected == len(human)
     else:
         assert seen["turns"] == len(human) >= 2  # commons: harvests plus the chat turns that fell to the person
+        assert [t["phase"] for t in human].count("harvest") == 2
     assert seen["attention"] == (1 if len(human) > 1 else 0)
     report = build_report(Store(db), name, tmp_path / "report")
     assert g["seats"][role] in report.read_text()
