@@ -182,7 +182,8 @@ class Runner:
         specs = self.study.expand()
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         done = self.store.done_ids(self.study.name)
-        todo = [s for s in specs if s.id not in done and not self.study.has_human(s)]  # people play through `agora serve`
+        specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
+        todo = [s for s in specs if s.id not in done]
         self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))
         self.check_models()
         queue: asyncio.Queue[GameSpec] = asyncio.Queue()
