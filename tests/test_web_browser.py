@@ -91,7 +91,9 @@ def test_participant_journey_per_game(game, browser, tmp_path):
         page.close()
     assert seen["code"] == "DONE42" and seen["bonus"] == "$2.50"
     assert seen["instructions"].strip(), "instructions come from the game's own system prompt"
-    assert "Answer in this XML format" not in seen["instructions"] and "JSON object of this form" not in seen["instructions"]
+    for text in [seen["instructions"], *seen["prompts"]]:  # what tells models how to write answers is left out
+        assert "XML" not in text and "JSON" not in text and '{"' not in text and "Answer:" not in text, text
+    assert all(p.strip() for p in seen["prompts"])
     g, turns = _stored(db, name, role)
     assert g["status"] == "done" and g["seats"][role].startswith("human:")
     human = [t for t in turns if t["role"] == role]

@@ -174,6 +174,7 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
         page.check(f"input[name='q0'][value='{quiz_answer}']")
         page.click("#submit-quiz")
     turns = attention = 0
+    prompts: list[str] = []
     while True:
         page.wait_for_selector("#turn-form, #submit-attention, #submit-questionnaire", timeout=120_000)
         if page.query_selector("#submit-attention"):
@@ -183,6 +184,7 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
             continue
         if page.query_selector("#submit-questionnaire"):
             break
+        prompts.append(page.inner_text("#prompt") if page.query_selector("#prompt") else "")
         if on_turn:
             on_turn(page, turns)
         fill_turn(page, policy)
@@ -193,4 +195,4 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
     page.check("input[name='a_fair'][value='4']")
     page.click("#submit-questionnaire")
     code = page.inner_text("#code")
-    return {"instructions": instructions, "turns": turns, "attention": attention, "code": code, "bonus": page.inner_text("#bonus")}
+    return {"instructions": instructions, "turns": turns, "attention": attention, "code": code, "bonus": page.inner_text("#bonus"), "prompts": prompts}

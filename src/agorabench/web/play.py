@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import math
 import operator
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -540,8 +541,25 @@ async def instructions_text(study: Study, runner: Runner, spec: GameSpec, role: 
     return strip_formats(system, formats)
 
 
+#: A sentence telling a model how to write its answer (JSON, XML or an ``Answer:`` line).
+_FORMAT_SENTENCE = re.compile(r"""\{"|<response>|['"]?Answer: ?[<N'"]|\b(JSON|XML)\b""")
+
+
 def strip_formats(text: str, formats: set[str]) -> str:
-    """A prompt without the answer-format lines meant for models (the form replaces them)."""
+    """A prompt without what tells models how to format their answer, which the form replaces:
+    the action types' format instructions, and at the end of the prompt the sentences that ask
+    for JSON, XML or an ``Answer:`` line. Only trailing lines are touched: they are the asking
+    template's, while earlier lines may quote other players."""
     for f in formats:
         text = text.replace(f, "")
-    return text.strip()
+    lines = text.rstrip().split("\n")
+    while lines:
+        sentences = re.split(r"(?<=[.?!])\s+", lines[-1].strip())
+        kept = [x for x in sentences if not _FORMAT_SENTENCE.search(x)]
+        if len(kept) == len(sentences):
+            break
+        if kept:
+            lines[-1] = " ".join(kept)
+            break
+        lines.pop()
+    return "\n".join(lines).strip()
