@@ -102,11 +102,12 @@ class ModelEntry(BaseModel):
 
     def seat_label(self, seat: int) -> str:
         """The name players are shown for this entry in seat ``seat`` (0, 1, ...): the display
-        name if set, else the model's name; a scripted player without a display name is a
-        neutral "Player A", "Player B", ... so the name never tells which strategy it plays."""
+        name if set, else the model's name; a scripted player or a person without a display name
+        is a neutral "Player A", "Player B", ... so the name never tells which strategy it plays
+        or that a person sits there."""
         if self.display_name:
             return self.display_name
-        return f"Player {chr(ord('A') + seat)}" if self.is_strategy else self.name
+        return f"Player {chr(ord('A') + seat)}" if self.is_strategy or self.is_human else self.name
 
     @property
     def is_strategy(self) -> bool:

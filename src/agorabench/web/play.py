@@ -410,7 +410,7 @@ class Manager:
         if base is None:
             raise StudyError(f"participant's game {row['base_spec']} is no longer in the study file")
         seats = {r: (f"human:{row['pid_hash']}" if r == row["role"] else m) for r, m in base.seats.items()}
-        return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed)
+        return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed, base.nature_seed)
 
     async def start(self, row: dict[str, Any]) -> Live:
         """The participant's live game, started (or restarted, replaying) if not running."""
@@ -525,10 +525,10 @@ async def instructions_text(study: Study, runner: Runner, spec: GameSpec, role: 
     answer-format lines meant for models)."""
     game_cls: type[Game] = study.game_class(spec.game)
     config = game_cls.Config(**spec.config)
-    names = {r: study.models[m].label for r, m in spec.seats.items()}
+    names = {r: study.models[m].seat_label(i) for i, (r, m) in enumerate(spec.seats.items())}
     asked = asyncio.Event()
     formats: set[str] = set()
-    table = Table({r: _Probe(asked, formats) for r in game_cls.active_roles(config)}, seed=spec.seed)
+    table = Table({r: _Probe(asked, formats) for r in game_cls.active_roles(config)}, seed=spec.seed, nature_seed=spec.nature_seed)
     game = game_cls(config, runner.prompts_for(game_cls), names)
     task = asyncio.create_task(game.play(table))
     waiter = asyncio.create_task(asked.wait())
