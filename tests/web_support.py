@@ -140,8 +140,12 @@ def fill_turn(page, policy: Policy | None = None) -> None:
     """Fill the open turn's form the way a participant would: ``policy(field, prompt, options)``
     may name a value; otherwise the first option, a number within the bounds, or short text."""
     prompt = page.inner_text("#prompt") if page.query_selector("#prompt") else ""
+    done: set[str] = set()
     for el in page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea"):
         name = el.get_attribute("name")
+        if name in done:  # the other buttons of a radio group
+            continue
+        done.add(name)
         kind = el.get_attribute("type") or el.evaluate("e => e.tagName.toLowerCase()")
         if kind == "radio":
             options = [r.get_attribute("value") for r in page.query_selector_all(f"#turn-form input[name='{name}']")]

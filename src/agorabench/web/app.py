@@ -215,7 +215,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
                 p.all_errors += errors
                 return back
             m.answer(live, seq, action, p.all_errors)
-            await asyncio.sleep(0)  # let the game move on, so the next page is usually current
+            await m.settle(live, p)
         elif stage == "questionnaire":
             answers, missing = questionnaire_answers(s.questionnaire, data)
             if missing:

@@ -472,6 +472,13 @@ class Manager:
         p.wake.set()
         return True
 
+    async def settle(self, live: Live, answered: Pending, wait: float = 1.0) -> None:
+        """Give the game up to ``wait`` seconds to reach the person's next turn or its end, so
+        that against a quick opponent the next page is the next turn, not the waiting page."""
+        deadline = time.monotonic() + wait
+        while (live.pending is answered or live.pending is None) and not (live.task and live.task.done()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
     def mark_shown(self, live: Live) -> None:
         """Start the clock of the open turn when the participant first sees its form."""
         p = live.pending
