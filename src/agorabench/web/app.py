@@ -12,7 +12,6 @@ role's transcript or a strategy's observation, so hidden values never reach the 
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import os
 import secrets
