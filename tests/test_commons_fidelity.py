@@ -112,6 +112,29 @@ def test_first_speaker_order(order, expected):
     assert [int(r["discussion"][0]["speaker"][-1]) for r in outcome["months"]] == expected
 
 
+@pytest.mark.parametrize("scenario", ["fishery", "pasture", "pollution", "trash"])
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_chat_turn_asks_only_what_the_original_asks(scenario, language):
+    # The original's speaker gives a remark, whether it closes the chat and the next speaker; it is
+    # never asked for a numeric limit (the framework model reads one from the minutes). Asking for
+    # "proposed_limit" is the legacy protocol's, in the prompt and in the constrained schema.
+    from agorabench.games.commons.commons import Remark, Utterance
+
+    config = CommonsConfig(scenario=scenario, language=language)
+    assert not config.ask_proposal and CommonsConfig(protocol="legacy").ask_proposal
+    outcome, _, table = play({"*": "sustainable"}, months=1, scenario=scenario, language=language)
+    turns = [t for t in table.turns if t.phase == "discuss"]
+    assert turns and all("proposed_limit" not in t.messages[-1]["content"] for t in turns)
+    assert "proposed_limit" not in Remark.json_schema()["properties"]
+    assert "proposed_limit" not in Remark.grammar()
+    # scripted players still carry their proposal, so the scripted manager reads a limit
+    assert outcome["months"][0]["agreed_limit"] == 10
+    _, _, table = play({"*": "sustainable"}, months=2, scenario=scenario, language=language, protocol="legacy")
+    turns = [t for t in table.turns if t.phase == "discuss"]
+    assert turns and all("proposed_limit" in t.messages[-1]["content"] for t in turns)
+    assert issubclass(Utterance, Remark) and "proposed_limit" in Utterance.grammar()
+
+
 def test_legacy_protocol_keeps_the_earlier_game():
     outcome, m, table = play({"*": "sustainable", "agent_4": "free-rider"}, protocol="legacy")
     assert Commons.roles(CommonsConfig(protocol="legacy"))[-1] == "agent_4"  # no limit extraction

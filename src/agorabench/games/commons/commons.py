@@ -180,17 +180,23 @@ class Harvest(WholeAnswer):
     amount: int = Field(ge=0, description="amount")
 
 
-class Utterance(Action):
-    """One remark in the group chat; may propose a per-person limit, name the next speaker,
-    or close the chat."""
+class Remark(Action):
+    """One remark in the group chat, as the original asks for it: what the speaker says, the
+    next speaker it names, and whether it closes the chat."""
 
     response_format: ClassVar = "json"
     text_fields: ClassVar = ("message", "next_speaker")
 
     message: str
-    proposed_limit: int | None = Field(default=None, ge=0)
     next_speaker: str = ""
     end_conversation: bool = False
+
+
+class Utterance(Remark):
+    """A remark that may also propose a per-person limit as a separate field (``ask_proposal``,
+    the legacy protocol; scripted players always answer with it)."""
+
+    proposed_limit: int | None = Field(default=None, ge=0)
 
 
 class Limit(WholeAnswer):
@@ -212,6 +218,7 @@ LEGACY = {
     "report_stock": True,
     "private_outcome": False,
     "summariser": False,
+    "ask_proposal": True,
 }
 
 
@@ -249,6 +256,9 @@ class CommonsConfig(GameConfig):
     #: ``fixed``: seat 0 opens every chat (original); ``random``; ``rotating``: seat (t−1) mod N.
     first_speaker: Literal["fixed", "random", "rotating"] = "fixed"
     speaker_order: Literal["chosen", "round_robin", "random"] = "chosen"
+    #: Ask every speaker for a numeric per-person limit besides its remark (legacy; the original
+    #: asks only for the remark, the next speaker and whether the chat is over).
+    ask_proposal: bool = False
     allocation: Literal["stochastic", "proportional"] = "stochastic"
     harvest_order: Literal["concurrent", "sequential"] = "concurrent"
     #: The last seat joins only from this month on, with a profit-only goal (original: outsider).
@@ -463,6 +473,7 @@ class Commons(Game):
             "months": c.months,
             "tell_horizon": c.tell_horizon,
             "chat": c.communication and c.max_conversation_steps > 0,
+            "ask_proposal": c.ask_proposal,
             "manager": s.manager,
             "unit": s.unit,
             **values,
@@ -646,10 +657,11 @@ class Commons(Game):
                 "history": [_public(h) for h in history],
             }
             text = self._render("discuss_turn", name=names[speaker])
-            fallback = Utterance(message="", end_conversation=False)
-            u = await table.ask(speaker, Prompt(text, obs, phase="discuss"), Utterance, fallback)
+            kind = Utterance if c.ask_proposal else Remark
+            fallback = kind(message="", end_conversation=False)
+            u = await table.ask(speaker, Prompt(text, obs, phase="discuss"), kind, fallback)
             u = u or fallback
-            entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": u.proposed_limit, "end": u.end_conversation, "valid": _last_valid(table, speaker)}
+            entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": _last_valid(table, speaker)}
             said.append(entry)
             if u.message:
                 heard = self._say(speaker=names[speaker], message=u.message)("heard")
