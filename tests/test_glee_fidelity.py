@@ -79,3 +79,16 @@ def test_buyer_messages_reach_the_seller_after_the_round():
     # scripted buyers answer with a message when asked for one
     _, table, out, _ = play(Persuasion, {"alice": strat(Persuasion, "truthful"), "bob": strat(Persuasion, "random")}, buyer_messages=True, horizon=3)
     assert all(t.valid for t in table.turns) and all(r["buyer_message"] for r in out["rounds"])
+
+
+def test_buyer_is_told_whether_the_seller_knows_his_values():
+    # The original tells the buyer whether the seller knows what each product is worth to him
+    # (is_seller_know_cv), and tells the seller the values only under complete information.
+    players = {"alice": strat(Persuasion, "truthful"), "bob": strat(Persuasion, "truthful")}
+    _, table, _, _ = play(Persuasion, players, money=100, v=2.0, horizon=1)
+    bob, alice = table.transcripts["bob"][0]["content"], table.transcripts["alice"][0]["content"]
+    assert "Alice knows what each product is worth to you" in bob and "worth $200 to the buyer" in alice
+    _, table, _, _ = play(Persuasion, players, money=100, v=2.0, horizon=1, complete_info=False)
+    bob, alice = table.transcripts["bob"][0]["content"], table.transcripts["alice"][0]["content"]
+    assert "Alice does not know what each product is worth to you" in bob
+    assert "$200" not in alice and "not told how much" in alice
