@@ -92,3 +92,24 @@ def test_buyer_is_told_whether_the_seller_knows_his_values():
     bob, alice = table.transcripts["bob"][0]["content"], table.transcripts["alice"][0]["content"]
     assert "Alice does not know what each product is worth to you" in bob
     assert "$200" not in alice and "not told how much" in alice
+
+
+def test_incomplete_information_is_said_as_the_original_says_it():
+    # The original tells each side under incomplete information that it does not know the other's
+    # value (negotiation) or discount (bargaining), and under complete information what it is.
+    from agorabench.games.glee.bargaining import Bargaining
+
+    players = {"alice": Says('{"price": 12000}'), "bob": Says('{"decision": "accept"}')}
+    _, table, _, _ = play(Negotiation, players, f_a=0.8, f_b=1.2, horizon=1, complete_info=False)
+    alice, bob = table.transcripts["alice"][0]["content"], table.transcripts["bob"][0]["content"]
+    assert "not told what it is worth to Bob" in alice and "$12,000" not in alice
+    assert "not told what it is worth to Alice" in bob and "$8,000" not in bob
+    _, table, _, _ = play(Negotiation, players, f_a=0.8, f_b=1.2, horizon=1)
+    assert "worth $12,000 to Bob" in table.transcripts["alice"][0]["content"]
+    assert "not told" not in table.transcripts["alice"][0]["content"]
+    players = {"alice": strat(Bargaining, "random"), "bob": strat(Bargaining, "random")}
+    _, table, _, _ = play(Bargaining, players, horizon=1, complete_info=False)
+    alice = table.transcripts["alice"][0]["content"]
+    assert "not told how fast it loses value for Bob" in alice
+    _, table, _, _ = play(Bargaining, players, horizon=1)
+    assert "not told" not in table.transcripts["alice"][0]["content"]
