@@ -265,3 +265,17 @@ def test_report_leaves_censored_runs_out_of_the_survival_rate():
     assert row[LABELS["survival_rate"]] == "100.00"  # the cut-off run is not a failure
     assert row[LABELS["survival_time"]].startswith("7.50")
     assert "Tables 1–2" in LABELS["survival_time_harvested"]
+
+
+@pytest.mark.parametrize("protocol", ["original", "legacy"])
+def test_pasture_counts_flocks_everywhere(protocol):
+    # The original's unit is a flock of sheep, one hectare of grass each; the prompts must not
+    # switch between flocks and single sheep (one sheep = one hectare would be a different game).
+    import re
+
+    for language, single in (("en", re.compile(r"(?<!of )\bsheep\b")), ("ja", re.compile("頭"))):
+        _, _, table = play({"*": "sustainable"}, months=2, scenario="pasture", language=language, protocol=protocol)
+        for role in ("agent_0", "manager"):
+            text = "\n".join(m["content"] for m in table.transcripts.get(role, []) if m["role"] != "assistant")
+            assert not single.findall(text), (language, role, single.findall(text))
+        assert ("flock" if language == "en" else "群れ") in table.transcripts["agent_0"][0]["content"]
