@@ -279,3 +279,16 @@ def test_pasture_counts_flocks_everywhere(protocol):
             text = "\n".join(m["content"] for m in table.transcripts.get(role, []) if m["role"] != "assistant")
             assert not single.findall(text), (language, role, single.findall(text))
         assert ("flock" if language == "en" else "群れ") in table.transcripts["agent_0"][0]["content"]
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_chat_length_is_not_told_by_default(language):
+    # The original never tells the agents how many conversation steps a chat allows (a known end
+    # of the chat, like a known horizon, invites last-word tactics); the legacy protocol does.
+    told_here = {"en": "up to 7 remarks", "ja": "最大7回"}[language]
+    for protocol, told in (("original", False), ("legacy", True)):
+        _, _, table = play({"*": "sustainable"}, months=2, language=language, protocol=protocol, max_conversation_steps=7)
+        text = user_text(table, "agent_0")
+        assert "Mayor" in text or "町長" in text  # a chat took place
+        assert (told_here in text) is told
+        assert ("remarks in total" in text or "回までです" in text) is told

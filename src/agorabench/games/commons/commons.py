@@ -233,7 +233,8 @@ class CommonsConfig(GameConfig):
     #: Which system text of the scenario file: ``default`` (the original's content), ``legacy``
     #: (states the threshold, no worked example), ``paraphrase_1..3`` (robustness, English).
     system_prompt: str = "default"
-    #: Say "Month t of T" (the original gives only a date, never the horizon).
+    #: Say "Month t of T" and how many remarks a chat allows (the original tells neither: it
+    #: gives a date, and the chat simply ends).
     tell_horizon: bool = False
     #: ``original``: harvest, private outcome, chat, limit, collapse check, regrowth;
     #: ``legacy``: harvest, public report, collapse check, chat (not after the last month).
