@@ -265,6 +265,8 @@ def test_correlations_and_drop_share_of_a_scripted_study(write_study, tmp_path):
     profiles, scenes = parts[2].body, parts[0].body
     assert "÷5" in profiles and "(x−1)/4" in profiles and "collaboration_scaled" in profiles
     assert "willingness to collaborate ÷5" in scenes and "willingness to collaborate (x−1)/4" in scenes
+    # the subject × peer heat map names its scale too
+    assert "Normalised envy Ê_work (÷5, subject × peer)" in profiles
     fixed = games[games.model_subject == "fixed"]
     assert fixed["collaboration_norm"].iloc[0] == pytest.approx(0.4) and fixed["collaboration_scaled"].iloc[0] == pytest.approx(0.25)
     store.dispose()

@@ -132,7 +132,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         body += table_html(summarise(games, ["model_subject"], [*RATINGS, *norms, *scaled]).rename(columns={"model_subject": "model"}))
         grid = games.pivot_table(index="model_subject", columns="model_peer", values="envy_norm", aggfunc="mean")
         grid.index.name, grid.columns.name = "subject model", "peer"
-        body += heatmap(grid, "Normalised envy Ê_work (subject × peer)")
+        body += heatmap(grid, "Normalised envy Ê_work (÷5, subject × peer)")
         out.append(Section("Model profiles", body))
 
     # per-scene pooled means on both normalisations ----------------------------
