@@ -28,7 +28,8 @@ capacity 100, collapse threshold C = 5, growth ×2):
 
 ``protocol = "legacy"`` restores this project's earlier protocol as a named variant (a field set
 explicitly in the config still wins): the system prompt states the collapse threshold, the month
-line the horizon ("Month t of T"); harvest → public report with the stock → collapse check (no
+line the horizon ("Month t of T") and the chat its length; every speaker is asked for a
+proposed limit besides its remark (``ask_proposal``); harvest → public report with the stock → collapse check (no
 chat in the collapse month or after the last month) → chat with a random first speaker → no
 limit extraction unless ``summariser = true``; no private outcome message.
 
