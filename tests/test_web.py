@@ -79,7 +79,7 @@ def test_forms_follow_the_action_types():
     assert {f.name: f.kind for f in form_fields(Ratings)} == {"reflection": "textarea", "self_esteem": "radio", "empathy": "radio", "motivation": "radio", "collaboration": "radio", "envy": "radio"}
     assert form_fields(Ratings)[1].options == ["1", "2", "3", "4", "5"]
     assert form_fields(Choice)[0].options == ["A", "B", "C", "D"]
-    assert [(f.name, f.kind, f.required) for f in form_fields(Utterance)] == [("message", "textarea", True), ("proposed_limit", "number", False), ("next_speaker", "textarea", False), ("end_conversation", "checkbox", False)]
+    assert [(f.name, f.kind, f.required) for f in form_fields(Utterance)] == [("message", "textarea", True), ("next_speaker", "textarea", False), ("end_conversation", "checkbox", False), ("proposed_limit", "number", False)]
     assert form_fields(Harvest)[0].step == "1"
     # server-side checks: bounds, types, the action's own rule, unknown fields ignored
     assert parse_form(offer, {"alice_gain": "60", "bob_gain": "40", "message": "hi", "evil": "x"})[0].model_dump() == {"alice_gain": 60, "bob_gain": 40, "message": "hi"}
