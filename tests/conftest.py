@@ -106,7 +106,7 @@ def fake_openai():
         port = port or free_port()
         proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         procs.append(proc)
-        wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=30, proc=proc)
+        wait_http(f"http://127.0.0.1:{port}/stats", timeout=30, proc=proc)
         return f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/stats"
 
     def _stop_all() -> None:

@@ -8,7 +8,16 @@ the request's messages, so tests know what a study must produce. Faults:
 - ``--fail-first N``: the first N requests get HTTP 500;
 - ``--always-fail``: every request gets HTTP 500;
 - ``--hang-first N``: the first N requests never answer within the client's timeout;
-- ``--garbage``: answers text that is not a valid action.
+- ``--garbage``: answers text that is not a valid action;
+- ``--poison KIND``: answers one of the poison replies of ``POISON`` (a lone surrogate, deep
+  JSON nesting, non-finite or absurd numbers, half an emoji escaped inside JSON, megabytes of
+  unclosed tags);
+- ``--echo-key``: answers HTTP 401 whose body repeats the API key the client sent (as some
+  servers do), also on ``/models``;
+- ``--html-first N`` / ``--truncate-first N``: the first N chat requests get HTTP 200 with an
+  HTML page / a JSON body cut in the middle;
+- ``--models A,B``: the model names ``/v1/models`` lists (by default none);
+- ``--never-answer``: every API request (``/models`` too) waits for ever; ``/stats`` answers.
 """
 
 from __future__ import annotations
@@ -19,6 +28,21 @@ import hashlib
 import json
 
 from aiohttp import web
+
+
+#: Replies that once crashed or stalled a study. ``\ud800`` is a lone surrogate (half of an
+#: emoji); aiohttp sends it as the JSON escape ``\ud800``, as a cut-off model reply would be.
+POISON = {
+    "surrogate": "<response>\n  <choice>B</choice>\n  <reasoning>nice \ud83d</reasoning>\n</response>",
+    "surrogate-text": "I pick \ud800 nothing",
+    "deep-json": "[" * 100_000 + "]" * 100_000,
+    "deep-object": '{"price": ' + '{"a": ' * 50_000 + "1" + "}" * 50_000 + "}",
+    "infinity": '{"price": Infinity, "message": "free"}',
+    "huge": '{"price": 1e308, "message": "all of it"}',
+    "half-emoji": '{"price": 100, "message": "deal \\ud83d"}',
+    "unclosed-tags": "<response><choice>" * 60_000,
+    "long-number": "Answer: " + "1," * 200_000 + "x",
+}
 
 
 def answer_for(messages: list[dict], garbage: bool) -> str:
@@ -35,10 +59,22 @@ def answer_for(messages: list[dict], garbage: bool) -> str:
 def make_app(opts: argparse.Namespace) -> web.Application:
     state = {"n": 0}
 
+    def refuse_key(request: web.Request) -> web.Response:
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        return web.json_response({"error": {"message": f"Incorrect API key provided: {key}. Check it.", "type": "invalid_request_error", "code": "invalid_api_key"}}, status=401)
+
     async def completions(request: web.Request) -> web.Response:
         state["n"] += 1
         n = state["n"]
         body = await request.json()
+        if opts.never_answer:
+            await asyncio.sleep(3600)
+        if opts.echo_key:
+            return refuse_key(request)
+        if n <= opts.html_first:
+            return web.Response(text="<!doctype html><html><body><h1>Gateway</h1>Please log in.</body></html>", content_type="text/html")
+        if n <= opts.truncate_first:
+            return web.Response(text='{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "mess', content_type="application/json")
         if opts.always_fail or n <= opts.fail_first:
             return web.json_response({"error": {"message": "injected failure", "type": "server_error"}}, status=500)
         if opts.rate_limit and n % opts.rate_limit == 0:
@@ -47,7 +83,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
             await asyncio.sleep(3600)
         if opts.latency:
             await asyncio.sleep(opts.latency)
-        text = answer_for(body.get("messages", []), opts.garbage)
+        text = POISON[opts.poison] if opts.poison else answer_for(body.get("messages", []), opts.garbage)
         prompt_tokens = sum(len(m.get("content", "").split()) for m in body.get("messages", []))
         return web.json_response(
             {
@@ -60,8 +96,12 @@ def make_app(opts: argparse.Namespace) -> web.Application:
             }
         )
 
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+    async def models(request: web.Request) -> web.Response:
+        if opts.never_answer:
+            await asyncio.sleep(3600)
+        if opts.echo_key:
+            return refuse_key(request)
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in opts.models.split(",") if m]})
 
     async def stats(_request: web.Request) -> web.Response:
         return web.json_response({"requests": state["n"]})
@@ -82,8 +122,14 @@ def main() -> None:
     p.add_argument("--always-fail", action="store_true")
     p.add_argument("--hang-first", type=int, default=0)
     p.add_argument("--garbage", action="store_true")
+    p.add_argument("--models", default="", help="comma-separated names /v1/models lists (default: none, like servers that list nothing)")
+    p.add_argument("--poison", choices=sorted(POISON))
+    p.add_argument("--echo-key", action="store_true")
+    p.add_argument("--html-first", type=int, default=0)
+    p.add_argument("--truncate-first", type=int, default=0)
+    p.add_argument("--never-answer", action="store_true")
     opts = p.parse_args()
-    web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None)
+    web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None, shutdown_timeout=1.0)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-"""Command line: ``agora run | report | export | import | profile | serve``.
+"""Command line: ``agora run | report | export | show | import | profile | serve``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
-end with a one-line message and exit status 2, never a traceback.
+and failures of the database or the file system end with a one-line message and exit status 2,
+never a traceback. ``report``, ``export`` and ``show`` open the database read-only and cover
+the games of the study file's current design (``--all``: every game stored for the study).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import __version__
 from .core.study import StudyError, load_study
 
 
@@ -19,14 +22,16 @@ def _default_db(study_path: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .core.runner import run_study
+    from .redact import redact
 
     study = load_study(args.study, models=args.model)
     study.expand()  # a design without games is an error before any database is touched
     db = args.db or _default_db(args.study)
-    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet)
+    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe)
+    elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
-        f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors; "
-        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {db}"
+        f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{elsewhere}; "
+        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {redact(db)}"
     )
     for message in stats.error_messages[:5]:
         print(f"  error: {message}", file=sys.stderr)
@@ -34,16 +39,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace):
+    """The study's database, opened read-only (creates nothing)."""
     from .store.store import Store
 
     db = args.db or _default_db(args.study)
     if "://" not in db and not Path(db).exists():
         raise StudyError(f"database not found: {db} (run the study first, or pass --db)")
-    return Store(db)
-
-
-def _study_name(path: str) -> str:
-    return load_study(path).name if Path(path).exists() else path
+    return Store(db, read_only=True)
 
 
 def _require_study(store, name: str, db: str) -> None:
@@ -54,16 +56,44 @@ def _require_study(store, name: str, db: str) -> None:
     raise StudyError(f"no games of study {name!r} in {db}" + (f" (it holds: {', '.join(held)})" if held else " (it holds no games)"))
 
 
+def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int]:
+    """Study name, the game ids to cover (None: all stored) and how many stored games that
+    leaves out. A study file limits the games to its current design unless ``--all``."""
+    if not Path(args.study).exists():
+        return args.study, None, 0
+    study = load_study(args.study)
+    if getattr(args, "all", False):
+        return study.name, None, 0
+    ids = {s.id for s in study.expand()}
+    stored = {g["id"] for g in store.games(study.name)}
+    return study.name, ids, len(stored - ids)
+
+
+def _left_out(n: int) -> None:
+    if n:
+        print(f"left out {n} stored game(s) that are not in the study file's current design (--all includes them)", file=sys.stderr)
+
+
+def _check_out_file(out: str) -> None:
+    path = Path(out)
+    if path.is_dir():
+        raise StudyError(f"--out {out} is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise StudyError(f"--out {out}: folder {path.parent} does not exist")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .analysis.report import build_report
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise StudyError(f"--out {args.out} is a file; the report needs a folder (it writes OUT/index.html)")
     store = _store(args)
+    name, ids, left_out = _scope(args, store)
     try:
-        path = build_report(store, _study_name(args.study), args.out)
+        path = build_report(store, name, args.out, ids=ids, left_out=left_out)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
+    _left_out(left_out)
     print(f"report: {path.resolve()}")
     return 0
 
@@ -71,20 +101,51 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .analysis.frames import export
 
-    out = Path(args.out)
-    if out.is_dir():
-        raise StudyError(f"--out {out} is a folder; give a file name")
-    if not out.parent.is_dir():
-        raise StudyError(f"--out {out}: folder {out.parent} does not exist")
+    _check_out_file(args.out)
     store = _store(args)
-    name = _study_name(args.study)
+    name, ids, left_out = _scope(args, store)
     _require_study(store, name, args.db or _default_db(args.study))
     try:
-        n = export(store, name, args.table, args.format, args.out)
+        n = export(store, name, args.table, args.format, args.out, ids=ids)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
+    _left_out(left_out)
     print(f"wrote {n} rows to {args.out}")
     return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print one game's transcript per role (``--first-invalid``: the first game with an invalid
+    turn; ``--model``: only that model's roles, and a game it plays)."""
+    from .analysis.transcript import render_game
+
+    store = _store(args)
+    name, ids, _ = _scope(args, store)
+    games = [g for g in store.games(name) if ids is None or g["id"] in ids]
+    games.sort(key=lambda g: (g.get("started") or 0.0, g["id"]))
+    if args.model:
+        games = [g for g in games if args.model in (g["seats"] or {}).values()]
+    if args.game_id:
+        games = [g for g in games if g["id"].startswith(args.game_id)]
+    if args.first_invalid:
+        invalid_ids = {t["game_id"] for t in store.turns(name) if not t["valid"] and (not args.model or (t["role"] in _roles_of(games, t["game_id"], args.model)))}
+        games = [g for g in games if g["id"] in invalid_ids]
+    if not games:
+        what = f"game {args.game_id!r}" if args.game_id else "a game"
+        raise StudyError(f"no {what} in study {name!r}" + (f" played by {args.model!r}" if args.model else "") + (" with an invalid turn" if args.first_invalid else ""))
+    if args.game_id and len({g["id"] for g in games}) > 1 and not args.first_invalid:
+        raise StudyError(f"game id prefix {args.game_id!r} matches {len(games)} games; give more characters")
+    game = games[0]
+    roles = {r for r, m in (game["seats"] or {}).items() if m == args.model} if args.model else None
+    print(render_game(game, store.turns(game_id=game["id"]), roles))
+    return 0
+
+
+def _roles_of(games: list[dict], game_id: str, model: str) -> set[str]:
+    for g in games:
+        if g["id"] == game_id:
+            return {r for r, m in (g["seats"] or {}).items() if m == model}
+    return set()
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -134,21 +195,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
+    p.add_argument("--version", action="version", version=f"agora {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="play a study's missing games")
     r.add_argument("study")
     r.add_argument("--db", help="SQLite path or database URL (default runs/<study>.db)")
-    r.add_argument("--concurrency", type=int, default=8, help="games in flight at once")
+    r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once")
     r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
+    r.add_argument("--no-probe", action="store_true", help="skip the check that each hosted model answers before the study starts")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="write an HTML report of a study")
     rep.add_argument("study", help="study file (or study name)")
     rep.add_argument("--db")
     rep.add_argument("--out", required=True, help="folder; the report is OUT/index.html")
+    rep.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
     rep.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="write games or turns as CSV or Parquet")
@@ -157,7 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--table", choices=["games", "turns"], default="games")
     e.add_argument("--format", choices=["csv", "parquet"], default="csv")
     e.add_argument("--out", required=True)
+    e.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
     e.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("show", help="print one game's transcript per role")
+    s.add_argument("study", help="study file (or study name)")
+    s.add_argument("game_id", nargs="?", help="game id (or its first characters)")
+    s.add_argument("--db")
+    s.add_argument("--first-invalid", action="store_true", help="the first game with an invalid turn")
+    s.add_argument("--model", help="only the roles of this model (and a game it plays)")
+    s.add_argument("--all", action="store_true", help="look among every game stored for the study")
+    s.set_defaults(func=cmd_show)
 
     i = sub.add_parser("import", help="load games logged by the original projects")
     i.add_argument("format", choices=["glee", "govsim"])
@@ -180,12 +254,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
+    import sqlalchemy
+
+    from .redact import redact
+    from .store.store import StoreError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except StudyError as exc:
-        print(f"agora: error: {exc}", file=sys.stderr)
+    except (StudyError, StoreError) as exc:
+        print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        print(f"agora: error: database: {redact(detail)} (is --db a complete agorabench database?)", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"agora: error: {exc.strerror or exc}:{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("agora: interrupted; finished games are stored, run again to resume", file=sys.stderr)

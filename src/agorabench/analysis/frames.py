@@ -3,6 +3,7 @@
 ``games_df``: one row per game — id, study, game, status, repeat, ``model_<role>`` for each
 seat, every config parameter as its own column, every metric by its key, scalar outcome fields,
 turn and invalid counts. ``turns_df``: one row per turn, with the game's seats and config.
+``ids`` limits either to those games (the study file's current design).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def games_df(store: Store, study: str | None = None, status: str | None = "done") -> pd.DataFrame:
+def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None) -> pd.DataFrame:
     rows = []
     for g in store.games(study):
-        if status is not None and g["status"] != status:
+        if (status is not None and g["status"] != status) or (ids is not None and g["id"] not in ids):
             continue
         row: dict[str, Any] = {
             "game_id": g["id"],
@@ -49,10 +50,12 @@ def games_df(store: Store, study: str | None = None, status: str | None = "done"
     return pd.DataFrame(rows)
 
 
-def turns_df(store: Store, study: str | None = None) -> pd.DataFrame:
+def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None) -> pd.DataFrame:
     games = {g["id"]: g for g in store.games(study)}
     rows = []
     for t in store.turns(study):
+        if ids is not None and t["game_id"] not in ids:
+            continue
         g = games.get(t["game_id"], {})
         row = {k: t[k] for k in ("game_id", "idx", "role", "phase", "raw", "valid", "retries", "error", "prompt_tokens", "completion_tokens", "cost", "latency", "cached")}
         row["model"] = (g.get("seats") or {}).get(t["role"])
@@ -87,13 +90,14 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def export(store: Store, study: str, table: str, fmt: str, out: str) -> int:
-    """Write the games or turns table as CSV or Parquet; returns the number of rows."""
+def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None) -> int:
+    """Write the games or turns table (of the games ``ids``, or all) as CSV or Parquet; returns
+    the number of rows."""
     if table not in ("games", "turns"):
         raise ValueError(f"unknown table {table!r}: use games or turns")
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown format {fmt!r}: use csv or parquet")
-    df = games_df(store, study, status=None) if table == "games" else turns_df(store, study)
+    df = games_df(store, study, status=None, ids=ids) if table == "games" else turns_df(store, study, ids=ids)
     if fmt == "csv":
         df.to_csv(out, index=False)
     else:

@@ -72,16 +72,20 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
     return Section("Overview", "\n".join(parts))
 
 
-def build_report(store: Store, study: str, out_dir: str | Path) -> Path:
+def build_report(store: Store, study: str, out_dir: str | Path, ids: set[str] | None = None, left_out: int = 0) -> Path:
+    """The report of the games ``ids`` (or all stored); ``left_out`` stored games outside them are
+    mentioned in a note."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    all_games = games_df(store, study, status=None)
+    all_games = games_df(store, study, status=None, ids=ids)
     if all_games.empty:
         raise ValueError(f"no games stored for study {study!r}")
     done = all_games[all_games["status"] == "done"].copy()
-    turns = turns_df(store, study)
+    turns = turns_df(store, study, ids=ids)
     game = str(all_games["game"].iloc[0])
     sections = [overview(all_games, turns)]
+    if left_out:
+        sections[0].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[0].body
     family = family_sections(game)
     if family is not None and not done.empty:
         sections += family(done, turns)

@@ -16,6 +16,7 @@ it raises :class:`ParseError` with a message that can be shown to the player.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, ClassVar, Literal
 
@@ -31,7 +32,7 @@ class ParseError(ValueError):
 class Action(BaseModel):
     """Base class of every decision type. Subclasses set ``response_format``."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     response_format: ClassVar[Format] = "json"
     #: Fields whose values are free text and may contain markup (never coerced).
@@ -104,9 +105,13 @@ class Action(BaseModel):
         last_error: str = ""
         for data in reversed(candidates):  # last well-formed block wins
             try:
-                return cls.model_validate(_clean(data, cls.text_fields))
+                action = cls.model_validate(_clean(data, cls.text_fields))
+                _check_numbers(dict(action))
+                return action
             except ValidationError as exc:
                 last_error = _describe(exc)
+            except ParseError as exc:
+                last_error = str(exc)
         raise ParseError(f"The answer is not a valid action: {last_error}")
 
 
@@ -145,7 +150,33 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-_NUMBER = re.compile(r"^[+-]?\s*[\d,\s]*\.?\d+$")
+def _is_number_text(text: str) -> bool:
+    """``[+-] digits[,/space digits...][.digits]`` (thousands separators allowed), checked
+    without a backtracking pattern so that long inputs take linear time."""
+    body = text[1:].lstrip() if text[:1] in "+-" else text
+    body = body.replace(",", "").replace(" ", "")
+    return bool(_PLAIN_NUMBER.fullmatch(body))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff\x00]")
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+#: Longest value of a field that is not free text (a choice with its explanation, a number);
+#: below Python's 4,300-digit limit on converting text to int.
+MAX_VALUE_CHARS = 2_000
+#: Largest magnitude of any number in an answer; beyond it the answer is absurd, not a choice.
+MAX_NUMBER = 1e12
+
+
+def _check_numbers(data: dict[str, Any]) -> None:
+    """Non-finite or absurdly large numbers are invalid answers, never values (they would
+    overflow the metrics)."""
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ParseError(f"{key}: {value} is not a finite number.")
+        if abs(value) > MAX_NUMBER:
+            raise ParseError(f"{key}: the number is far outside any sensible range.")
 
 
 def _clean(data: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]:
@@ -153,26 +184,59 @@ def _clean(data: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]
     out: dict[str, Any] = {}
     for key, value in data.items():
         key = key.strip().lower() if isinstance(key, str) else key
+        if isinstance(value, str):  # a JSON escape can encode half an emoji: never store it
+            value = _LONE_SURROGATE.sub("\ufffd", value)
         if isinstance(value, str) and key not in text_fields:
             value = value.strip()
+            if len(value) > MAX_VALUE_CHARS:
+                raise ParseError(f"{key}: the value is {len(value)} characters long; expected a short value.")
             candidate = value.replace("$", "").replace("€", "").replace("£", "").strip()
-            if _NUMBER.match(candidate) and ("," in candidate or " " in candidate or candidate != value):
+            if _is_number_text(candidate) and ("," in candidate or " " in candidate or candidate != value):
                 candidate = candidate.replace(",", "").replace(" ", "")
                 value = candidate
         out[key] = value
     return out
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+def _pairs(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the text between each ``opening`` marker and the first ``closing``
+    after it, left to right, case-insensitively; like ``opening(.*?)closing`` but linear in
+    the length of the text (the lazy pattern rescans the rest of the text for every unclosed
+    opening marker)."""
+    opens = [m.end() for m in re.finditer(re.escape(opening), text, re.I)]
+    closes = [m.start() for m in re.finditer(re.escape(closing), text, re.I)] if opening != closing else opens
+    out, j, pos = [], 0, 0
+    for start in opens:
+        if start < pos:
+            continue
+        while j < len(closes) and closes[j] < start:
+            j += 1
+        if opening == closing:  # the next marker closes; its own length must be skipped
+            while j < len(closes) and closes[j] <= start:
+                j += 1
+            if j == len(closes):
+                break
+            out.append((start, closes[j] - len(closing)))
+            pos = closes[j] + 1  # the closing marker opens nothing
+            j += 1
+            continue
+        if j == len(closes):
+            break
+        out.append((start, closes[j]))
+        pos = closes[j] + len(closing)
+    return out
 
 
 def _json_candidates(text: str) -> list[dict[str, Any]]:
     """Every JSON object in the text, in order: fenced blocks first, then balanced braces."""
     found: list[tuple[int, dict[str, Any]]] = []
-    for match in _FENCE.finditer(text):
-        obj = _loads(match.group(1))
+    for start, end in _pairs(text, "```", "```"):
+        block = text[start:end]
+        if block[:4].lower() == "json":
+            block = block[4:]
+        obj = _loads(block)
         if obj is not None:
-            found.append((match.start(), obj))
+            found.append((start, obj))
     if not found:
         for start, chunk in _balanced_objects(text):
             obj = _loads(chunk)
@@ -181,12 +245,16 @@ def _json_candidates(text: str) -> list[dict[str, Any]]:
     return [obj for _, obj in sorted(found, key=lambda p: p[0])]
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
 def _loads(chunk: str) -> dict[str, Any] | None:
     chunk = chunk.strip()
     for attempt in (chunk, re.sub(r"(?<=\d),(?=\d{3}\b)", "", chunk)):
         try:
-            obj = json.loads(attempt)
-        except json.JSONDecodeError:
+            obj = json.loads(attempt, parse_constant=_no_constant)
+        except (ValueError, RecursionError):  # malformed, NaN/Infinity, or nested too deeply
             continue
         if isinstance(obj, dict):
             return obj
@@ -220,22 +288,22 @@ def _balanced_objects(text: str) -> list[tuple[int, str]]:
 
 def _xml_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:
     """``<response>`` blocks with their field tags; bare field tags if no block is found."""
-    blocks = re.findall(r"<response>(.*?)</response>", text, flags=re.S | re.I)
-    if not blocks:
-        blocks = [text]
+    blocks = [text[a:b] for a, b in _pairs(text, "<response>", "</response>")] or [text]
     out = []
     for block in blocks:
         data: dict[str, Any] = {}
         for name in fields:
-            values = re.findall(rf"<{name}>(.*?)</{name}>", block, flags=re.S | re.I)
+            values = _pairs(block, f"<{name}>", f"</{name}>")
             if values:
-                data[name] = values[-1].strip()
+                a, b = values[-1]
+                data[name] = block[a:b].strip()
         if data:
             out.append(data)
     return out
 
 
-_ANSWER = re.compile(r"answer\s*[:：]\s*\**\s*([-+]?[\d][\d,]*(?:\.\d+)?)", re.I)
+#: ``Answer: N``; one character class between the colon and the number keeps it linear.
+_ANSWER = re.compile(r"answer\s*[:：][\s*]*([-+]?\d[\d,]*(?:\.\d+)?)", re.I)
 
 
 def _answer_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:

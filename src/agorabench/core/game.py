@@ -22,7 +22,7 @@ from .table import Player, Table
 class GameConfig(BaseModel):
     """Base of every game's parameters: frozen and strict about unknown keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 StrategyFactory = Callable[..., Player]

@@ -5,6 +5,11 @@
   serialized backend (the embedded model) always has the next request queued.
 - A backend that fails for good aborts only its game (stored with status ``error`` and the
   message); the study goes on, and the next run plays that game again.
+- A failure of the store itself (disk full, ...) stops the run cleanly: no new game starts,
+  finished games stay stored, and :class:`StoreError` reaches the command line as one line.
+- Each game is claimed in the store before it is played (``claims`` table, kept alive by a
+  heartbeat), so several processes running one study share its games instead of each playing
+  all of them; the claims of a crashed process expire after ``CLAIM_TTL`` seconds.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from typing import Any
 
 from ..models.base import BackendError, GenerationSettings
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
-from ..store.store import SQLCache, Store
+from ..redact import redact
+from ..store.store import CLAIM_TTL, SQLCache, Store, StoreError, claim_owner
 from .agents import LLMAgent
 from .game import Prompts
 from .study import GameSpec, ModelEntry, Study, StudyError
@@ -46,6 +52,8 @@ class RunStats:
     skipped: int = 0
     done: int = 0
     errors: int = 0
+    #: Games left to another process that holds their claim.
+    claimed_elsewhere: int = 0
     turns: int = 0
     invalid: int = 0
     started: float = field(default_factory=time.perf_counter)
@@ -64,8 +72,10 @@ class Runner:
         concurrency: int = 8,
         cache: ResponseCache | None = None,
         progress: bool = True,
+        probe: bool = True,
     ) -> None:
         self.study = study
+        self.probe = probe
         self.store = store
         self.concurrency = max(1, concurrency)
         self.cache = cache if cache is not None else SQLCache(store)
@@ -74,6 +84,10 @@ class Runner:
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
         self.stats = RunStats()
+        #: This process's name on its claims.
+        self.owner = claim_owner()
+        self.claim_ttl = CLAIM_TTL
+        self.failure: StoreError | None = None
 
     # players ---------------------------------------------------------------
     def _model(self, entry: ModelEntry) -> Model:
@@ -111,8 +125,8 @@ class Runner:
                 raise StudyError(f"game {spec.game!r} has no strategy {key!r}; known: {known}")
             try:
                 return factory(**entry.params)
-            except TypeError as exc:
-                raise StudyError(f"strategy/{key}: bad parameters {entry.params}: {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise StudyError(f"strategy/{key}: bad parameters {entry.params}: {str(exc).splitlines()[0]}") from None
         return LLMAgent(self._model(entry), sample=spec.id, constrained=entry.constrained)
 
     def check_models(self) -> None:
@@ -127,6 +141,26 @@ class Runner:
             for role_model in {m for s in specs if s.game == game for m in s.seats.values()}:
                 if not self.study.models[role_model].is_human:
                     self._player(self.study.models[role_model], spec)
+
+    async def probe_models(self, specs: list[GameSpec]) -> None:
+        """One cheap request per hosted model the games need; StudyError naming every dead
+        backend (unreachable, unauthorised, wrong model name) before any game starts."""
+        from ..models.openai_compat import OpenAICompatBackend
+        from ..models.probe import probe_openai
+
+        names = sorted({m for s in specs for m in s.seats.values()})
+        checks = {}
+        for name in names:
+            entry = self.study.models[name]
+            if entry.is_strategy:
+                continue
+            backend = self._model(entry).backend
+            if isinstance(backend, OpenAICompatBackend):
+                checks[name] = probe_openai(backend.base_url, backend.api_key, backend.model, timeout=min(10.0, entry.timeout))
+        problems = dict(zip(checks, await asyncio.gather(*checks.values())))
+        bad = [f"model {name!r}: {problem}" for name, problem in problems.items() if problem]
+        if bad:
+            raise StudyError("; ".join(bad) + " (no game was started; --no-probe skips this check)")
 
     # games -----------------------------------------------------------------
     async def play_one(self, spec: GameSpec, seated: dict[str, Player] | None = None, entries: dict[str, ModelEntry] | None = None) -> str:
@@ -148,10 +182,12 @@ class Runner:
         try:
             outcome = await game.play(table)
             metrics = game.metrics(outcome)
+        except StoreError:
+            raise
         except (BackendFailure, BackendError) as exc:
-            status, error = "error", str(exc)
+            status, error = "error", redact(str(exc))
         except Exception as exc:  # a bug in a game or strategy must not end the study
-            status, error = "error", f"{type(exc).__name__}: {exc}"
+            status, error = "error", redact(f"{type(exc).__name__}: {exc}")
         self.store.save_game(
             id=spec.id,
             study=self.study.name,
@@ -185,30 +221,79 @@ class Runner:
         specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
         todo = [s for s in specs if s.id not in done]
         self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))
-        self.check_models()
+        try:
+            self.check_models()
+            if self.probe and todo:
+                await self.probe_models(todo)
+        except BaseException:
+            for model in self.models.values():
+                await model.aclose()
+            raise
         queue: asyncio.Queue[GameSpec] = asyncio.Queue()
         for s in todo:
             queue.put_nowait(s)
 
         async def worker() -> None:
-            while True:
+            while self.failure is None:
                 try:
                     spec = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                await self.play_one(spec)
+                try:
+                    await self._play_claimed(spec)
+                except StoreError as exc:
+                    self.failure = self.failure or exc
 
         reporter = asyncio.create_task(self._report_progress(len(todo))) if self.progress else None
+        beat = asyncio.create_task(self._heartbeat())
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
         finally:
+            beat.cancel()
             if reporter:
                 reporter.cancel()
             for model in self.models.values():
                 await model.aclose()
         if self.progress:
             self._print_progress(len(todo), final=True)
+        if self.failure is not None:
+            raise StoreError(
+                f"{self.failure}; the run stopped, {self.stats.done} game(s) finished in it are stored; "
+                "fix the database (free disk space, ...) and run the study again to resume"
+            )
         return self.stats
+
+    async def _play_claimed(self, spec: GameSpec) -> None:
+        """Play a game unless another live process has claimed it or finished it meanwhile."""
+        try:
+            mine = self.store.claim(spec.id, self.study.name, self.owner, self.claim_ttl)
+            if mine and self.store.is_done(spec.id):
+                self.store.release(spec.id, self.owner)
+                self.stats.skipped += 1
+                return
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"could not claim game {spec.id}: {type(exc).__name__}: {redact(str(exc)).splitlines()[0]}") from None
+        if not mine:
+            self.stats.claimed_elsewhere += 1
+            return
+        try:
+            await self.play_one(spec)
+        finally:
+            try:
+                self.store.release(spec.id, self.owner)
+            except Exception:  # the claim expires by itself
+                pass
+
+    async def _heartbeat(self) -> None:
+        """Keep this process's claims alive while it runs."""
+        while True:
+            await asyncio.sleep(self.claim_ttl / 4)
+            try:
+                self.store.heartbeat(self.owner)
+            except Exception:  # a busy or full database: the next beat tries again
+                pass
 
     # progress --------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -228,7 +313,9 @@ class Runner:
         eta = (s.elapsed / finished * (todo - finished)) if finished else float("nan")
         invalid = s.invalid / s.turns if s.turns else 0.0
         line = (
-            f"[{self.study.name}] games {finished}/{todo} (skipped {s.skipped}, errors {s.errors}) "
+            f"[{self.study.name}] games {finished}/{todo} (skipped {s.skipped}, errors {s.errors}"
+            + (f", {s.claimed_elsewhere} left to another process" if s.claimed_elsewhere else "")
+            + ") "
             f"calls {info['calls']} ({rate:.1f}/s, cache hits {info['cache_hits']}) tokens {info['tokens']} "
             f"invalid {invalid:.1%} cost ${info['cost']:.4f} "
             + ("done" if final else f"ETA {eta:.0f}s")
@@ -243,11 +330,11 @@ class Runner:
             self._print_progress(todo)
 
 
-def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True) -> tuple[RunStats, dict[str, Any]]:
+def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True) -> tuple[RunStats, dict[str, Any]]:
     """Synchronous entry point used by the CLI and tests."""
     store = Store(db)
     cache_store = Store(cache_db) if cache_db else store
-    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=progress)
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=progress, probe=probe)
     try:
         stats = asyncio.run(runner.run())
     finally:

@@ -63,25 +63,29 @@ class StudyError(ValueError):
     """A study file that cannot be used; the message names the problem."""
 
 
+#: Most games one study may expand to (a typo like ``repeats = 100000000`` fails at once).
+MAX_GAMES = 1_000_000
+
+
 class ModelEntry(BaseModel):
     """One player type: an LLM (``local``, ``openai/NAME``, ``NAME@URL``) or ``strategy/NAME``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str
-    spec: str
+    name: str = Field(min_length=1)
+    spec: str = Field(min_length=1)
     display_name: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
-    max_tokens: int = 256
-    max_concurrency: int = 16
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(256, ge=1, le=1_000_000)
+    max_concurrency: int = Field(16, ge=1, le=10_000)
     #: Attempts per call before a backend error aborts the game (rate limits and transient faults).
-    max_attempts: int = Field(5, ge=1)
-    timeout: float = Field(120.0, gt=0)  # seconds per request (hosted backends)
+    max_attempts: int = Field(5, ge=1, le=100)
+    timeout: float = Field(120.0, gt=0, le=3600)  # seconds per request (hosted backends)
     constrained: bool = False
-    price_input: float = 0.0  # dollars per million prompt tokens
-    price_output: float = 0.0
+    price_input: float = Field(0.0, ge=0, le=10_000)  # dollars per million prompt tokens
+    price_output: float = Field(0.0, ge=0, le=10_000)
     params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -122,11 +126,18 @@ class ModelEntry(BaseModel):
 MATCHUPS = ("ordered_pairs", "all_pairs", "same_model", "seats")
 
 
+def _no_empty_lists(grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    for key, values in grid.items():
+        if not values:
+            raise ValueError(f"grid.{key} is an empty list (it would play no configuration); give at least one value")
+    return grid
+
+
 class StudyPart(BaseModel):
     """One game of a study that plays several games (``[[parts]]``): its own grid, fixed
     parameters and explicit configs; models, seats, repeats and seed are the study's."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     game: str
     grid: dict[str, list[Any]] = Field(default_factory=dict)
@@ -135,31 +146,42 @@ class StudyPart(BaseModel):
     #: Configurations per seating for this part (default: the study's ``sample``).
     sample: int | None = Field(None, ge=1)
 
+    @field_validator("grid")
+    @classmethod
+    def _grid_lists(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return _no_empty_lists(v)
+
 
 class StudyFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str
+    name: str = Field(min_length=1, max_length=200, pattern=r"\S")
     #: The study's game; may be left out when ``parts`` lists the games.
     game: str = ""
     description: str = ""
-    repeats: int = Field(1, ge=1)
-    seed: int = 0
+    repeats: int = Field(1, ge=1, le=100_000)
+    #: Any integer a 64-bit database column holds once mixed into a game's seed.
+    seed: int = Field(0, ge=-(2**62), le=2**62)
     matchups: str = "ordered_pairs"
     seats: list[dict[str, str]] = Field(default_factory=list)
     #: Play only this many configurations per seating (ordered pair), drawn from the grid.
     sample: int | None = Field(None, ge=1)
     prompts: str | None = None
-    max_retries: int = Field(2, ge=0)
+    max_retries: int = Field(2, ge=0, le=20)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     configs: list[dict[str, Any]] = Field(default_factory=list)
     #: Several games in one study, each with its own grid (instead of game/grid/fixed/configs).
     parts: list[StudyPart] = Field(default_factory=list)
-    models: list[ModelEntry]
+    models: list[ModelEntry] = Field(min_length=1)
     #: Settings of the participant web app (``[web]``: consent, quiz, time limit, bonus...),
     #: validated by ``agorabench.web.play.WebSettings`` when the study is served.
     web: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_lists(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return _no_empty_lists(v)
 
     @field_validator("matchups")
     @classmethod
@@ -297,6 +319,8 @@ class Study:
         specs = []
         for part in self._parts():
             specs += self._expand_part(part)
+            if len(specs) > MAX_GAMES:
+                raise StudyError(f"study {self.name!r} expands to more than {MAX_GAMES:,} games; lower repeats or the grid")
         if not specs:
             raise StudyError(self._no_games())
         return specs
@@ -309,13 +333,14 @@ class Study:
             return why + " (--model replaces a seat-based study's seats by every ordering of the given models; edit the seats in the study file instead)"
         return why + ' (use matchups = "same_model" or "seats", or list more models)'
 
-
     def _expand_part(self, part: StudyPart) -> list[GameSpec]:
         """Every (configuration, seating, repeat) of the part; with ``sample = N`` each seating
         plays only its own N configurations (:func:`sample_indices`)."""
         game_cls = self.game_class(part.game)
         configs = self.configurations(part)
         cells = [(i, seats) for i, config in enumerate(configs) for seats in self.seatings(config, game_cls)]
+        if len(cells) * self.file.repeats > MAX_GAMES:
+            raise StudyError(f"study {self.name!r} expands to more than {MAX_GAMES:,} games; lower repeats or the grid")
         k = self._sample(part)
         if k is not None:
             by_seating: dict[str, list[tuple[int, dict[str, str]]]] = {}
@@ -373,7 +398,14 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     path = Path(path)
     if not path.exists():
         raise StudyError(f"study file not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    if not path.is_file():
+        raise StudyError(f"{path} is a folder, not a study file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"{path}: not UTF-8 text (byte {exc.start}); save the study file as UTF-8") from None
+    except OSError as exc:
+        raise StudyError(f"cannot read study file {path}: {exc.strerror or exc}") from None
     try:
         data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:

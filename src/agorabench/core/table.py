@@ -187,9 +187,17 @@ class Table:
             self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.")
 
     async def ask_each(self, requests: dict[str, tuple[Prompt, type[Action], Action | None]]) -> dict[str, Action | None]:
-        """Ask several roles at once (simultaneous moves); each sees only its own transcript."""
+        """Ask several roles at once (simultaneous moves); each sees only its own transcript.
+        Their turns are recorded in seat order, not in the order the answers arrive, so that
+        identical runs store identical turn tables."""
         roles = list(requests)
+        first = len(self.turns)
         results = await asyncio.gather(*(self.ask(r, p, t, fb) for r, (p, t, fb) in requests.items()))
+        seat = {role: i for i, role in enumerate(self.players)}
+        new = sorted(self.turns[first:], key=lambda turn: seat.get(turn.role, len(seat)))
+        for i, turn in enumerate(new):
+            turn.index = first + i
+        self.turns[first:] = new
         return dict(zip(roles, results))
 
     def note_metrics(self, role: str, metrics: dict[str, float]) -> None:

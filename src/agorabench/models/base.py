@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from ..redact import redact
+
+#: Longest reply kept from a model; longer ones are cut and marked (the turn is then judged on
+#: what is left, typically as invalid). Bounds parsing time and storage per turn.
+MAX_REPLY_CHARS = 20_000
+CUT_MARK = "\n[agora: reply cut at {n} characters]"
+
+_UNSAFE = re.compile("[\ud800-\udfff\x00]")
+
+
+def sanitize_text(text: Any, limit: int = MAX_REPLY_CHARS) -> tuple[str, bool]:
+    """A model's reply made safe to parse, store and send back: lone surrogates (an emoji cut in
+    half) and NUL characters become U+FFFD, non-strings become text, and a reply longer than
+    ``limit`` is cut and marked. Returns the text and whether it was cut."""
+    text = "" if text is None else text if isinstance(text, str) else str(text)
+    text = _UNSAFE.sub("\ufffd", text)
+    if len(text) > limit:
+        return text[:limit] + CUT_MARK.format(n=limit), True
+    return text, False
 
 
 @dataclass(frozen=True)
@@ -34,10 +55,13 @@ class Completion:
 
 class BackendError(RuntimeError):
     """A backend call failed. ``retryable`` says whether trying again may help;
-    ``retry_after`` is the server's requested wait in seconds, if it gave one."""
+    ``retry_after`` is the server's requested wait in seconds, if it gave one. The message is
+    redacted (no API keys or URL credentials)."""
 
-    def __init__(self, message: str, retryable: bool = True, retry_after: float | None = None, rate_limited: bool = False):
-        super().__init__(message)
+    def __init__(self, message: str, retryable: bool = True, retry_after: float | None = None, rate_limited: bool = False, fatal: bool = False):
+        super().__init__(redact(message))
+        #: Every later call would fail the same way (e.g. a rejected key): stop the model's games.
+        self.fatal = fatal
         self.retryable = retryable
         self.retry_after = retry_after
         self.rate_limited = rate_limited

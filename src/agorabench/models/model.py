@@ -3,7 +3,9 @@
 Cache key: backend identity, full messages, generation settings and the sample index, so a
 study replayed from the cache makes no calls and yields the same outcomes at any concurrency.
 Retries: transient faults and rate limits are retried with exponential backoff; a rate limit's
-Retry-After is honoured; non-retryable errors fail at once.
+Retry-After is honoured; non-retryable errors fail at once; a fatal one (a rejected key) fails
+every later call of the model at once.
+Replies are sanitised here, at the boundary (:func:`~agorabench.models.base.sanitize_text`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
-from .base import Backend, BackendError, Completion, GenerationSettings
+from .base import Backend, BackendError, Completion, GenerationSettings, sanitize_text
 
 
 class ResponseCache(Protocol):
@@ -69,6 +71,9 @@ class Model:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cost = 0.0
+        #: Set when a call failed in a way every later call would too (a rejected API key):
+        #: the model's remaining calls fail at once, without reaching the backend.
+        self.dead: str | None = None
 
     def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
         payload = json.dumps(
@@ -86,20 +91,34 @@ class Model:
             if hit is not None:
                 self.cache_hits += 1
                 hit.cached = True
+                hit.text, _ = sanitize_text(hit.text)  # replies cached before sanitising
                 return hit
         attempt = 0
         while True:
             attempt += 1
             try:
                 async with self._limit:
+                    if self.dead is not None:
+                        raise BackendError(self.dead, retryable=False, fatal=True)
                     self.calls += 1
-                    completion = await self.backend.complete(messages, settings)
+                    try:
+                        completion = await self.backend.complete(messages, settings)
+                    except BackendError:
+                        raise
+                    except Exception as exc:  # a reply the backend could not read: transient
+                        raise BackendError(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})", retryable=True) from None
                 break
             except BackendError as exc:
+                if exc.fatal:
+                    self.dead = self.dead or str(exc)
+                    raise BackendError(f"{self.backend.identity}: {exc}", retryable=False, fatal=True) from None
                 if not exc.retryable or attempt >= self.retry.max_attempts:
                     raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
                 self.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt, exc))
+        completion.text, cut = sanitize_text(completion.text)
+        if cut:
+            completion.finish_reason = "cut"
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
         self.cost += self.pricing.cost(completion)

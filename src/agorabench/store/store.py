@@ -4,12 +4,25 @@ or PostgreSQL (by URL), through SQLAlchemy Core.
 A finished game is written in one transaction with all its turns, so a kill loses at most
 the games in flight; a game whose backend failed for good is stored with status ``error`` and
 is played again on the next run.
+
+Every failure of the database itself (disk full, a damaged file, a server that cannot be
+reached, a missing driver) is a :class:`StoreError` with a one-line message. Everything written
+goes through :func:`_safe`, so no API key, URL credential or unencodable character is stored.
+``Store(db, read_only=True)`` opens an existing SQLite file read-only and creates nothing
+(reports and exports of an archived or shared database). The ``claims`` table lets several
+processes run one study together: each game is claimed before it is played, a claim is kept
+alive by a heartbeat, and the claims of a crashed process expire.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import socket
 import time
+import uuid
+from urllib.parse import quote
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -17,6 +30,11 @@ import sqlalchemy as sa
 
 from ..core.table import TurnRecord
 from ..models.base import Completion
+from ..redact import redact
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened, read or written; the message says what to do."""
 
 metadata = sa.MetaData()
 
@@ -82,26 +100,89 @@ cache = sa.Table(
 )
 
 
+claims = sa.Table(
+    "claims",
+    metadata,
+    sa.Column("game_id", sa.String(64), primary_key=True),
+    sa.Column("study", sa.String(200), nullable=False),
+    sa.Column("owner", sa.String(64), nullable=False),
+    sa.Column("heartbeat", sa.Float, nullable=False),
+)
+
+#: Seconds after its last heartbeat when a claim counts as abandoned (its process crashed).
+CLAIM_TTL = 120.0
+
+
 def _url(db: str | Path) -> str:
     db = str(db)
     return db if "://" in db else f"sqlite:///{db}"
 
 
+def _problem(exc: BaseException) -> str:
+    """The first line of a database error, without SQL, parameters or secrets."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip().splitlines()
+    return redact(text[0] if text else type(exc).__name__)
+
+
+#: Errors of the database layer (SQLAlchemy's, the driver's, the file system's, a value the
+#: database cannot hold).
+DB_ERRORS = (sa.exc.SQLAlchemyError, OSError, OverflowError, ImportError)
+
+
 class Store:
-    def __init__(self, db: str | Path) -> None:
+    def __init__(self, db: str | Path, read_only: bool = False) -> None:
         url = _url(db)
+        self.read_only = read_only
+        shown = redact(str(db))
         if url.startswith("sqlite:///"):
-            Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.engine = sa.create_engine(url, future=True)
-        if self.engine.dialect.name == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+            path = Path(url[len("sqlite:///") :]).expanduser()
+            if path.is_dir():
+                raise StoreError(f"database {shown} is a folder, not a file")
+            if read_only:
+                if not path.is_file():
+                    raise StoreError(f"database not found: {shown}")
+                # A WAL database needs its -wal/-shm files, which SQLite would create. With no
+                # -wal file nobody is writing, and ``immutable`` reads the file as it is.
+                live = Path(f"{path}-wal").exists()
+                url = f"sqlite:///file:{quote(str(path.resolve()))}?{'mode=ro' if live else 'immutable=1'}&uri=true"
+            else:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"cannot create the folder of database {shown}: {exc.strerror or exc}") from None
+        try:
+            self.engine = sa.create_engine(url, future=True)
+            if self.engine.dialect.name == "sqlite":
+                sa.event.listen(self.engine, "connect", _sqlite_pragmas_ro if read_only else _sqlite_pragmas)
+            if read_only:
+                missing = {"studies", "games", "turns"} - set(sa.inspect(self.engine).get_table_names())
+                if missing:
+                    raise StoreError(f"{shown} is not an agorabench database (no table {sorted(missing)[0]})")
+            else:
+                try:
+                    metadata.create_all(self.engine)
+                except sa.exc.OperationalError as exc:  # another process created them meanwhile
+                    if "already exists" not in str(exc):
+                        raise
+                    metadata.create_all(self.engine)
+        except StoreError:
+            raise
+        except (ImportError, sa.exc.NoSuchModuleError) as exc:
+            raise StoreError(f"cannot open database {shown}: its driver is not installed ({_problem(exc)}); for PostgreSQL: pip install psycopg") from None
+        except sa.exc.ArgumentError as exc:
+            raise StoreError(f"cannot open database {shown}: not a SQLite path or database URL ({_problem(exc)})") from None
+        except DB_ERRORS as exc:
+            raise StoreError(f"cannot open database {shown}: {_problem(exc)} (is it a database file, complete, and is the server reachable?)") from None
 
     # studies ---------------------------------------------------------------
     def save_study(self, name: str, game: str, spec: dict[str, Any]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(studies).where(studies.c.name == name))
-            conn.execute(sa.insert(studies).values(name=name, game=game, spec=spec, created=time.time()))
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(studies).where(studies.c.name == name))
+                conn.execute(sa.insert(studies).values(name=name, game=game, spec=_safe(spec), created=time.time()))
+        except DB_ERRORS as exc:
+            raise StoreError(f"could not store study {name!r}: {_problem(exc)}") from None
 
     # games -----------------------------------------------------------------
     def done_ids(self, study: str) -> set[str]:
@@ -128,8 +209,15 @@ class Store:
         started: float | None = None,
         source: str = "run",
     ) -> None:
-        """Replace the game's row and turns in one transaction."""
+        """Replace the game's row and turns in one transaction (redacted); StoreError if the
+        database refuses it (disk full, a value it cannot hold)."""
         records = list(turn_records)
+        try:
+            self._save_game(id, study, game, config, seats, repeat, seed, prompt_version, status, outcome, metrics, error, records, started, source)
+        except DB_ERRORS as exc:
+            raise StoreError(f"could not store game {id}: {_problem(exc)}") from None
+
+    def _save_game(self, id, study, game, config, seats, repeat, seed, prompt_version, status, outcome, metrics, error, records, started, source) -> None:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(turns).where(turns.c.game_id == id))
             conn.execute(sa.delete(games).where(games.c.id == id))
@@ -144,9 +232,9 @@ class Store:
                     seed=seed,
                     prompt_version=prompt_version,
                     status=status,
-                    outcome=_jsonable(outcome),
+                    outcome=_safe(_jsonable(outcome)),
                     metrics=_jsonable(metrics),
-                    error=error,
+                    error=_safe(error),
                     n_turns=len(records),
                     n_invalid=sum(1 for t in records if not t.valid),
                     source=source,
@@ -163,12 +251,12 @@ class Store:
                             "idx": t.index,
                             "role": t.role,
                             "phase": t.phase,
-                            "messages": t.messages,
-                            "raw": t.raw,
-                            "action": _jsonable(t.action),
+                            "messages": _safe(t.messages),
+                            "raw": _safe(t.raw),
+                            "action": _safe(_jsonable(t.action)),
                             "valid": t.valid,
                             "retries": t.retries,
-                            "error": t.error,
+                            "error": _safe(t.error),
                             "prompt_tokens": t.prompt_tokens,
                             "completion_tokens": t.completion_tokens,
                             "cost": t.cost,
@@ -196,6 +284,44 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
+    # claims ------------------------------------------------------------------
+    def claim(self, game_id: str, study: str, owner: str, ttl: float = CLAIM_TTL) -> bool:
+        """Claim a game for ``owner``; False if another live process holds it. A claim whose
+        heartbeat is older than ``ttl`` seconds, or whose owner was a process of this machine
+        that is gone (killed), is taken over. Portable: an insert that fails on the primary key,
+        then a conditional update, each in its own transaction."""
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.insert(claims).values(game_id=game_id, study=study, owner=owner, heartbeat=now))
+            return True
+        except sa.exc.IntegrityError:
+            pass
+        with self.engine.begin() as conn:
+            holder = conn.execute(sa.select(claims.c.owner).where(claims.c.game_id == game_id)).scalar()
+            stale = claims.c.heartbeat < now - ttl
+            if holder is not None and _owner_gone(holder):
+                stale = sa.or_(stale, claims.c.owner == holder)
+            taken = conn.execute(
+                sa.update(claims)
+                .where(claims.c.game_id == game_id, sa.or_(claims.c.owner == owner, stale))
+                .values(owner=owner, study=study, heartbeat=now)
+            )
+            return taken.rowcount == 1
+
+    def heartbeat(self, owner: str) -> None:
+        """Keep ``owner``'s claims alive."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(claims).where(claims.c.owner == owner).values(heartbeat=time.time()))
+
+    def release(self, game_id: str, owner: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(claims).where(claims.c.game_id == game_id, claims.c.owner == owner))
+
+    def is_done(self, game_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(games.c.id).where(games.c.id == game_id, games.c.status == "done")).first() is not None
+
     def studies(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(studies))]
@@ -211,8 +337,11 @@ class SQLCache:
         self.store = store
 
     def get(self, key: str) -> Completion | None:
-        with self.store.engine.connect() as conn:
-            row = conn.execute(sa.select(cache.c.response).where(cache.c.key == key)).first()
+        try:
+            with self.store.engine.connect() as conn:
+                row = conn.execute(sa.select(cache.c.response).where(cache.c.key == key)).first()
+        except DB_ERRORS as exc:
+            raise StoreError(f"could not read the response cache: {_problem(exc)}") from None
         if row is None:
             return None
         r = row[0]
@@ -220,18 +349,62 @@ class SQLCache:
 
     def put(self, key: str, identity: str, c: Completion) -> None:
         response = {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency": c.latency, "finish_reason": c.finish_reason}
-        with self.store.engine.begin() as conn:
-            conn.execute(sa.delete(cache).where(cache.c.key == key))
-            conn.execute(sa.insert(cache).values(key=key, identity=identity, response=response, created=time.time()))
+        try:
+            with self.store.engine.begin() as conn:
+                conn.execute(sa.delete(cache).where(cache.c.key == key))
+                conn.execute(sa.insert(cache).values(key=key, identity=redact(identity), response=_safe(response), created=time.time()))
+        except DB_ERRORS as exc:
+            raise StoreError(f"could not write the response cache: {_problem(exc)}") from None
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")  # first: another process may hold the file
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def claim_owner() -> str:
+    """This process's name on its claims: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether a claim's owner was a process of this machine that no longer runs."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
+
+def _sqlite_pragmas_ro(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
+
+
+def _safe(value: Any) -> Any:
+    """What may be written: secrets redacted, and lone surrogates and NUL (which neither UTF-8
+    nor PostgreSQL text can hold) replaced by U+FFFD, in every string of a JSON-like value."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", redact(value))
+    if isinstance(value, dict):
+        return {_safe(k): _safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -227,7 +227,7 @@ class CommonsConfig(GameConfig):
     scenario: str = "fishery"
     language: str = "en"
     n_agents: int = Field(5, ge=2, le=20)
-    months: int = Field(12, ge=1)
+    months: int = Field(12, ge=1, le=1200)
     #: ``original``: the original's information and month order (module doc); ``legacy``: this
     #: project's earlier protocol (see :data:`LEGACY`), kept as a named variant.
     protocol: Literal["original", "legacy"] = "original"
@@ -272,7 +272,7 @@ class CommonsConfig(GameConfig):
     over_usage_threshold: Literal["per_agent", "group"] = "per_agent"
     #: Override of the scenario's collapse threshold C (None: the scenario file's value). Trash:
     #: 45 is the reproduction fork's later, stricter rule (the logged runs follow 95).
-    collapse_threshold: float | None = None
+    collapse_threshold: float | None = Field(None, ge=0)
 
     @model_validator(mode="before")
     @classmethod

@@ -22,6 +22,9 @@ ALICE, BOB = "alice", "bob"
 ROLES = (ALICE, BOB)
 NAMES = {ALICE: "Alice", BOB: "Bob"}
 
+#: Most rounds a game may last (a horizon beyond it is a typo, and would block for hours).
+MAX_ROUNDS = 10_000
+
 #: ``"inf"`` or a positive number of rounds known to the players.
 Horizon = Union[int, Literal["inf"]]
 
@@ -48,9 +51,9 @@ def check_horizon(value: Any) -> Any:
         return "inf"
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and int(value) == value and value >= 1:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value <= MAX_ROUNDS and int(value) == value:
         return int(value)
-    raise ValueError(f"horizon must be a positive number of rounds or 'inf', not {value!r}")
+    raise ValueError(f"horizon must be a number of rounds from 1 to {MAX_ROUNDS} or 'inf', not {value!r}")
 
 
 def money(x: float) -> str:
@@ -69,12 +72,12 @@ class GleeConfig(GameConfig):
     knows the other's private parameter, and free-text messages. Families set their own
     defaults (the paper's Table 8)."""
 
-    money: float = Field(10_000, gt=0)
+    money: float = Field(10_000, gt=0, le=1e12)
     horizon: Horizon = "inf"
     complete_info: bool = True
     messages: bool = False
     #: Rounds actually played when ``horizon = "inf"``.
-    infinite_rounds: int = Field(99, ge=1)
+    infinite_rounds: int = Field(99, ge=1, le=MAX_ROUNDS)
 
     @field_validator("horizon", mode="before")
     @classmethod

@@ -14,7 +14,8 @@ a game without a sale. That is the default here (``outside_option = true``: a ``
 decision, and the players are told of the third party and its price). The paper's text
 describes accept/reject only; ``outside_option = false`` plays that variant.
 
-Bad answers. A price that is negative or unparseable is re-asked with the error; if it stays
+Bad answers. A price that is negative, unparseable or absurd (above ``PRICE_CAP`` times M) is
+re-asked with the error; if it stays
 invalid the proposer forfeits the round and the turn is marked invalid. An invalid decision falls
 back to ``reject``.
 
@@ -28,11 +29,12 @@ Metrics (paper §2.2), with p the sale price and p_f = (V_A + V_B)/2 the fairest
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from .common import ALICE, AlternatingOffers, GleeConfig, JsonForm, NAMES, PROMPTS, Decision, Horizon, horizon_known, money, other
+from .common import ALICE, AlternatingOffers, GleeConfig, JsonForm, MAX_ROUNDS, NAMES, PROMPTS, Decision, Horizon, horizon_known, money, other
 
 
 class NegotiationConfig(GleeConfig):
@@ -44,7 +46,7 @@ class NegotiationConfig(GleeConfig):
     #: The original's walk-away to a third party at one's own value (see module docstring).
     outside_option: bool = True
     #: Rounds actually played when ``horizon = "inf"`` (the original project used 30).
-    infinite_rounds: int = Field(30, ge=1)
+    infinite_rounds: int = Field(30, ge=1, le=MAX_ROUNDS)
 
     @property
     def value_a(self) -> float:
@@ -62,6 +64,14 @@ class PriceOffer(JsonForm):
     text_fields: ClassVar = ("message",)
 
     price: float = Field(ge=0, description="the price you offer")
+    #: Highest price accepted as an answer (set per game by :func:`price_type`).
+    cap: ClassVar[float | None] = None
+
+    @model_validator(mode="after")
+    def _sensible(self) -> "PriceOffer":
+        if self.cap is not None and self.price > self.cap:
+            raise ValueError(f"a price of {money(self.price)} is far above anything at stake (at most {money(self.cap)})")
+        return self
 
 
 class PriceOfferWithMessage(PriceOffer):
@@ -79,8 +89,18 @@ class DecisionOrQuit(Decision):
     decision: Literal["accept", "reject", "quit"]
 
 
-def price_type(messages: bool) -> type[PriceOffer]:
-    return PriceOfferWithMessage if messages else PriceOffer
+#: A price above this many times M is an absurd answer, not an offer.
+PRICE_CAP = 10
+
+
+@lru_cache(maxsize=None)
+def price_type(messages: bool, money_at_stake: float | None = None) -> type[PriceOffer]:
+    """The price action, with a message field or not, capped at ``PRICE_CAP`` × M when M is given."""
+    base = PriceOfferWithMessage if messages else PriceOffer
+    if money_at_stake is None:
+        return base
+    name = f"{base.__name__}_{money_at_stake:g}".replace(".", "_").replace("+", "")
+    return type(name, (base,), {"cap": PRICE_CAP * float(money_at_stake), "__module__": __name__})
 
 
 class Negotiation(AlternatingOffers):
@@ -127,7 +147,7 @@ class Negotiation(AlternatingOffers):
         }
 
     def offer_kind(self) -> type[PriceOffer]:
-        return price_type(self.config.messages)
+        return price_type(self.config.messages, self.config.money)
 
     def offer_terms(self, offer: PriceOffer) -> dict[str, Any]:
         return {"price": offer.price}

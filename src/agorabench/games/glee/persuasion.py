@@ -40,7 +40,7 @@ from pydantic import Field
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
 from ...core.table import Prompt, Table
-from .common import ALICE, JsonForm, BOB, NAMES, PROMPTS, ROLES, GleeConfig, Horizon, YesNo, horizon_known, money, rounds_to_play
+from .common import ALICE, JsonForm, BOB, MAX_ROUNDS, NAMES, PROMPTS, ROLES, GleeConfig, Horizon, YesNo, horizon_known, money, rounds_to_play
 
 
 class PersuasionConfig(GleeConfig):
@@ -59,7 +59,7 @@ class PersuasionConfig(GleeConfig):
     messages: bool = False
     myopic: bool = False
     #: Rounds actually played when ``horizon = "inf"``.
-    infinite_rounds: int = Field(20, ge=1)
+    infinite_rounds: int = Field(20, ge=1, le=MAX_ROUNDS)
 
 
 class SellerMessage(JsonForm):

@@ -1,0 +1,88 @@
+"""One stored game as text for a terminal (``agora show``): the game's header (config, seats,
+outcome, metrics), then each role's transcript in order — system message, prompts, every reply
+including those that were re-asked, the re-ask messages, the parsed action or the parse error,
+and per-turn metrics and usage.
+
+Re-asks are recovered from the transcript itself: a turn with ``r`` retries is followed, in the
+role's next prompt, by ``2r + 1`` messages (reply, re-ask, ..., final reply). A role's last turn
+has no next prompt, so only its final reply is known.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from typing import Any
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # terminal escapes a model might send
+
+
+def _clean(text: Any) -> str:
+    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", "" if text is None else str(text))
+
+
+def _block(label: str, text: Any, indent: str = "    ") -> str:
+    body = textwrap.indent(_clean(text).rstrip() or "(empty)", indent)
+    return f"  {label}\n{body}"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def render_game(game: dict[str, Any], turns: list[dict[str, Any]], roles: set[str] | None = None) -> str:
+    """The game and its turns (store rows) as plain text; ``roles`` limits the transcripts shown."""
+    seats = game.get("seats") or {}
+    lines = [
+        f"game {game['id']}  ({game['game']}, study {game['study']})",
+        f"status {game['status']}  repeat {game['repeat']}  seed {game['seed']}  turns {game.get('n_turns')}  invalid {game.get('n_invalid')}",
+        "seats: " + ", ".join(f"{r}={m}" for r, m in seats.items()),
+        "config: " + _compact(game.get("config") or {}),
+    ]
+    if game.get("error"):
+        lines.append("error: " + _clean(game["error"]))
+    if game.get("outcome") is not None:
+        lines.append("outcome: " + _clean(_compact(game["outcome"])))
+    if game.get("metrics") is not None:
+        lines.append("metrics: " + _compact(game["metrics"]))
+    by_role: dict[str, list[dict[str, Any]]] = {}
+    for t in sorted(turns, key=lambda t: t["idx"]):
+        by_role.setdefault(t["role"], []).append(t)
+    for role, role_turns in by_role.items():
+        if roles is not None and role not in roles:
+            continue
+        lines.append("")
+        lines.append(f"=== {role} ({seats.get(role, '?')}) ===")
+        lines += _role_lines(role_turns)
+    return "\n".join(lines)
+
+
+def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for i, t in enumerate(role_turns):
+        messages = t.get("messages") or []
+        retries = int(t.get("retries") or 0)
+        status = "valid" if t["valid"] else "INVALID"
+        usage = f"tokens {t.get('prompt_tokens', 0)}+{t.get('completion_tokens', 0)}, {float(t.get('latency') or 0):.2f} s" + (", cached" if t.get("cached") else "")
+        out.append(f"--- turn {t['idx']} · {t.get('phase') or '-'} · {status} · retries {retries} · {usage}")
+        for m in messages[start:]:
+            out.append(_block(f"[{m.get('role', '?')}]", m.get("content")))
+        nxt = role_turns[i + 1].get("messages") or [] if i + 1 < len(role_turns) else None
+        exchange = nxt[len(messages) : len(messages) + 2 * retries + 1] if nxt is not None else []
+        if len(exchange) == 2 * retries + 1:
+            for j, m in enumerate(exchange):
+                out.append(_block("[reply]" if j % 2 == 0 else "[re-ask]", m.get("content")))
+        else:
+            if retries:
+                out.append(f"  ({retries} earlier repl{'y' if retries == 1 else 'ies'} re-asked; not kept for a role's last turn)")
+            out.append(_block("[reply]", t.get("raw")))
+        if t["valid"]:
+            out.append("  -> action " + _clean(_compact(t.get("action"))))
+        else:
+            out.append("  -> parse error: " + _clean(t.get("error")))
+        if t.get("metrics"):
+            out.append("  metrics " + _compact(t["metrics"]))
+        start = len(messages) + 2 * retries + 1 if nxt is not None else len(messages)
+    return out
