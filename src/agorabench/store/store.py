@@ -160,12 +160,7 @@ class Store:
                 if missing:
                     raise StoreError(f"{shown} is not an agorabench database (no table {sorted(missing)[0]})")
             else:
-                try:
-                    metadata.create_all(self.engine)
-                except sa.exc.OperationalError as exc:  # another process created them meanwhile
-                    if "already exists" not in str(exc):
-                        raise
-                    metadata.create_all(self.engine)
+                _create_tables(self.engine)
         except StoreError:
             raise
         except (ImportError, sa.exc.NoSuchModuleError) as exc:
@@ -364,6 +359,19 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _create_tables(engine: sa.Engine, attempts: int = 10) -> None:
+    """Create the missing tables and indexes; another process creating the same ones at the
+    same moment ("already exists") only means trying again."""
+    for attempt in range(attempts):
+        try:
+            metadata.create_all(engine)
+            return
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.IntegrityError) as exc:
+            if "already exists" not in str(exc) and "duplicate" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def claim_owner() -> str:
