@@ -1,4 +1,4 @@
-"""Command line: ``agora run | report | export | import | profile | serve``.
+"""Command line: ``agora run | report | export | import | profile | serve | migrate``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 end with a one-line message and exit status 2, never a traceback.
@@ -132,6 +132,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from .store.store import migrate
+
+    if "://" not in args.db and not Path(args.db).exists():
+        raise StudyError(f"database not found: {args.db}")
+    n = migrate(args.db)
+    print(f"migrated {n} games of {args.db} to per-role transcripts" if n else f"{args.db} already has the current layout")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -177,14 +187,20 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
     sv.set_defaults(func=cmd_serve)
+
+    m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")
+    m.add_argument("db", help="SQLite path or database URL")
+    m.set_defaults(func=cmd_migrate)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .store.store import StoreFormatError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except StudyError as exc:
+    except (StudyError, StoreFormatError) as exc:
         print(f"agora: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

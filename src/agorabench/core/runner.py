@@ -18,7 +18,7 @@ from typing import Any
 
 from ..models.base import BackendError, GenerationSettings
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
-from ..store.store import SQLCache, Store
+from ..store.store import GameWriter, SQLCache, Store
 from .agents import LLMAgent
 from .game import Prompts
 from .study import GameSpec, ModelEntry, Study, StudyError
@@ -74,6 +74,7 @@ class Runner:
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
         self.stats = RunStats()
+        self.writer = GameWriter(store, before_commit=getattr(self.cache, "flush", None))  # group commit of finished games
 
     # players ---------------------------------------------------------------
     def _model(self, entry: ModelEntry) -> Model:
@@ -152,7 +153,7 @@ class Runner:
             status, error = "error", str(exc)
         except Exception as exc:  # a bug in a game or strategy must not end the study
             status, error = "error", f"{type(exc).__name__}: {exc}"
-        self.store.save_game(
+        self.writer.save_game(
             id=spec.id,
             study=self.study.name,
             game=spec.game,
@@ -199,9 +200,12 @@ class Runner:
                 await self.play_one(spec)
 
         reporter = asyncio.create_task(self._report_progress(len(todo))) if self.progress else None
+        committer = asyncio.create_task(self._commit_periodically())
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
         finally:
+            committer.cancel()
+            self.writer.flush()
             if reporter:
                 reporter.cancel()
             for model in self.models.values():
@@ -209,6 +213,13 @@ class Runner:
         if self.progress:
             self._print_progress(len(todo), final=True)
         return self.stats
+
+    async def _commit_periodically(self) -> None:
+        """Commit finished games that wait while the games still playing are slow."""
+        while True:
+            await asyncio.sleep(self.writer.interval / 2)
+            if self.writer.due():
+                self.writer.flush()
 
     # progress --------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
