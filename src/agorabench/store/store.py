@@ -425,8 +425,8 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def _dumps(value: Any) -> str:
-    """Compact JSON, non-ASCII text kept as is (a third of the size of escaped Japanese)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """JSON with non-ASCII text kept as is (a third of the size of escaped Japanese)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _jsonable(value: Any) -> Any:
