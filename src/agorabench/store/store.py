@@ -172,8 +172,8 @@ def game_rows(
             "seed": seed,
             "prompt_version": prompt_version,
             "status": status,
-            "outcome": _jsonable(outcome),
-            "metrics": _jsonable(metrics),
+            "outcome": outcome,
+            "metrics": metrics,
             "error": error,
             "n_turns": len(records),
             "n_invalid": sum(1 for t in records if not t.valid),
@@ -191,7 +191,7 @@ def game_rows(
                 "msg_start": start,
                 "msg_count": count,
                 "raw": t.raw,
-                "action": _jsonable(t.action),
+                "action": t.action,
                 "valid": t.valid,
                 "retries": t.retries,
                 "error": t.error,
@@ -200,7 +200,7 @@ def game_rows(
                 "cost": t.cost,
                 "latency": t.latency,
                 "cached": t.cached,
-                "metrics": _jsonable(t.metrics),
+                "metrics": t.metrics,
             }
             for t, (start, count) in zip(records, spans)
         ],
@@ -425,8 +425,13 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def _dumps(value: Any) -> str:
-    """JSON with non-ASCII text kept as is (a third of the size of escaped Japanese)."""
-    return json.dumps(value, ensure_ascii=False)
+    """JSON with non-ASCII text kept as is (a third of the size of escaped Japanese). NaN and
+    infinities become null, numpy scalars numbers (:func:`_jsonable`, only when needed: the
+    common case is one call of the C encoder)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_jsonable(value), ensure_ascii=False)
 
 
 def _jsonable(value: Any) -> Any:
