@@ -23,6 +23,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, models=args.model)
     study.expand()  # a design without games is an error before any database is touched
     db = args.db or _default_db(args.study)
+    if args.executor == "ray":
+        return _run_ray(args, study.name, db)
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet)
     print(
         f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors; "
@@ -31,6 +33,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     for message in stats.error_messages[:5]:
         print(f"  error: {message}", file=sys.stderr)
     return 0 if stats.errors == 0 else 1
+
+
+def _run_ray(args: argparse.Namespace, name: str, db: str) -> int:
+    from .core.executors import run_ray
+
+    if args.workers < 1:
+        raise StudyError("--workers must be at least 1")
+    counts, info = run_ray(args.study, db, models=args.model, workers=args.workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache)
+    print(
+        f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors; "
+        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {db}; "
+        f"ray workers {info['workers']}"
+    )
+    for message in info["error_messages"][:5]:
+        print(f"  error: {message}", file=sys.stderr)
+    return 0 if counts["errors"] == 0 else 1
 
 
 def _store(args: argparse.Namespace):
@@ -153,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
+    r.add_argument("--executor", choices=["async", "ray"], default="async", help="one process (async) or Ray workers")
+    r.add_argument("--workers", type=int, default=4, help="Ray workers (shares of the games), with --executor ray")
+    r.add_argument("--address", help="an existing Ray cluster (default: a local one for the run)")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="write an HTML report of a study")

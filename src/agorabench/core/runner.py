@@ -64,8 +64,10 @@ class Runner:
         concurrency: int = 8,
         cache: ResponseCache | None = None,
         progress: bool = True,
+        only: set[str] | None = None,
     ) -> None:
         self.study = study
+        self.only = only  # play only these game ids (an executor's share of the study)
         self.store = store
         self.concurrency = max(1, concurrency)
         self.cache = cache if cache is not None else SQLCache(store)
@@ -181,6 +183,8 @@ class Runner:
 
     async def run(self) -> RunStats:
         specs = self.study.expand()
+        if self.only is not None:
+            specs = [s for s in specs if s.id in self.only]
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         done = self.store.done_ids(self.study.name)
         specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
