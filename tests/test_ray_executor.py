@@ -83,11 +83,11 @@ def games(db: Path) -> pd.DataFrame:
     return df
 
 
-def test_deal_spreads_games_round_robin():
-    specs = [GameSpec(id=f"g{i}", game="x", config={}, seats={}, repeat=0, seed=i) for i in range(10)]
-    shares = deal(specs, 4)
+def test_deal_spreads_games_round_robin_in_id_order():
+    specs = [GameSpec(id=f"g{i}", game="x", config={}, seats={}, repeat=0, seed=i) for i in (3, 0, 9, 1, 7, 4, 8, 2, 6, 5)]
+    shares = deal(specs, 4)  # in id order, not study order
     assert shares == [["g0", "g4", "g8"], ["g1", "g5", "g9"], ["g2", "g6"], ["g3", "g7"]]
-    assert deal(specs[:2], 4) == [["g0"], ["g1"]]  # no empty shares
+    assert deal(specs[:2], 4) == [["g0"], ["g3"]]  # no empty shares
 
 
 def test_ray_run_matches_one_process_run_and_resumes_after_a_driver_kill(tmp_path):

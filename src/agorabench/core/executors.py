@@ -1,7 +1,7 @@
 """Executors: where a study's games are played.
 
 - ``async`` (the default): one process, one event loop (:func:`agorabench.core.runner.run_study`).
-- ``ray``: the missing games are dealt round-robin into ``workers`` shares, and each share is
+- ``ray``: the missing games are dealt into ``workers`` shares (:func:`deal`), and each share is
   played by a Ray task running the async runner on it, all writing one store and one response
   cache (a database URL, or an SQLite file when the cluster is this machine). The driver only
   expands the study and adds up the results.
@@ -18,6 +18,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,14 @@ from .study import GameSpec, StudyError, load_study
 
 
 def deal(specs: list[GameSpec], workers: int) -> list[list[str]]:
-    """Game ids dealt round-robin into at most ``workers`` non-empty shares (long and short
-    games of a grid are spread evenly)."""
+    """Game ids dealt round-robin in id order into at most ``workers`` non-empty shares.
+
+    Ids are hashes, so id order mixes the study's games: dealing in study order would hand
+    every other game to the same workers, and a grid whose seatings alternate (model A in the
+    seat that calls the model, then a strategy) would give some workers all the slow games."""
     shares: list[list[str]] = [[] for _ in range(max(1, workers))]
-    for i, spec in enumerate(specs):
-        shares[i % len(shares)].append(spec.id)
+    for i, game_id in enumerate(sorted(spec.id for spec in specs)):
+        shares[i % len(shares)].append(game_id)
     return [s for s in shares if s]
 
 
@@ -38,6 +42,7 @@ def play_share(study_path: str, models: list[str] | None, db: str, ids: list[str
     from ..store.store import SQLCache, Store
     from .runner import Runner
 
+    started = time.time()
     study = load_study(study_path, models=models)
     store = Store(db)
     cache_store = Store(cache_db) if cache_db else store
@@ -49,7 +54,7 @@ def play_share(study_path: str, models: list[str] | None, db: str, ids: list[str
         if cache_store is not store:
             cache_store.dispose()
     s = stats
-    return {"played": s.done, "errors": s.errors, "skipped": s.skipped, "turns": s.turns, "error_messages": s.error_messages, "pid": os.getpid(), **runner.summary()}
+    return {"played": s.done, "errors": s.errors, "skipped": s.skipped, "turns": s.turns, "error_messages": s.error_messages, "pid": os.getpid(), "started": started, "seconds": time.time() - started, **runner.summary()}
 
 
 def run_ray(study_path: str, db: str, *, models: list[str] | None = None, workers: int = 4, address: str | None = None, concurrency: int = 8, cache_db: str | None = None) -> tuple[dict[str, int], dict[str, Any]]:
@@ -105,4 +110,5 @@ def run_ray(study_path: str, db: str, *, models: list[str] | None = None, worker
             summary[key] += r[key]
         summary["error_messages"] += r["error_messages"]
     summary["workers"] = len({r["pid"] for r in results})
+    summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]
     return counts, summary
