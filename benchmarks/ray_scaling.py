@@ -28,17 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from agorabench.core.executors import run_ray  # noqa: E402
+from scripted_scale import ENVY_GRID  # noqa: E402
 
-STUDY = """
-name = "ray_bench_{tag}"
-game = "envy.points"
-matchups = "ordered_pairs"
-repeats = {repeats}
-[grid]
-matrix = ["M1", "M2", "M3"]
-peer_status = ["leading", "lagging"]
-margin = ["marginal", "significant"]
-peer_move = ["A", "B", "C", "D"]
+STUDY = 'name = "ray_bench_{tag}"\nrepeats = {repeats}\n' + ENVY_GRID.replace("{", "{{").replace("}", "}}") + """
 [[models]]
 name = "remote"
 spec = "openai/fake"

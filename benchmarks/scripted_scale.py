@@ -31,17 +31,17 @@ from agorabench.core.study import load_study  # noqa: E402
 from agorabench.store.store import SQLCache, Store  # noqa: E402
 
 STRATEGIES = ["always-b", "self-max", "spiteful", "random", "fehr-schmidt"]
-ENVY = """
-name = "bench_scale"
+#: The envy point-allocation design (48 configurations), for study files of the benchmarks.
+ENVY_GRID = """
 game = "envy.points"
 matchups = "ordered_pairs"
-repeats = {repeats}
 [grid]
 matrix = ["M1", "M2", "M3"]
 peer_status = ["leading", "lagging"]
 margin = ["marginal", "significant"]
 peer_move = ["A", "B", "C", "D"]
-""" + "\n".join(f'[[models]]\nname = "{s}"\nspec = "strategy/{s}"\n' for s in STRATEGIES)
+"""
+ENVY = 'name = "bench_scale"\nrepeats = {repeats}\n' + ENVY_GRID + "\n".join(f'[[models]]\nname = "{s}"\nspec = "strategy/{s}"\n' for s in STRATEGIES)
 
 #: Where a function's own time is charged: first matching path fragment wins.
 PARTS = [
