@@ -166,7 +166,7 @@ def test_old_database_is_refused_then_migrated(tmp_path, write_study):
     assert len(df) == len(prompts) and all(json.loads(m) == prompts[g, i] for g, i, m in zip(df.game_id, df.idx, df.messages))
 
 
-def test_group_commit_waits_for_batch_or_flush(tmp_path):
+def test_group_commit_inside_a_run_immediate_commit_outside(tmp_path):
     store = Store(tmp_path / "w.db")
     flushed = []
     writer = GameWriter(store, batch=3, interval=3600, before_commit=lambda: flushed.append(len(writer)))
@@ -174,12 +174,15 @@ def test_group_commit_waits_for_batch_or_flush(tmp_path):
     def save(i, status="done"):
         writer.save_game(id=f"g{i}", study="s", game="x", config={}, seats={"a": "m"}, repeat=0, seed=i, prompt_version="", status=status, outcome={"i": i}, metrics=None, error=None, turn_records=[record(0, "a", [msg(1)])])
 
-    save(0, status="error")
-    save(1)
-    assert store.done_ids("s") == set() and len(writer) == 2  # waiting for the group
-    save(2)  # the third completes a group
-    assert store.done_ids("s") == {"g1", "g2"} and len(writer) == 0 and flushed == [3]
-    save(0)  # a replayed game replaces its error row
-    writer.flush()
-    assert store.done_ids("s") == {"g0", "g1", "g2"}
+    with writer.grouped():
+        save(0, status="error")
+        save(1)
+        assert store.done_ids("s") == set() and len(writer) == 2  # waiting for the group
+        save(2)  # the third completes a group
+        assert store.done_ids("s") == {"g1", "g2"} and len(writer) == 0 and flushed == [3]
+        save(0)  # a replayed game replaces its error row
+        assert store.done_ids("s") == {"g1", "g2"}
+    assert store.done_ids("s") == {"g0", "g1", "g2"}  # the end of the group writes the rest
     assert [t["messages"] for t in store.turns("s", game_id="g0")] == [[msg(1)]]
+    save(3)  # outside a group (a game played on its own): stored at once
+    assert "g3" in store.done_ids("s") and len(writer) == 0

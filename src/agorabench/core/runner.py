@@ -206,10 +206,10 @@ class Runner:
         reporter = asyncio.create_task(self._report_progress(len(todo))) if self.progress else None
         committer = asyncio.create_task(self._commit_periodically())
         try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+            with self.writer.grouped():  # group commit while the study runs; the rest on leaving
+                await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
         finally:
             committer.cancel()
-            self.writer.flush()
             if reporter:
                 reporter.cancel()
             for model in self.models.values():

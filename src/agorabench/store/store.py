@@ -16,12 +16,13 @@ rewrites them in place (:func:`migrate`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import sqlalchemy as sa
 
@@ -312,8 +313,10 @@ def _span(stored: list[dict[str, str]] | None, start: int | None, count: int | N
 class GameWriter:
     """Group commit for finished games, with the same ``save_game`` call as :class:`Store`.
 
-    Games are written together when ``batch`` of them wait or the oldest has waited ``interval``
-    seconds (and by :meth:`flush`, which the runner also calls periodically and at the end). A
+    Outside :meth:`grouped` every game is written at once (a game played on its own, e.g. by the
+    web app, is in the store when ``save_game`` returns). Inside it, games are written together
+    when ``batch`` of them wait or the oldest has waited ``interval`` seconds, by :meth:`flush`
+    (which the runner also calls periodically), and when the block ends. A
     game is in flight until its group is committed: a kill loses at most the games being played
     and those finished within the last ``interval``, and a resume plays exactly those again.
     ``before_commit`` runs first (the runner flushes the response cache there, so every stored
@@ -327,12 +330,23 @@ class GameWriter:
         self.before_commit = before_commit
         self._pending: list[dict[str, Any]] = []
         self._oldest = 0.0
+        self._grouping = 0
+
+    @contextlib.contextmanager
+    def grouped(self) -> Iterator[GameWriter]:
+        """Group the games saved inside the block; whatever waits is written when it ends."""
+        self._grouping += 1
+        try:
+            yield self
+        finally:
+            self._grouping -= 1
+            self.flush()
 
     def save_game(self, **fields: Any) -> None:
         if not self._pending:
             self._oldest = time.monotonic()
         self._pending.append(game_rows(**fields))
-        if len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.interval:
+        if not self._grouping or len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.interval:
             self.flush()
 
     def due(self) -> bool:
