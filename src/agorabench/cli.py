@@ -1,4 +1,4 @@
-"""Command line: ``agora run | report | export | show | import | profile | serve``.
+"""Command line: ``agora run | report | export | show | import | profile | serve | migrate``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 and failures of the database or the file system end with a one-line message and exit status 2,
@@ -27,6 +27,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = load_study(args.study, models=args.model)
     study.expand()  # a design without games is an error before any database is touched
     db = args.db or _default_db(args.study)
+    if args.executor == "ray":
+        return _run_ray(args, study.name, db)
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
@@ -36,6 +38,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     for message in stats.error_messages[:5]:
         print(f"  error: {message}", file=sys.stderr)
     return 0 if stats.errors == 0 else 1
+
+
+def _run_ray(args: argparse.Namespace, name: str, db: str) -> int:
+    from .core.executors import run_ray
+
+    if args.workers < 1:
+        raise StudyError("--workers must be at least 1")
+    counts, info = run_ray(args.study, db, models=args.model, workers=args.workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache)
+    print(
+        f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors; "
+        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {db}; "
+        f"ray workers {info['workers']}"
+    )
+    for message in info["error_messages"][:5]:
+        print(f"  error: {message}", file=sys.stderr)
+    return 0 if counts["errors"] == 0 else 1
 
 
 def _store(args: argparse.Namespace):
@@ -193,6 +211,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from .store.store import migrate
+
+    if "://" not in args.db and not Path(args.db).exists():
+        raise StudyError(f"database not found: {args.db}")
+    n = migrate(args.db)
+    print(f"migrated {n} games of {args.db} to per-role transcripts" if n else f"{args.db} already has the current layout")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
     p.add_argument("--version", action="version", version=f"agora {__version__}")
@@ -206,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     r.add_argument("--no-probe", action="store_true", help="skip the check that each hosted model answers before the study starts")
+    r.add_argument("--executor", choices=["async", "ray"], default="async", help="one process (async) or Ray workers")
+    r.add_argument("--workers", type=int, default=4, help="Ray workers (shares of the games), with --executor ray")
+    r.add_argument("--address", help="an existing Ray cluster (default: a local one for the run)")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="write an HTML report of a study")
@@ -251,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
     sv.set_defaults(func=cmd_serve)
+
+    m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")
+    m.add_argument("db", help="SQLite path or database URL")
+    m.set_defaults(func=cmd_migrate)
     return p
 
 

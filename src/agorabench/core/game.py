@@ -62,6 +62,10 @@ class Game:
         return {}
 
 
+#: How many rendered prompts each :class:`Prompts` keeps for reuse.
+RENDER_MEMO = 4096
+
+
 class Prompts:
     """Prompt templates of one game: one Jinja2 file per prompt, looked up first in a user's
     variant folder (if any), then in the game's own folder."""
@@ -74,8 +78,11 @@ class Prompts:
             keep_trailing_newline=False,
             trim_blocks=True,
             lstrip_blocks=True,
+            auto_reload=False,  # a study's templates do not change while it runs; no stat() per render
         )
         self.version = self._version(folders)
+        self._templates: dict[str, jinja2.Template] = {}
+        self._rendered: dict[tuple[str, str], str] = {}
 
     @staticmethod
     def _version(folders: list[str]) -> str:
@@ -86,7 +93,20 @@ class Prompts:
         return "0"
 
     def render(self, name: str, **values: Any) -> str:
-        return self.env.get_template(f"{name}.j2").render(**values).strip()
+        """The template ``name`` filled with ``values``. Rendering is a pure function of the
+        values, so recent results are reused (keyed by the values' repr): a large study renders
+        the same few prompts for thousands of games."""
+        key = (name, repr(sorted(values.items())))
+        text = self._rendered.get(key)
+        if text is None:
+            template = self._templates.get(name)
+            if template is None:
+                template = self._templates[name] = self.env.get_template(f"{name}.j2")
+            text = template.render(**values).strip()
+            if len(self._rendered) >= RENDER_MEMO:
+                self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
+            self._rendered[key] = text
+        return text
 
 
 #: Registry of games: key -> "module:Class" (imported on first use).

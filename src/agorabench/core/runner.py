@@ -24,7 +24,7 @@ from typing import Any
 from ..models.base import BackendError, GenerationSettings
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
 from ..redact import redact
-from ..store.store import CLAIM_TTL, SQLCache, Store, StoreError, claim_owner
+from ..store.store import CLAIM_TTL, GameWriter, SQLCache, Store, StoreError, claim_owner
 from .agents import LLMAgent
 from .game import Prompts
 from .study import GameSpec, ModelEntry, Study, StudyError
@@ -73,9 +73,11 @@ class Runner:
         cache: ResponseCache | None = None,
         progress: bool = True,
         probe: bool = True,
+        only: set[str] | None = None,
     ) -> None:
         self.study = study
         self.probe = probe
+        self.only = only  # play only these game ids (an executor's share of the study)
         self.store = store
         self.concurrency = max(1, concurrency)
         self.cache = cache if cache is not None else SQLCache(store)
@@ -88,6 +90,7 @@ class Runner:
         self.owner = claim_owner()
         self.claim_ttl = CLAIM_TTL
         self.failure: StoreError | None = None
+        self.writer = GameWriter(store, before_commit=getattr(self.cache, "flush", None))  # group commit of finished games
 
     # players ---------------------------------------------------------------
     def _model(self, entry: ModelEntry) -> Model:
@@ -188,7 +191,7 @@ class Runner:
             status, error = "error", redact(str(exc))
         except Exception as exc:  # a bug in a game or strategy must not end the study
             status, error = "error", redact(f"{type(exc).__name__}: {exc}")
-        self.store.save_game(
+        self.writer.save_game(
             id=spec.id,
             study=self.study.name,
             game=spec.game,
@@ -216,6 +219,8 @@ class Runner:
 
     async def run(self) -> RunStats:
         specs = self.study.expand()
+        if self.only is not None:
+            specs = [s for s in specs if s.id in self.only]
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         done = self.store.done_ids(self.study.name)
         specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
@@ -246,10 +251,20 @@ class Runner:
 
         reporter = asyncio.create_task(self._report_progress(len(todo))) if self.progress else None
         beat = asyncio.create_task(self._heartbeat())
+        committer = asyncio.create_task(self._commit_periodically())
         try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+            try:
+                with self.writer.grouped():  # group commit while the study runs; the rest on leaving
+                    await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+            except StoreError as exc:
+                self.failure = self.failure or exc
+            try:
+                self.store.release_all(self.owner)
+            except Exception:  # the claims expire by themselves
+                pass
         finally:
             beat.cancel()
+            committer.cancel()
             if reporter:
                 reporter.cancel()
             for model in self.models.values():
@@ -278,13 +293,9 @@ class Runner:
         if not mine:
             self.stats.claimed_elsewhere += 1
             return
-        try:
-            await self.play_one(spec)
-        finally:
-            try:
-                self.store.release(spec.id, self.owner)
-            except Exception:  # the claim expires by itself
-                pass
+        # The claim is kept until the run ends: with group commit a played game may still wait
+        # to be written, and a released claim would let another process play it again.
+        await self.play_one(spec)
 
     async def _heartbeat(self) -> None:
         """Keep this process's claims alive while it runs."""
@@ -294,6 +305,17 @@ class Runner:
                 self.store.heartbeat(self.owner)
             except Exception:  # a busy or full database: the next beat tries again
                 pass
+
+    async def _commit_periodically(self) -> None:
+        """Commit finished games that wait while the games still playing are slow."""
+        while True:
+            await asyncio.sleep(self.writer.interval / 2)
+            if self.writer.due():
+                try:
+                    self.writer.flush()
+                except StoreError as exc:
+                    self.failure = self.failure or exc
+                    return
 
     # progress --------------------------------------------------------------
     def summary(self) -> dict[str, Any]:

@@ -155,7 +155,7 @@ class Table:
         usage = Usage()
         latency = 0.0
         cached = True
-        messages_at_ask = [dict(m) for m in self.transcripts[role]]
+        messages_at_ask = list(self.transcripts[role])  # messages are never changed in place, only replaced
         while True:
             request = TurnRequest(role, list(self.transcripts[role]), prompt, action_type, retries, self._player_rngs[role], error)
             started = time.perf_counter()

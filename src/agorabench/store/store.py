@@ -12,10 +12,22 @@ goes through :func:`_safe`, so no API key, URL credential or unencodable charact
 (reports and exports of an archived or shared database). The ``claims`` table lets several
 processes run one study together: each game is claimed before it is played, a claim is kept
 alive by a heartbeat, and the claims of a crashed process expire.
+
+:class:`GameWriter` groups the games that finish close together
+into one transaction (group commit); a game counts as in flight until its group is committed.
+
+Storage grows linearly with a game's length: each role's messages are stored once per game
+(table ``transcripts``, one JSON list per game and role), and a turn stores only where its prompt
+lies in that list (``msg_start``, ``msg_count``). :meth:`Store.turn_messages` and
+:meth:`Store.turns` give back every turn's full prompt. Databases written before this layout
+(a ``turns.messages`` column) are refused with a message naming ``agora migrate DB``, which
+rewrites them in place (:func:`migrate`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import re
@@ -23,8 +35,9 @@ import socket
 import time
 import uuid
 from urllib.parse import quote
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import sqlalchemy as sa
 
@@ -76,7 +89,8 @@ turns = sa.Table(
     sa.Column("idx", sa.Integer, primary_key=True),
     sa.Column("role", sa.String(50), nullable=False),
     sa.Column("phase", sa.String(100)),
-    sa.Column("messages", sa.JSON),
+    sa.Column("msg_start", sa.Integer),  # the prompt is transcripts[game_id, role][msg_start : msg_start + msg_count]
+    sa.Column("msg_count", sa.Integer),
     sa.Column("raw", sa.Text),
     sa.Column("action", sa.JSON(none_as_null=True)),
     sa.Column("valid", sa.Boolean, nullable=False),
@@ -88,6 +102,14 @@ turns = sa.Table(
     sa.Column("latency", sa.Float, default=0.0),
     sa.Column("cached", sa.Boolean, default=False),
     sa.Column("metrics", sa.JSON(none_as_null=True)),
+)
+
+transcripts = sa.Table(
+    "transcripts",
+    metadata,
+    sa.Column("game_id", sa.String(64), sa.ForeignKey("games.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("role", sa.String(50), primary_key=True),
+    sa.Column("messages", sa.JSON, nullable=False),  # every message the role's turns were shown, each once
 )
 
 cache = sa.Table(
@@ -130,8 +152,109 @@ def _problem(exc: BaseException) -> str:
 DB_ERRORS = (sa.exc.SQLAlchemyError, OSError, OverflowError, ImportError)
 
 
+class StoreFormatError(StoreError):
+    """The database was written in an older layout; the message says what to do."""
+
+
+def layout(records: Iterable[TurnRecord]) -> tuple[dict[str, list[dict[str, str]]], list[tuple[int, int]]]:
+    """Each role's messages stored once, and every turn's prompt as ``(start, count)`` in them.
+
+    A role's turns usually see one growing transcript, so turn k's prompt is a prefix of turn
+    k+1's and the role's list is simply the longest prompt. A prompt that neither extends nor
+    repeats the current run of messages (a game that reset a role's transcript) starts a new run
+    at the end of the list, so any sequence of prompts is stored exactly, at worst in full.
+    """
+    stored: dict[str, list[dict[str, str]]] = {}
+    runs: dict[str, tuple[int, list[dict[str, str]]]] = {}  # role -> (start, current run)
+    spans: list[tuple[int, int]] = []
+    for t in records:
+        msgs = list(t.messages or [])
+        role_list = stored.setdefault(t.role, [])
+        start, run = runs.get(t.role, (0, []))
+        n, m = len(run), len(msgs)
+        if m >= n and msgs[:n] == run:  # extends (or equals) the current run
+            role_list.extend(msgs[n:])
+            runs[t.role] = (start, msgs)
+        elif m < n and run[:m] == msgs:  # repeats a prefix of it
+            pass
+        else:  # a new run
+            start = len(role_list)
+            role_list.extend(msgs)
+            runs[t.role] = (start, msgs)
+        spans.append((start, m))
+    return stored, spans
+
+
+def game_rows(
+    *,
+    id: str,
+    study: str,
+    game: str,
+    config: dict[str, Any],
+    seats: dict[str, str],
+    repeat: int,
+    seed: int,
+    prompt_version: str,
+    status: str,
+    outcome: dict[str, Any] | None,
+    metrics: dict[str, float] | None,
+    error: str | None,
+    turn_records: Iterable[TurnRecord],
+    started: float | None = None,
+    source: str = "run",
+    finished: float | None = None,
+) -> dict[str, Any]:
+    """A finished game as the rows :meth:`Store.save_games` writes (game, transcripts, turns)."""
+    records = list(turn_records)
+    stored, spans = layout(records)
+    return {
+        "game": {
+            "id": id,
+            "study": study,
+            "game": game,
+            "config": config,
+            "seats": seats,
+            "repeat": repeat,
+            "seed": seed,
+            "prompt_version": prompt_version,
+            "status": status,
+            "outcome": _safe(outcome),
+            "metrics": metrics,
+            "error": _safe(error),
+            "n_turns": len(records),
+            "n_invalid": sum(1 for t in records if not t.valid),
+            "source": source,
+            "started": started,
+            "finished": finished if finished is not None else time.time(),
+        },
+        "transcripts": [{"game_id": id, "role": role, "messages": _safe(msgs)} for role, msgs in stored.items() if msgs],
+        "turns": [
+            {
+                "game_id": id,
+                "idx": t.index,
+                "role": t.role,
+                "phase": t.phase,
+                "msg_start": start,
+                "msg_count": count,
+                "raw": _safe(t.raw),
+                "action": _safe(t.action),
+                "valid": t.valid,
+                "retries": t.retries,
+                "error": _safe(t.error),
+                "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens,
+                "cost": t.cost,
+                "latency": t.latency,
+                "cached": t.cached,
+                "metrics": t.metrics,
+            }
+            for t, (start, count) in zip(records, spans)
+        ],
+    }
+
+
 class Store:
-    def __init__(self, db: str | Path, read_only: bool = False) -> None:
+    def __init__(self, db: str | Path, read_only: bool = False, check_format: bool = True) -> None:
         url = _url(db)
         self.read_only = read_only
         shown = redact(str(db))
@@ -151,10 +274,13 @@ class Store:
                     path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise StoreError(f"cannot create the folder of database {shown}: {exc.strerror or exc}") from None
+        self.db = str(db)
         try:
-            self.engine = sa.create_engine(url, future=True)
+            self.engine = sa.create_engine(url, future=True, json_serializer=_dumps)
             if self.engine.dialect.name == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas_ro if read_only else _sqlite_pragmas)
+            if check_format and self.legacy_layout():
+                raise StoreFormatError(f"{shown} stores every turn's whole prompt (the layout before per-role transcripts); upgrade it in place with `agora migrate {shown}`")
             if read_only:
                 missing = {"studies", "games", "turns"} - set(sa.inspect(self.engine).get_table_names())
                 if missing:
@@ -169,6 +295,11 @@ class Store:
             raise StoreError(f"cannot open database {shown}: not a SQLite path or database URL ({_problem(exc)})") from None
         except DB_ERRORS as exc:
             raise StoreError(f"cannot open database {shown}: {_problem(exc)} (is it a database file, complete, and is the server reachable?)") from None
+
+    def legacy_layout(self) -> bool:
+        """Whether the database has the old ``turns.messages`` column (see :func:`migrate`)."""
+        inspector = sa.inspect(self.engine)
+        return inspector.has_table("turns") and "messages" in {c["name"] for c in inspector.get_columns("turns")}
 
     # studies ---------------------------------------------------------------
     def save_study(self, name: str, game: str, spec: dict[str, Any]) -> None:
@@ -185,83 +316,35 @@ class Store:
             rows = conn.execute(sa.select(games.c.id).where(games.c.study == study, games.c.status == "done"))
             return {r[0] for r in rows}
 
-    def save_game(
-        self,
-        *,
-        id: str,
-        study: str,
-        game: str,
-        config: dict[str, Any],
-        seats: dict[str, str],
-        repeat: int,
-        seed: int,
-        prompt_version: str,
-        status: str,
-        outcome: dict[str, Any] | None,
-        metrics: dict[str, float] | None,
-        error: str | None,
-        turn_records: Iterable[TurnRecord],
-        started: float | None = None,
-        source: str = "run",
-    ) -> None:
-        """Replace the game's row and turns in one transaction (redacted); StoreError if the
-        database refuses it (disk full, a value it cannot hold)."""
-        records = list(turn_records)
-        try:
-            self._save_game(id, study, game, config, seats, repeat, seed, prompt_version, status, outcome, metrics, error, records, started, source)
-        except DB_ERRORS as exc:
-            raise StoreError(f"could not store game {id}: {_problem(exc)}") from None
+    def save_game(self, **fields: Any) -> None:
+        """Replace the game's row, transcripts and turns in one transaction (fields: :func:`game_rows`)."""
+        self.save_games([game_rows(**fields)])
 
-    def _save_game(self, id, study, game, config, seats, repeat, seed, prompt_version, status, outcome, metrics, error, records, started, source) -> None:
+    def save_games(self, batch: list[dict[str, Any]]) -> None:
+        """Write several finished games (from :func:`game_rows`) in one transaction, replacing
+        earlier rows of the same ids (a game that ended in an error and was played again)."""
+        if not batch:
+            return
+        ids = [g["game"]["id"] for g in batch]
+        try:
+            self._save_games(ids, batch)
+        except DB_ERRORS as exc:
+            raise StoreError(f"could not store game {ids[0] if len(ids) == 1 else f'{ids[0]} (and {len(ids) - 1} more)'}: {_problem(exc)}") from None
+
+    def _save_games(self, ids: list[str], batch: list[dict[str, Any]]) -> None:
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(turns).where(turns.c.game_id == id))
-            conn.execute(sa.delete(games).where(games.c.id == id))
-            conn.execute(
-                sa.insert(games).values(
-                    id=id,
-                    study=study,
-                    game=game,
-                    config=config,
-                    seats=seats,
-                    repeat=repeat,
-                    seed=seed,
-                    prompt_version=prompt_version,
-                    status=status,
-                    outcome=_safe(_jsonable(outcome)),
-                    metrics=_jsonable(metrics),
-                    error=_safe(error),
-                    n_turns=len(records),
-                    n_invalid=sum(1 for t in records if not t.valid),
-                    source=source,
-                    started=started,
-                    finished=time.time(),
-                )
-            )
-            if records:
-                conn.execute(
-                    sa.insert(turns),
-                    [
-                        {
-                            "game_id": id,
-                            "idx": t.index,
-                            "role": t.role,
-                            "phase": t.phase,
-                            "messages": _safe(t.messages),
-                            "raw": _safe(t.raw),
-                            "action": _safe(_jsonable(t.action)),
-                            "valid": t.valid,
-                            "retries": t.retries,
-                            "error": _safe(t.error),
-                            "prompt_tokens": t.prompt_tokens,
-                            "completion_tokens": t.completion_tokens,
-                            "cost": t.cost,
-                            "latency": t.latency,
-                            "cached": t.cached,
-                            "metrics": _jsonable(t.metrics),
-                        }
-                        for t in records
-                    ],
-                )
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                conn.execute(sa.delete(turns).where(turns.c.game_id.in_(chunk)))
+                conn.execute(sa.delete(transcripts).where(transcripts.c.game_id.in_(chunk)))
+                conn.execute(sa.delete(games).where(games.c.id.in_(chunk)))
+            conn.execute(sa.insert(games), [g["game"] for g in batch])
+            rows = [r for g in batch for r in g["transcripts"]]
+            if rows:
+                conn.execute(sa.insert(transcripts), rows)
+            rows = [r for g in batch for r in g["turns"]]
+            if rows:
+                conn.execute(sa.insert(turns), rows)
 
     def games(self, study: str | None = None) -> list[dict[str, Any]]:
         q = sa.select(games).order_by(games.c.id)
@@ -270,14 +353,32 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
-    def turns(self, study: str | None = None, game_id: str | None = None) -> list[dict[str, Any]]:
+    def turns(self, study: str | None = None, game_id: str | None = None, messages: bool = True) -> list[dict[str, Any]]:
+        """Turn rows in game and turn order; ``messages`` holds each turn's full prompt unless
+        ``messages=False`` (then only ``msg_start`` / ``msg_count``)."""
         q = sa.select(turns, games.c.study).join(games, games.c.id == turns.c.game_id).order_by(turns.c.game_id, turns.c.idx)
+        tq = sa.select(transcripts.c.game_id, transcripts.c.role, transcripts.c.messages).join(games, games.c.id == transcripts.c.game_id)
         if study is not None:
-            q = q.where(games.c.study == study)
+            q, tq = q.where(games.c.study == study), tq.where(games.c.study == study)
         if game_id is not None:
-            q = q.where(turns.c.game_id == game_id)
+            q, tq = q.where(turns.c.game_id == game_id), tq.where(transcripts.c.game_id == game_id)
         with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(q)]
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+            if messages:
+                stored = {(g, role): msgs for g, role, msgs in conn.execute(tq)}
+                for r in rows:
+                    r["messages"] = _span(stored.get((r["game_id"], r["role"])), r["msg_start"], r["msg_count"])
+        return rows
+
+    def turn_messages(self, game_id: str, idx: int) -> list[dict[str, str]]:
+        """The full prompt (chat messages) that turn ``idx`` of a game was shown; KeyError if
+        there is no such turn."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(turns.c.role, turns.c.msg_start, turns.c.msg_count).where(turns.c.game_id == game_id, turns.c.idx == idx)).first()
+            if row is None:
+                raise KeyError(f"no turn {idx} in game {game_id!r}")
+            msgs = conn.execute(sa.select(transcripts.c.messages).where(transcripts.c.game_id == game_id, transcripts.c.role == row.role)).scalar()
+        return _span(msgs, row.msg_start, row.msg_count)
 
     # claims ------------------------------------------------------------------
     def claim(self, game_id: str, study: str, owner: str, ttl: float = CLAIM_TTL) -> bool:
@@ -313,6 +414,11 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(claims).where(claims.c.game_id == game_id, claims.c.owner == owner))
 
+    def release_all(self, owner: str) -> None:
+        """Drop every claim of ``owner`` (at the end of its run, once its games are stored)."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(claims).where(claims.c.owner == owner))
+
     def is_done(self, game_id: str) -> bool:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(games.c.id).where(games.c.id == game_id, games.c.status == "done")).first() is not None
@@ -323,6 +429,110 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _span(stored: list[dict[str, str]] | None, start: int | None, count: int | None) -> list[dict[str, str]]:
+    if not stored or not count:
+        return []
+    return stored[start or 0 : (start or 0) + count]
+
+
+class GameWriter:
+    """Group commit for finished games, with the same ``save_game`` call as :class:`Store`.
+
+    Outside :meth:`grouped` every game is written at once (a game played on its own, e.g. by the
+    web app, is in the store when ``save_game`` returns). Inside it, games are written together
+    when ``batch`` of them wait or the oldest has waited ``interval`` seconds, by :meth:`flush`
+    (which the runner also calls periodically), and when the block ends. A
+    game is in flight until its group is committed: a kill loses at most the games being played
+    and those finished within the last ``interval``, and a resume plays exactly those again.
+    ``before_commit`` runs first (the runner flushes the response cache there, so every stored
+    game's answers are in the cache).
+    """
+
+    def __init__(self, store: Store, batch: int = 256, interval: float = 0.5, before_commit: Callable[[], None] | None = None) -> None:
+        self.store = store
+        self.batch = batch
+        self.interval = interval
+        self.before_commit = before_commit
+        self._pending: list[dict[str, Any]] = []
+        self._oldest = 0.0
+        self._grouping = 0
+
+    @contextlib.contextmanager
+    def grouped(self) -> Iterator[GameWriter]:
+        """Group the games saved inside the block; whatever waits is written when it ends."""
+        self._grouping += 1
+        try:
+            yield self
+        finally:
+            self._grouping -= 1
+            self.flush()
+
+    def save_game(self, **fields: Any) -> None:
+        if not self._pending:
+            self._oldest = time.monotonic()
+        self._pending.append(game_rows(**fields))
+        if not self._grouping or len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.interval:
+            self.flush()
+
+    def due(self) -> bool:
+        """Whether the oldest waiting game has waited ``interval`` seconds."""
+        return bool(self._pending) and time.monotonic() - self._oldest >= self.interval
+
+    def flush(self) -> None:
+        if self.before_commit is not None:
+            self.before_commit()
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        self.store.save_games(pending)
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+
+def migrate(db: str | Path) -> int:
+    """Rewrite a database of the old layout (each turn holding its whole prompt in
+    ``turns.messages``) into per-role transcripts plus spans, in place and in one transaction;
+    SQLite files are vacuumed afterwards to return the space. Returns the number of games
+    rewritten (0 when the database already has the current layout)."""
+    store = Store(db, check_format=False)
+    try:
+        if not store.legacy_layout():
+            metadata.create_all(store.engine)
+            return 0
+        metadata.create_all(store.engine)  # adds the transcripts table
+        old = sa.table("turns", sa.column("game_id"), sa.column("idx"), sa.column("role"), sa.column("messages", sa.JSON))
+        n = 0
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("ALTER TABLE turns ADD COLUMN msg_start INTEGER"))
+            conn.execute(sa.text("ALTER TABLE turns ADD COLUMN msg_count INTEGER"))
+            ids = conn.execute(sa.select(old.c.game_id).distinct()).scalars().all()
+            select = sa.select(old.c.idx, old.c.role, old.c.messages).where(old.c.game_id == sa.bindparam("g")).order_by(old.c.idx)
+            update = sa.update(turns).where(turns.c.game_id == sa.bindparam("g"), turns.c.idx == sa.bindparam("i")).values(msg_start=sa.bindparam("s"), msg_count=sa.bindparam("c"))
+            for game_id in ids:  # one game at a time: a big database never sits in memory
+                group = conn.execute(select, {"g": game_id}).all()
+                stored, spans = layout([_Prompt(role, msgs or []) for _, role, msgs in group])
+                if any(stored.values()):
+                    conn.execute(sa.insert(transcripts), [{"game_id": game_id, "role": role, "messages": msgs} for role, msgs in stored.items() if msgs])
+                conn.execute(update, [{"g": game_id, "i": idx, "s": s, "c": c} for (idx, _, _), (s, c) in zip(group, spans)])
+                n += 1
+            conn.execute(sa.text("ALTER TABLE turns DROP COLUMN messages"))
+        if store.engine.dialect.name == "sqlite":
+            with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(sa.text("VACUUM"))
+        return n
+    finally:
+        store.dispose()
+
+
+@dataclass
+class _Prompt:
+    """The two fields of a turn that :func:`layout` reads."""
+
+    role: str
+    messages: list[dict[str, str]]
 
 
 class SQLCache:
@@ -413,6 +623,16 @@ def _safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_safe(v) for v in value]
     return value
+
+
+def _dumps(value: Any) -> str:
+    """JSON with non-ASCII text kept as is (a third of the size of escaped Japanese). NaN and
+    infinities become null, numpy scalars numbers (:func:`_jsonable`, only when needed: the
+    common case is one call of the C encoder)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_jsonable(value), ensure_ascii=False)
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,0 +1,114 @@
+"""Executors: where a study's games are played.
+
+- ``async`` (the default): one process, one event loop (:func:`agorabench.core.runner.run_study`).
+- ``ray``: the missing games are dealt into ``workers`` shares (:func:`deal`), and each share is
+  played by a Ray task running the async runner on it, all writing one store and one response
+  cache (a database URL, or an SQLite file when the cluster is this machine). The driver only
+  expands the study and adds up the results.
+
+Nothing is lost to a kill: every task commits its finished games as the one-process runner does,
+a task whose worker dies is retried by Ray and skips the games already stored, and a run started
+again after the driver was killed plays only the games still missing. The games and their seeds
+do not depend on the executor, so the dataset is that of a one-process run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .study import GameSpec, StudyError, load_study
+
+
+def deal(specs: list[GameSpec], workers: int) -> list[list[str]]:
+    """Game ids dealt round-robin in id order into at most ``workers`` non-empty shares.
+
+    Ids are hashes, so id order mixes the study's games: dealing in study order would hand
+    every other game to the same workers, and a grid whose seatings alternate (model A in the
+    seat that calls the model, then a strategy) would give some workers all the slow games."""
+    shares: list[list[str]] = [[] for _ in range(max(1, workers))]
+    for i, game_id in enumerate(sorted(spec.id for spec in specs)):
+        shares[i % len(shares)].append(game_id)
+    return [s for s in shares if s]
+
+
+def play_share(study_path: str, models: list[str] | None, db: str, ids: list[str], concurrency: int, cache_db: str | None) -> dict[str, Any]:
+    """Play the games ``ids`` of a study with the async runner (the body of one Ray task)."""
+    from ..store.store import SQLCache, Store
+    from .runner import Runner
+
+    started = time.time()
+    study = load_study(study_path, models=models)
+    store = Store(db)
+    cache_store = Store(cache_db) if cache_db else store
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=False, only=set(ids))
+    try:
+        stats = asyncio.run(runner.run())
+    finally:
+        store.dispose()
+        if cache_store is not store:
+            cache_store.dispose()
+    s = stats
+    return {"played": s.done, "errors": s.errors, "skipped": s.skipped, "turns": s.turns, "error_messages": s.error_messages, "pid": os.getpid(), "started": started, "seconds": time.time() - started, **runner.summary()}
+
+
+def run_ray(study_path: str, db: str, *, models: list[str] | None = None, workers: int = 4, address: str | None = None, concurrency: int = 8, cache_db: str | None = None) -> tuple[dict[str, int], dict[str, Any]]:
+    """Play a study's missing games over Ray; returns (counts, model summary) like the CLI prints.
+
+    ``address`` names an existing cluster (``ray://host:10001`` or ``auto``); without it a local
+    cluster of ``workers`` CPUs is started for the run and stopped after it. The store must then
+    be reachable from every worker: a database URL, or an SQLite path on a shared disk.
+    """
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise StudyError("--executor ray needs Ray: pip install 'agorabench[ray]'") from None
+    from ..store.store import Store
+
+    study = load_study(study_path, models=models)
+    specs = study.expand()
+    store = Store(db)
+    try:
+        store.save_study(study.name, "+".join(study.file.games), study.file.model_dump(mode="json"))
+        done = store.done_ids(study.name)
+    finally:
+        store.dispose()
+    todo = [s for s in specs if s.id not in done]
+    counts = {"total": len(specs), "skipped": len(specs) - len(todo), "played": 0, "errors": 0}
+    summary: dict[str, Any] = {"calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
+    if not todo:
+        return counts, summary
+    db = db if "://" in db else str(Path(db).resolve())
+    cache_db = cache_db if cache_db is None or "://" in cache_db else str(Path(cache_db).resolve())
+    env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")) if p)}}
+    started_here, temp = not ray.is_initialized(), None
+    if started_here:
+        if address:
+            ray.init(address=address, runtime_env=env, log_to_driver=False)
+        else:
+            temp = tempfile.mkdtemp(prefix="agora-ray-")
+            ray.init(num_cpus=workers, include_dashboard=False, _temp_dir=temp, runtime_env=env, log_to_driver=False)
+    try:
+        task = ray.remote(max_retries=3, num_cpus=1)(play_share)
+        shares = deal(todo, workers)
+        refs = [task.remote(str(Path(study_path).resolve()), models, db, ids, concurrency, cache_db) for ids in shares]
+        results = ray.get(refs)
+    finally:
+        if started_here:
+            ray.shutdown()
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+    for r in results:
+        counts["played"] += r["played"]
+        counts["errors"] += r["errors"]
+        for key in ("calls", "cache_hits", "tokens", "cost"):
+            summary[key] += r[key]
+        summary["error_messages"] += r["error_messages"]
+    summary["workers"] = len({r["pid"] for r in results})
+    summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]
+    return counts, summary
