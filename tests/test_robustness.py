@@ -149,22 +149,26 @@ def test_an_offer_far_above_the_money_at_stake_is_invalid():
 # 2. store errors ---------------------------------------------------------------------------
 
 def test_disk_full_stops_the_run_cleanly_and_a_rerun_finishes(tmp_path, write_study, monkeypatch, capsys):
+    from agorabench.store.store import GameWriter
+
     path = write_study(SCRIPTED)
     db = tmp_path / "full.db"
-    real = Store._save_game
+    real = Store._save_games
     saved = {"n": 0}
 
-    def fill_up(self, *args):
-        if saved["n"] >= 5:
+    def fill_up(self, ids, batch):
+        if saved["n"] + len(ids) > 5:
             raise sa.exc.OperationalError("INSERT INTO games", {}, sqlite3.OperationalError("database or disk is full"))
-        saved["n"] += 1
-        return real(self, *args)
+        saved["n"] += len(ids)
+        return real(self, ids, batch)
 
-    monkeypatch.setattr(Store, "_save_game", fill_up)
+    # one game per commit, so exactly the first five games fit before the disk is "full"
+    monkeypatch.setattr(GameWriter.__init__, "__defaults__", (1, 0.5, None))
+    monkeypatch.setattr(Store, "_save_games", fill_up)
     rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--concurrency", "1")
     one_line_error(rc, err, "disk is full", "run the study again")
     assert sqlite3.connect(db).execute("select count(*) from games where status = 'done'").fetchone()[0] == 5
-    monkeypatch.setattr(Store, "_save_game", real)
+    monkeypatch.setattr(Store, "_save_games", real)
     rc, out, _ = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
     assert rc == 0 and "24 games, 5 already done, 19 played, 0 errors" in out, out
 
