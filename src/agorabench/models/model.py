@@ -1,9 +1,11 @@
-"""A model as the runner uses it: response cache -> concurrency limiter -> retries -> backend.
+"""A model as the runner uses it: response cache -> retries -> adaptive concurrency limit ->
+per-minute budgets -> backend.
 
 Cache key: backend identity, full messages, generation settings and the sample index, so a
 study replayed from the cache makes no calls and yields the same outcomes at any concurrency.
 Retries: transient faults and rate limits are retried with exponential backoff; a rate limit's
 Retry-After is honoured; non-retryable errors fail at once.
+Limits: see :mod:`agorabench.models.limits` (AIMD on rate limits, requests/tokens per minute).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .base import Backend, BackendError, Completion, GenerationSettings
+from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
 
 
 class ResponseCache(Protocol):
@@ -38,13 +41,16 @@ class RetryPolicy:
 
 @dataclass
 class Pricing:
-    """Dollars per million tokens."""
+    """Dollars per million tokens; prompt tokens served from the server's prompt cache at
+    ``cached_input`` (the input price when None)."""
 
     input: float = 0.0
     output: float = 0.0
+    cached_input: float | None = None
 
     def cost(self, c: Completion) -> float:
-        return (c.prompt_tokens * self.input + c.completion_tokens * self.output) / 1e6
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((c.prompt_tokens - c.cached_tokens) * self.input + c.cached_tokens * cached_price + c.completion_tokens * self.output) / 1e6
 
 
 class Model:
@@ -56,17 +62,22 @@ class Model:
         max_concurrency: int = 16,
         retry: RetryPolicy | None = None,
         pricing: Pricing | None = None,
+        rate: RateLimiter | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.backend = backend
         self.settings = settings or GenerationSettings()
         self.cache = cache
         self.retry = retry or RetryPolicy()
         self.pricing = pricing or Pricing()
-        self._limit = asyncio.Semaphore(1 if backend.serialized else max_concurrency)
+        self.limit = AdaptiveLimit(1 if backend.serialized else max_concurrency, adaptive=adaptive and not backend.serialized)
+        self.rate = rate
         self.calls = 0  # requests that reached the backend
         self.cache_hits = 0
         self.retries = 0
+        self.rate_limited = 0  # answers that were rate limits
         self.prompt_tokens = 0
+        self.cached_tokens = 0  # prompt tokens the server served from its prompt cache
         self.completion_tokens = 0
         self.cost = 0.0
 
@@ -91,21 +102,42 @@ class Model:
         while True:
             attempt += 1
             try:
-                async with self._limit:
-                    self.calls += 1
-                    completion = await self.backend.complete(messages, settings)
+                completion = await self._call(messages, settings)
                 break
             except BackendError as exc:
+                self.rate_limited += exc.rate_limited
                 if not exc.retryable or attempt >= self.retry.max_attempts:
                     raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
                 self.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt, exc))
         self.prompt_tokens += completion.prompt_tokens
+        self.cached_tokens += completion.cached_tokens
         self.completion_tokens += completion.completion_tokens
         self.cost += self.pricing.cost(completion)
         if self.cache is not None:
             self.cache.put(key, self.backend.identity, completion)
         return completion
+
+    async def _call(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        """One request under the concurrency limit and the per-minute budgets."""
+        epoch = await self.limit.acquire()
+        rate_limited, ok = False, False
+        reserved = estimate_tokens(messages, settings.max_tokens) if self.rate is not None else 0
+        used = 0
+        try:
+            if self.rate is not None:
+                await self.rate.acquire(reserved)
+            self.calls += 1
+            completion = await self.backend.complete(messages, settings)
+            used, ok = completion.prompt_tokens + completion.completion_tokens, True
+            return completion
+        except BackendError as exc:
+            rate_limited = exc.rate_limited
+            raise
+        finally:
+            if self.rate is not None:
+                self.rate.settle(reserved, used)
+            await self.limit.release(epoch, rate_limited=rate_limited, ok=ok)
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -1,15 +1,30 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp server, Ollama,
-OpenRouter, DeepSeek, ...) through the official ``openai`` SDK.
+OpenRouter, DeepSeek, ...), by one of two transports speaking the same wire format:
 
-The SDK's own retries are off: retry decisions belong to :mod:`agorabench.models.retry`, which
-tells rate limits from transient faults and honours Retry-After."""
+- ``lean`` (default): one aiohttp session, request and response bodies through orjson, no
+  response models. About a third of the client CPU per call of the SDK (benchmarks/README.md),
+  which matters when a fast backend answers hundreds of calls per second.
+- ``sdk``: the official ``openai`` SDK with its aiohttp transport.
+
+Retries are never the transport's: :class:`agorabench.models.model.Model` retries, telling rate
+limits from transient faults and honouring Retry-After."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import time
+from typing import Any, Mapping
 
 import openai
+
+try:
+    import orjson
+
+    _dumps, _loads = orjson.dumps, orjson.loads
+except ImportError:  # pragma: no cover - orjson is a dependency; plain json still works
+    _dumps, _loads = (lambda v: json.dumps(v).encode()), json.loads
 
 from .base import BackendError, Completion, GenerationSettings
 
@@ -68,10 +83,12 @@ class OpenAICompatBackend:
             raise BackendError("the server returned no choices", retryable=True)
         choice = resp.choices[0]
         usage = resp.usage
+        details = getattr(usage, "prompt_tokens_details", None)
         return Completion(
             text=choice.message.content or "",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
             latency=latency,
             finish_reason=choice.finish_reason or "stop",
         )
@@ -97,8 +114,106 @@ class OpenAICompatBackend:
         await self.client.close()
 
 
+def completion_from_json(data: Mapping[str, Any], latency: float) -> Completion:
+    """A chat-completions response body as a :class:`Completion`; prompt-cache hits from
+    ``usage.prompt_tokens_details.cached_tokens`` where the server reports them."""
+    choices = data.get("choices") or []
+    if not choices:
+        raise BackendError("the server returned no choices", retryable=True)
+    choice = choices[0]
+    usage = data.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
+    return Completion(
+        text=(choice.get("message") or {}).get("content") or "",
+        prompt_tokens=usage.get("prompt_tokens") or 0,
+        completion_tokens=usage.get("completion_tokens") or 0,
+        cached_tokens=details.get("cached_tokens") or 0,
+        latency=latency,
+        finish_reason=choice.get("finish_reason") or "stop",
+    )
+
+
+class LeanOpenAIBackend(OpenAICompatBackend):
+    """The same requests as :class:`OpenAICompatBackend`, sent over one aiohttp session with
+    orjson bodies. The session is opened on first use, inside the running event loop."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai") -> None:
+        self.model = model
+        self.dialect = dialect
+        self.base_url = base_url
+        self.identity = f"openai:{base_url or 'default'}:{model}"
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            if base_url is None:
+                raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
+            api_key = "not-needed"
+        self.url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self.timeout = timeout
+        self._session = None
+
+    def _open(self):
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout), headers=self.headers, json_serialize=lambda v: _dumps(v).decode())
+        return self._session
+
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        import aiohttp
+
+        started = time.perf_counter()
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": settings.temperature, "max_tokens": settings.max_tokens, "seed": settings.seed}
+        extra = self._constraint(settings)
+        body.update(extra.pop("extra_body", {}))
+        body.update(extra)
+        session = self._session or self._open()
+        try:
+            async with session.post(self.url, data=_dumps(body)) as resp:
+                raw = await resp.read()
+                status, headers = resp.status, resp.headers
+        except asyncio.TimeoutError:
+            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
+        except aiohttp.ClientError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
+        try:
+            data = _loads(raw)
+        except ValueError:
+            data = None
+        if status != 200:
+            raise status_error(status, _error_message(data, raw), headers)
+        if not isinstance(data, dict):
+            raise BackendError("the server's answer is not a JSON object", retryable=True)
+        return completion_from_json(data, time.perf_counter() - started)
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _error_message(data: Any, raw: bytes) -> str:
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return str(data["error"].get("message", ""))
+    return raw[:200].decode("utf-8", "replace")
+
+
+def status_error(status: int, message: str, headers: Mapping[str, str] | None) -> BackendError:
+    """An HTTP error status as a BackendError: 429 is a rate limit (retryable, honouring
+    Retry-After), 5xx, 408 and 409 are transient, the rest (bad request, auth) are not."""
+    if status == 429:
+        return BackendError(f"rate limited: {message}", retryable=True, retry_after=_retry_after_headers(headers), rate_limited=True)
+    retryable = status >= 500 or status in (408, 409)
+    return BackendError(f"HTTP {status}: {message}", retryable=retryable, retry_after=_retry_after_headers(headers))
+
+
 def _retry_after(exc: openai.APIStatusError) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    return _retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))
+
+
+def _retry_after_headers(headers: Mapping[str, str] | None) -> float | None:
+    """The server's requested wait in seconds (``retry-after-ms`` or ``retry-after``)."""
+    headers = {k.lower(): v for k, v in (headers or {}).items()}
     for name in ("retry-after-ms", "retry-after"):
         value = headers.get(name)
         if value is None:

@@ -103,8 +103,15 @@ cache = sa.Table(
 
 
 def _url(db: str | Path) -> str:
+    """An SQLAlchemy URL: a path is an SQLite file; ``postgresql://`` (or ``postgres://``)
+    URLs use the psycopg 3 driver unless they name another."""
     db = str(db)
-    return db if "://" in db else f"sqlite:///{db}"
+    if "://" not in db:
+        return f"sqlite:///{db}"
+    scheme, rest = db.split("://", 1)
+    if scheme in ("postgresql", "postgres"):
+        return f"postgresql+psycopg://{rest}"
+    return db
 
 
 class StoreFormatError(RuntimeError):
