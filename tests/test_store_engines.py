@@ -82,8 +82,15 @@ def test_store_round_trip(make_db):
         assert cache.get("k") is None
         cache.put("k", "openai:x", Completion("first", 3, 1, latency=0.2))
         cache.put("k", "openai:x", Completion("second", 4, 2, latency=0.1))  # replacing is allowed
-        hit = cache.get("k")
+        hit = cache.get("k")  # still buffered: served from memory
         assert (hit.text, hit.prompt_tokens, hit.completion_tokens) == ("second", 4, 2)
+        assert SQLCache(store).get("k") is None  # not written before a flush
+        cache.flush()
+        hit = SQLCache(store).get("k")
+        assert (hit.text, hit.prompt_tokens, hit.completion_tokens) == ("second", 4, 2)
+        cache.put("k", "openai:x", Completion("third", 5, 3))
+        cache.flush()  # replaces the written entry
+        assert SQLCache(store).get("k").text == "third"
     finally:
         store.dispose()
 

@@ -229,6 +229,9 @@ class Runner:
                 reporter.cancel()
             for model in self.models.values():
                 await model.aclose()
+            flush = getattr(self.cache, "flush", None)
+            if flush is not None:
+                flush()
             if view:
                 view.show(self.snapshot(len(todo)), final=True)
                 view.stop()

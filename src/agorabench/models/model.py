@@ -26,6 +26,8 @@ class ResponseCache(Protocol):
 
     def put(self, key: str, identity: str, completion: Completion) -> None: ...
 
+    # optional: ``flush()`` writes buffered entries (the runner calls it before storing a game)
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
