@@ -196,7 +196,7 @@ def main() -> None:
     p.add_argument("--max-in-flight", type=int, default=0)
     p.add_argument("--prefix-cache", action="store_true")
     opts = p.parse_args()
-    web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None)
+    web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None, shutdown_timeout=1.0)
 
 
 if __name__ == "__main__":

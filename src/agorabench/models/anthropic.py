@@ -16,11 +16,11 @@ The SDK's own retries are off: :class:`agorabench.models.model.Model` retries.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-from .base import BackendError, Completion, GenerationSettings
+from .base import Completion, GenerationSettings
+from .openai_compat import api_key_from_env, sdk_error
 
 _EPHEMERAL = {"type": "ephemeral"}
 
@@ -54,11 +54,7 @@ class AnthropicBackend:
         self.model = model
         self.prompt_caching = prompt_caching
         self.identity = f"anthropic:{base_url or 'default'}:{model}"
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            if base_url is None:
-                raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
-            api_key = "not-needed"
+        api_key = api_key_from_env(model, base_url, api_key_env)
         self._sdk = anthropic
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
@@ -72,14 +68,8 @@ class AnthropicBackend:
         started = time.perf_counter()
         try:
             resp = await self.client.messages.create(**kwargs)
-        except sdk.RateLimitError as exc:
-            raise BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True) from None
-        except (sdk.APITimeoutError, sdk.APIConnectionError) as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
-        except sdk.APIStatusError as exc:
-            # 529 is Anthropic's "overloaded": transient, like any 5xx
-            retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
-            raise BackendError(f"HTTP {exc.status_code}: {exc.message}", retryable=retryable, retry_after=_retry_after(exc)) from None
+        except sdk.APIError as exc:  # 529 ("overloaded") is a 5xx: transient
+            raise sdk_error(exc, sdk) from None
         latency = time.perf_counter() - started
         text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
         usage = resp.usage
@@ -98,8 +88,3 @@ class AnthropicBackend:
     async def aclose(self) -> None:
         await self.client.close()
 
-
-def _retry_after(exc: Any) -> float | None:
-    from .openai_compat import _retry_after_headers
-
-    return _retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))

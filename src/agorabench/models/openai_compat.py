@@ -29,6 +29,29 @@ except ImportError:  # pragma: no cover - orjson is a dependency; plain json sti
 from .base import BackendError, Completion, GenerationSettings
 
 
+def api_key_from_env(model: str, base_url: str | None, api_key_env: str) -> str:
+    """The key from the environment; a self-hosted server (a ``base_url``) may go without."""
+    api_key = os.environ.get(api_key_env)
+    if api_key:
+        return api_key
+    if base_url is None:
+        raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
+    return "not-needed"  # local servers accept any key
+
+
+def sdk_error(exc: Exception, sdk: Any) -> BackendError:
+    """An exception of the ``openai`` or ``anthropic`` SDK (same error classes) as a
+    BackendError: rate limits, timeouts and lost connections are retryable, statuses as in
+    :func:`status_error`."""
+    if isinstance(exc, sdk.RateLimitError):
+        return BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True)
+    if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
+        return BackendError(f"{type(exc).__name__}: {exc}", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(exc.status_code, exc.message, getattr(exc.response, "headers", None))
+    return BackendError(f"{type(exc).__name__}: {exc}", retryable=True)
+
+
 def _http_client():
     """The SDK's aiohttp transport when installed: it sustains far more concurrent requests
     than the default httpx transport."""
@@ -48,11 +71,7 @@ class OpenAICompatBackend:
         self.dialect = dialect
         self.base_url = base_url
         self.identity = f"openai:{base_url or 'default'}:{model}"
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            if base_url is None:
-                raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
-            api_key = "not-needed"  # local servers accept any key
+        api_key = api_key_from_env(model, base_url, api_key_env)
         kwargs = {"base_url": base_url, "api_key": api_key, "max_retries": 0, "timeout": timeout}
         client = _http_client()
         if client is not None:
@@ -71,13 +90,8 @@ class OpenAICompatBackend:
                 seed=settings.seed,
                 **kwargs,
             )
-        except openai.RateLimitError as exc:
-            raise BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True) from None
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
-        except openai.APIStatusError as exc:
-            retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
-            raise BackendError(f"HTTP {exc.status_code}: {exc.message}", retryable=retryable, retry_after=_retry_after(exc)) from None
+        except openai.APIError as exc:
+            raise sdk_error(exc, openai) from None
         latency = time.perf_counter() - started
         if not resp.choices:
             raise BackendError("the server returned no choices", retryable=True)
@@ -142,11 +156,7 @@ class LeanOpenAIBackend(OpenAICompatBackend):
         self.dialect = dialect
         self.base_url = base_url
         self.identity = f"openai:{base_url or 'default'}:{model}"
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            if base_url is None:
-                raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
-            api_key = "not-needed"
+        api_key = api_key_from_env(model, base_url, api_key_env)
         self.url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self.timeout = timeout
@@ -207,7 +217,7 @@ def status_error(status: int, message: str, headers: Mapping[str, str] | None) -
     return BackendError(f"HTTP {status}: {message}", retryable=retryable, retry_after=_retry_after_headers(headers))
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
+def _retry_after(exc: Any) -> float | None:
     return _retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))
 
 
