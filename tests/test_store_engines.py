@@ -109,7 +109,8 @@ def test_run_resume_export_and_report(make_db, write_study, tmp_path):
     assert len(games) == 96 and (games[(games.model_focal == "always-b") & (games.matrix == "M1")].t1 == 0.125).all()
     rep = run_agora("report", str(path), "--db", db, "--out", str(tmp_path / "rep"))
     assert rep.returncode == 0, rep.stderr
-    assert "T1 on M1" in (tmp_path / "rep" / "index.html").read_text()
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "T1 self-first on M1" in html and "Played and invalid rates" in html
 
 
 def test_killed_study_resumes_without_replaying_finished_games(make_db, write_study, fake_openai):
