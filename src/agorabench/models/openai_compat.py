@@ -71,8 +71,10 @@ class OpenAICompatBackend:
         self.dialect = dialect
         self.base_url = base_url
         self.identity = f"openai:{base_url or 'default'}:{model}"
-        api_key = api_key_from_env(model, base_url, api_key_env)
-        kwargs = {"base_url": base_url, "api_key": api_key, "max_retries": 0, "timeout": timeout}
+        self._connect(api_key_from_env(model, base_url, api_key_env), timeout)
+
+    def _connect(self, api_key: str, timeout: float) -> None:
+        kwargs = {"base_url": self.base_url, "api_key": api_key, "max_retries": 0, "timeout": timeout}
         client = _http_client()
         if client is not None:
             kwargs["http_client"] = client
@@ -151,13 +153,8 @@ class LeanOpenAIBackend(OpenAICompatBackend):
     """The same requests as :class:`OpenAICompatBackend`, sent over one aiohttp session with
     orjson bodies. The session is opened on first use, inside the running event loop."""
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai") -> None:
-        self.model = model
-        self.dialect = dialect
-        self.base_url = base_url
-        self.identity = f"openai:{base_url or 'default'}:{model}"
-        api_key = api_key_from_env(model, base_url, api_key_env)
-        self.url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+    def _connect(self, api_key: str, timeout: float) -> None:
+        self.url = (self.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self.timeout = timeout
         self._session = None
