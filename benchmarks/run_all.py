@@ -111,9 +111,10 @@ def free_port() -> int:
 
 
 def bench_openai(tmp: Path, quick: bool) -> list[tuple[str, str]]:
-    """Calls/s of Model.complete through the openai SDK against tests/fake_openai.py (100 ms)."""
+    """Calls/s of Model.complete through the default (lean) transport against
+    tests/fake_openai.py (100 ms); benchmarks/client.py compares it with the SDK and a study."""
     from agorabench.models.model import Model
-    from agorabench.models.openai_compat import OpenAICompatBackend
+    from agorabench.models.openai_compat import LeanOpenAIBackend
 
     port = free_port()
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), "--latency", "0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -129,7 +130,7 @@ def bench_openai(tmp: Path, quick: bool) -> list[tuple[str, str]]:
             n = c * (4 if quick else 10)
 
             async def go() -> float:
-                model = Model(OpenAICompatBackend("fake", base_url=f"http://127.0.0.1:{port}/v1"), max_concurrency=c)
+                model = Model(LeanOpenAIBackend("fake", base_url=f"http://127.0.0.1:{port}/v1"), max_concurrency=c)
                 messages = [{"role": "user", "content": "Answer: ?"}]
                 await model.complete(messages, sample="warm")
                 started = time.perf_counter()

@@ -12,6 +12,14 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "setup: chromium is missing and cannot be installed without root; the browser tests will be skipped" >&2
   fi
 fi
+# PostgreSQL (Debian's package) for the store tests against a real server; root only (CI, this
+# machine). Elsewhere those tests skip with the reason.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get install -y -q postgresql >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q postgresql >/dev/null 2>&1; }) \
+      || echo "setup: could not install postgresql; its tests will skip" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

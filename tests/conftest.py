@@ -143,3 +143,32 @@ def play_study(write_study, tmp_path):
         return path, db
 
     return _play
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on 127.0.0.1 for the whole session (see tests/pg_server.py)."""
+    from pg_server import PostgresServer, pg_bin
+
+    if not pg_bin("initdb"):
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the PostgreSQL tests: scripts/setup.sh installs Debian's postgresql")
+        pytest.skip("PostgreSQL is not installed (scripts/setup.sh installs Debian's postgresql as root)")
+    server = PostgresServer()
+    try:
+        server.start()
+    except Exception:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def make_db(request, tmp_path):
+    """Fresh databases for one engine: ``make_db("name")`` gives an SQLite path or a new
+    PostgreSQL database's URL. Tests using it run once per engine."""
+    if request.param == "sqlite":
+        return lambda name: str(tmp_path / f"{name}.db")
+    server = request.getfixturevalue("postgres")
+    return lambda name: server.new_database()

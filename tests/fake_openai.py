@@ -1,4 +1,5 @@
-"""A small fault-injecting server that speaks the OpenAI chat-completions API on 127.0.0.1.
+"""A small fault-injecting server on 127.0.0.1 that speaks the OpenAI chat-completions API
+(``/v1/chat/completions``) and the Anthropic Messages API (``/v1/messages``).
 
 Run as ``python tests/fake_openai.py PORT [options]``. Its answer is a deterministic function of
 the request's messages, so tests know what a study must produce. Faults:
@@ -17,7 +18,16 @@ the request's messages, so tests know what a study must produce. Faults:
 - ``--html-first N`` / ``--truncate-first N``: the first N chat requests get HTTP 200 with an
   HTML page / a JSON body cut in the middle;
 - ``--models A,B``: the model names ``/v1/models`` lists (by default none);
-- ``--never-answer``: every API request (``/models`` too) waits for ever; ``/stats`` answers.
+- ``--never-answer``: every API request (``/models`` too) waits for ever; ``/stats`` answers;
+- ``--max-in-flight N``: a request arriving while N others are being answered gets a 429 (a
+  provider's concurrency limit; adaptive clients settle below it);
+- ``--prefix-cache``: simulates a prompt cache and reports hits, chat-completions style
+  (``usage.prompt_tokens_details.cached_tokens``: the longest prefix of whole messages seen
+  before) and Anthropic style (``cache_read_input_tokens`` for the longest prefix ending at a
+  ``cache_control`` breakpoint written before; breakpoints write their prefix).
+
+Tokens are whitespace-separated words. ``GET /stats`` gives the number of requests, of 429s, the
+most in flight at once, and with ``?times=1`` each request's arrival time (server clock).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import time
 
 from aiohttp import web
 
@@ -56,35 +67,86 @@ def answer_for(messages: list[dict], garbage: bool) -> str:
     return f"Answer: {digest[0] % 10}"
 
 
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _digest(prefix: list) -> str:
+    return hashlib.sha256(json.dumps(prefix, sort_keys=True).encode()).hexdigest()
+
+
+def _plain(content) -> str:
+    """Message content as text (Anthropic content may be a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
+
+
 def make_app(opts: argparse.Namespace) -> web.Application:
-    state = {"n": 0}
+    state = {"n": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": []}
+    seen: set[str] = set()  # prefix cache: digests of prompt prefixes
 
     def refuse_key(request: web.Request) -> web.Response:
         key = request.headers.get("Authorization", "").removeprefix("Bearer ")
         return web.json_response({"error": {"message": f"Incorrect API key provided: {key}. Check it.", "type": "invalid_request_error", "code": "invalid_api_key"}}, status=401)
 
-    async def completions(request: web.Request) -> web.Response:
+    async def admit(kind: str, request: web.Request) -> web.Response | None:
+        """Count the request and inject the configured faults (None: answer it)."""
         state["n"] += 1
         n = state["n"]
-        body = await request.json()
+        state["times"].append(time.monotonic())
         if opts.never_answer:
             await asyncio.sleep(3600)
-        if opts.echo_key:
+        if opts.echo_key and kind == "openai":
             return refuse_key(request)
         if n <= opts.html_first:
             return web.Response(text="<!doctype html><html><body><h1>Gateway</h1>Please log in.</body></html>", content_type="text/html")
         if n <= opts.truncate_first:
             return web.Response(text='{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "mess', content_type="application/json")
+        error = (lambda message, kind_, status, headers=None: web.json_response({"type": "error", "error": {"type": kind_, "message": message}} if kind == "anthropic" else {"error": {"message": message, "type": kind_}}, status=status, headers=headers))
         if opts.always_fail or n <= opts.fail_first:
-            return web.json_response({"error": {"message": "injected failure", "type": "server_error"}}, status=500)
+            return error("injected failure", "api_error", 500)
         if opts.rate_limit and n % opts.rate_limit == 0:
-            return web.json_response({"error": {"message": "slow down", "type": "rate_limit"}}, status=429, headers={"Retry-After": "0.2"})
+            state["refused"] += 1
+            return error("slow down", "rate_limit_error", 429, {"Retry-After": "0.2"})
+        if opts.max_in_flight and state["in_flight"] >= opts.max_in_flight:
+            state["refused"] += 1
+            return error("too many requests in flight", "rate_limit_error", 429, {"Retry-After": "0.05"})
         if n <= opts.hang_first:
             await asyncio.sleep(3600)
-        if opts.latency:
-            await asyncio.sleep(opts.latency)
-        text = POISON[opts.poison] if opts.poison else answer_for(body.get("messages", []), opts.garbage)
-        prompt_tokens = sum(len(m.get("content", "").split()) for m in body.get("messages", []))
+        return None
+
+    async def answering(coro):
+        state["in_flight"] += 1
+        state["peak"] = max(state["peak"], state["in_flight"])
+        try:
+            if opts.latency:
+                await asyncio.sleep(opts.latency)
+            return await coro
+        finally:
+            state["in_flight"] -= 1
+
+    async def completions(request: web.Request) -> web.Response:
+        refused = await admit("openai", request)
+        if refused is not None:
+            return refused
+        body = await request.json()
+        return await answering(_completion(body, state["n"]))
+
+    async def _completion(body: dict, n: int) -> web.Response:
+        messages = body.get("messages", [])
+        text = POISON[opts.poison] if opts.poison else answer_for(messages, opts.garbage)
+        prompt_tokens = sum(_words(m.get("content", "")) for m in messages)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": _words(text), "total_tokens": prompt_tokens + _words(text)}
+        if opts.prefix_cache:
+            cached, total = 0, 0
+            for i, m in enumerate(messages):
+                total += _words(m.get("content", ""))
+                key = _digest(messages[: i + 1])
+                if key in seen and i < len(messages) - 1:
+                    cached = total
+                seen.add(key)
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
         return web.json_response(
             {
                 "id": f"chatcmpl-{n}",
@@ -92,7 +154,52 @@ def make_app(opts: argparse.Namespace) -> web.Application:
                 "created": 0,
                 "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()), "total_tokens": prompt_tokens + len(text.split())},
+                "usage": usage,
+            }
+        )
+
+    async def messages_api(request: web.Request) -> web.Response:
+        refused = await admit("anthropic", request)
+        if refused is not None:
+            return refused
+        body = await request.json()
+        has_key = request.headers.get("x-api-key") or request.headers.get("authorization", "").startswith("Bearer ")
+        if not has_key or not request.headers.get("anthropic-version"):
+            return web.json_response({"type": "error", "error": {"type": "authentication_error", "message": "missing headers"}}, status=401)
+        return await answering(_message(body, state["n"]))
+
+    async def _message(body: dict, n: int) -> web.Response:
+        system = body.get("system") or []
+        if isinstance(system, str):
+            system = [{"type": "text", "text": system}]
+        blocks = list(system) + [b for m in body.get("messages", []) for b in (m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}])]
+        plain = ([{"role": "system", "content": _plain(system)}] if system else []) + [{"role": m["role"], "content": _plain(m["content"])} for m in body.get("messages", [])]
+        text = answer_for(plain, opts.garbage)
+        total = sum(_words(b.get("text", "")) for b in blocks)
+        read = written = 0
+        if opts.prefix_cache:
+            upto, stripped = 0, []
+            marks = []
+            for b in blocks:
+                upto += _words(b.get("text", ""))
+                stripped.append(b.get("text", ""))
+                if b.get("cache_control"):
+                    marks.append((_digest(stripped), upto))
+            hits = [size for key, size in marks if key in seen]
+            read = max(hits, default=0)
+            if marks:
+                written = max(marks[-1][1] - read, 0) if marks[-1][0] not in seen else 0
+            seen.update(key for key, _ in marks)
+        return web.json_response(
+            {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", "fake"),
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": total - read - written, "output_tokens": _words(text), "cache_read_input_tokens": read, "cache_creation_input_tokens": written},
             }
         )
 
@@ -103,11 +210,15 @@ def make_app(opts: argparse.Namespace) -> web.Application:
             return refuse_key(request)
         return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in opts.models.split(",") if m]})
 
-    async def stats(_request: web.Request) -> web.Response:
-        return web.json_response({"requests": state["n"]})
+    async def stats(request: web.Request) -> web.Response:
+        out = {"requests": state["n"], "refused": state["refused"], "peak_in_flight": state["peak"]}
+        if request.query.get("times"):
+            out["times"] = state["times"]
+        return web.json_response(out)
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", completions)
+    app.router.add_post("/v1/messages", messages_api)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/stats", stats)
     return app
@@ -128,6 +239,8 @@ def main() -> None:
     p.add_argument("--html-first", type=int, default=0)
     p.add_argument("--truncate-first", type=int, default=0)
     p.add_argument("--never-answer", action="store_true")
+    p.add_argument("--max-in-flight", type=int, default=0)
+    p.add_argument("--prefix-cache", action="store_true")
     opts = p.parse_args()
     web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None, shutdown_timeout=1.0)
 

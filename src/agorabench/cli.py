@@ -33,7 +33,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
         f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{elsewhere}; "
-        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {redact(db)}"
+        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens"
+        + (f" ({info['cached_tokens']} prompt-cached)" if info.get("cached_tokens") else "")
+        + (f", {info['rate_limited']} rate limits ({info['backoffs']} backoffs)" if info.get("rate_limited") else "")
+        + f", ${info['cost']:.4f}; db {redact(db)}"
     )
     for message in stats.error_messages[:5]:
         print(f"  error: {message}", file=sys.stderr)

@@ -15,18 +15,19 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..models.base import BackendError, GenerationSettings
+from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
 from ..redact import redact
 from ..store.store import CLAIM_TTL, GameWriter, SQLCache, Store, StoreError, claim_owner
 from .agents import LLMAgent
 from .game import Prompts
+from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
 from .table import BackendFailure, Player, Table
 
@@ -39,11 +40,16 @@ def build_backend(entry: ModelEntry):
 
         return shared_embedded_backend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"))
     provider, sep, model_name = spec.partition("/")
-    if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
-        from ..models.openai_compat import OpenAICompatBackend
+    if sep and provider == "anthropic":
+        from ..models.anthropic import AnthropicBackend
 
-        return OpenAICompatBackend(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout, dialect="llamacpp" if provider == "llamacpp" else "openai")
-    raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL or PROVIDER/MODEL@URL")
+        return AnthropicBackend(model_name, base_url=entry.base_url, api_key_env=entry.api_key_env if entry.api_key_env != "OPENAI_API_KEY" else "ANTHROPIC_API_KEY", timeout=entry.timeout, prompt_caching=entry.prompt_caching)
+    if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
+        from ..models.openai_compat import LeanOpenAIBackend, OpenAICompatBackend
+
+        cls = LeanOpenAIBackend if entry.transport == "lean" else OpenAICompatBackend
+        return cls(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout, dialect="llamacpp" if provider == "llamacpp" else "openai")
+    raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL")
 
 
 @dataclass
@@ -71,7 +77,7 @@ class Runner:
         store: Store,
         concurrency: int = 8,
         cache: ResponseCache | None = None,
-        progress: bool = True,
+        progress: bool | ProgressView = True,
         probe: bool = True,
         only: set[str] | None = None,
     ) -> None:
@@ -91,6 +97,7 @@ class Runner:
         self.claim_ttl = CLAIM_TTL
         self.failure: StoreError | None = None
         self.writer = GameWriter(store, before_commit=getattr(self.cache, "flush", None))  # group commit of finished games
+        self._live: dict[str, Table] = {}  # tables of the games in flight (their turns count as progress)
 
     # players ---------------------------------------------------------------
     def _model(self, entry: ModelEntry) -> Model:
@@ -105,8 +112,10 @@ class Runner:
                 settings,
                 cache=self.cache,
                 max_concurrency=entry.max_concurrency,
-                pricing=Pricing(entry.price_input, entry.price_output),
+                pricing=Pricing(entry.price_input, entry.price_output, entry.price_cached_input),
                 retry=RetryPolicy(max_attempts=entry.max_attempts),
+                rate=RateLimiter(entry.requests_per_minute, entry.tokens_per_minute) if entry.requests_per_minute or entry.tokens_per_minute else None,
+                adaptive=entry.adaptive_concurrency,
             )
         return self.models[entry.name]
 
@@ -182,6 +191,7 @@ class Runner:
         game = game_cls(config, prompts, names)
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
+        self._live[spec.id] = table
         try:
             outcome = await game.play(table)
             metrics = game.metrics(outcome)
@@ -208,6 +218,7 @@ class Runner:
             started=started,
         )
         self.stats.turns += len(table.turns)
+        self._live.pop(spec.id, None)
         self.stats.invalid += table.invalid_turns
         if status == "done":
             self.stats.done += 1
@@ -249,7 +260,11 @@ class Runner:
                 except StoreError as exc:
                     self.failure = self.failure or exc
 
-        reporter = asyncio.create_task(self._report_progress(len(todo))) if self.progress else None
+        view = None
+        if self.progress:
+            view = self.progress if isinstance(self.progress, ProgressView) else ProgressView()
+            view.start(self.study.name)
+        reporter = asyncio.create_task(self._report_progress(view, len(todo))) if view else None
         beat = asyncio.create_task(self._heartbeat())
         committer = asyncio.create_task(self._commit_periodically())
         try:
@@ -269,8 +284,15 @@ class Runner:
                 reporter.cancel()
             for model in self.models.values():
                 await model.aclose()
-        if self.progress:
-            self._print_progress(len(todo), final=True)
+            flush = getattr(self.cache, "flush", None)
+            if flush is not None:
+                try:
+                    flush()
+                except StoreError as exc:
+                    self.failure = self.failure or exc
+            if view:
+                view.show(self.snapshot(len(todo)), final=True)
+                view.stop()
         if self.failure is not None:
             raise StoreError(
                 f"{self.failure}; the run stopped, {self.stats.done} game(s) finished in it are stored; "
@@ -319,37 +341,45 @@ class Runner:
 
     # progress --------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        calls = sum(m.calls for m in self.models.values())
+        ms = self.models.values()
         return {
-            "calls": calls,
-            "cache_hits": sum(m.cache_hits for m in self.models.values()),
-            "tokens": sum(m.prompt_tokens + m.completion_tokens for m in self.models.values()),
-            "cost": sum(m.cost for m in self.models.values()),
+            "calls": sum(m.calls for m in ms),
+            "cache_hits": sum(m.cache_hits for m in ms),
+            "tokens": sum(m.prompt_tokens + m.completion_tokens for m in ms),
+            "cached_tokens": sum(m.cached_tokens for m in ms),
+            "cost": sum(m.cost for m in ms),
+            "rate_limited": sum(m.rate_limited for m in ms),
+            "backoffs": sum(m.limit.backoffs for m in ms),
         }
 
-    def _print_progress(self, todo: int, final: bool = False) -> None:
-        s = self.stats
-        finished = s.done + s.errors
-        info = self.summary()
-        rate = info["calls"] / s.elapsed if s.elapsed > 0 else 0.0
-        eta = (s.elapsed / finished * (todo - finished)) if finished else float("nan")
-        invalid = s.invalid / s.turns if s.turns else 0.0
-        line = (
-            f"[{self.study.name}] games {finished}/{todo} (skipped {s.skipped}, errors {s.errors}"
-            + (f", {s.claimed_elsewhere} left to another process" if s.claimed_elsewhere else "")
-            + ") "
-            f"calls {info['calls']} ({rate:.1f}/s, cache hits {info['cache_hits']}) tokens {info['tokens']} "
-            f"invalid {invalid:.1%} cost ${info['cost']:.4f} "
-            + ("done" if final else f"ETA {eta:.0f}s")
+    def snapshot(self, todo: int) -> Snapshot:
+        """The progress so far (see :mod:`agorabench.core.progress`)."""
+        s, info = self.stats, self.summary()
+        adaptive = [m.limit for m in self.models.values() if m.limit.adaptive]
+        return Snapshot(
+            study=self.study.name,
+            todo=todo,
+            finished=s.done + s.errors,
+            skipped=s.skipped,
+            errors=s.errors,
+            turns_done=s.turns + sum(len(t.turns) for t in self._live.values()),
+            turns_finished_games=s.turns,
+            invalid=s.invalid,
+            elapsed=s.elapsed,
+            calls=info["calls"],
+            cache_hits=info["cache_hits"],
+            tokens=info["tokens"],
+            cached_tokens=info["cached_tokens"],
+            cost=info["cost"],
+            backoffs=info["backoffs"],
+            rate_limited=info["rate_limited"],
+            in_flight_limit=" ".join(f"{lim.current}/{lim.maximum}" for lim in adaptive),
         )
-        end = "\n" if final or not sys.stderr.isatty() else "\r"
-        print(line, file=sys.stderr, end=end, flush=True)
 
-    async def _report_progress(self, todo: int) -> None:
-        interval = 0.5 if sys.stderr.isatty() else 10.0
+    async def _report_progress(self, view: ProgressView, todo: int) -> None:
         while True:
-            await asyncio.sleep(interval)
-            self._print_progress(todo)
+            await asyncio.sleep(view.interval)
+            view.show(self.snapshot(todo))
 
 
 def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True) -> tuple[RunStats, dict[str, Any]]:

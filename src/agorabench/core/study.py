@@ -46,7 +46,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -68,9 +68,14 @@ MAX_GAMES = 1_000_000
 
 
 class ModelEntry(BaseModel):
-    """One player type: an LLM (``local``, ``openai/NAME``, ``NAME@URL``) or ``strategy/NAME``."""
+    """One player type: an LLM (``local``, ``openai/NAME``, ``anthropic/NAME``, ``NAME@URL``) or
+    ``strategy/NAME``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    #: Fields that say how calls are made, not what a game is: left out of game ids, so changing
+    #: them never replays finished games.
+    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "price_cached_input"})
 
     name: str = Field(min_length=1)
     spec: str = Field(min_length=1)
@@ -86,6 +91,17 @@ class ModelEntry(BaseModel):
     constrained: bool = False
     price_input: float = Field(0.0, ge=0, le=10_000)  # dollars per million prompt tokens
     price_output: float = Field(0.0, ge=0, le=10_000)
+    #: Dollars per million prompt tokens read from the server's prompt cache (None: price_input).
+    price_cached_input: float | None = Field(None, ge=0)
+    #: OpenAI-compatible endpoints: ``lean`` (aiohttp + orjson, default) or ``sdk`` (the openai SDK).
+    transport: Literal["lean", "sdk"] = "lean"
+    #: The provider's budgets; calls are paced to stay within them (None: no limit).
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+    #: Halve the calls in flight on a rate limit and grow back by one per window of successes.
+    adaptive_concurrency: bool = True
+    #: Anthropic: mark the append-only transcript for the server's prompt cache.
+    prompt_caching: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -359,7 +375,7 @@ class Study:
                     "study": self.name,
                     "game": part.game,
                     "config": cfg,
-                    "seats": {r: self.models[m].model_dump(mode="json") for r, m in seats.items()},
+                    "seats": {r: self.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for r, m in seats.items()},
                     "repeat": repeat,
                     "seed": self.file.seed,
                     "prompts": self.file.prompts,

@@ -47,6 +47,8 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Prompt tokens the server read from its prompt cache (0 when it does not say).
+    cached_tokens: int = 0
     latency: float = 0.0
     finish_reason: str = "stop"
     cached: bool = False

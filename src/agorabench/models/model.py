@@ -1,4 +1,5 @@
-"""A model as the runner uses it: response cache -> concurrency limiter -> retries -> backend.
+"""A model as the runner uses it: response cache -> retries -> adaptive concurrency limit ->
+per-minute budgets -> backend.
 
 Cache key: backend identity, full messages, generation settings and the sample index, so a
 study replayed from the cache makes no calls and yields the same outcomes at any concurrency.
@@ -6,6 +7,7 @@ Retries: transient faults and rate limits are retried with exponential backoff; 
 Retry-After is honoured; non-retryable errors fail at once; a fatal one (a rejected key) fails
 every later call of the model at once.
 Replies are sanitised here, at the boundary (:func:`~agorabench.models.base.sanitize_text`).
+Limits: see :mod:`agorabench.models.limits` (AIMD on rate limits, requests/tokens per minute).
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .base import Backend, BackendError, Completion, GenerationSettings, sanitize_text
+from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
 
 
 class ResponseCache(Protocol):
     def get(self, key: str) -> Completion | None: ...
 
     def put(self, key: str, identity: str, completion: Completion) -> None: ...
+
+    # optional: ``flush()`` writes buffered entries (the runner calls it before storing a game)
 
 
 @dataclass(frozen=True)
@@ -40,13 +45,16 @@ class RetryPolicy:
 
 @dataclass
 class Pricing:
-    """Dollars per million tokens."""
+    """Dollars per million tokens; prompt tokens served from the server's prompt cache at
+    ``cached_input`` (the input price when None)."""
 
     input: float = 0.0
     output: float = 0.0
+    cached_input: float | None = None
 
     def cost(self, c: Completion) -> float:
-        return (c.prompt_tokens * self.input + c.completion_tokens * self.output) / 1e6
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((c.prompt_tokens - c.cached_tokens) * self.input + c.cached_tokens * cached_price + c.completion_tokens * self.output) / 1e6
 
 
 class Model:
@@ -58,17 +66,22 @@ class Model:
         max_concurrency: int = 16,
         retry: RetryPolicy | None = None,
         pricing: Pricing | None = None,
+        rate: RateLimiter | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.backend = backend
         self.settings = settings or GenerationSettings()
         self.cache = cache
         self.retry = retry or RetryPolicy()
         self.pricing = pricing or Pricing()
-        self._limit = asyncio.Semaphore(1 if backend.serialized else max_concurrency)
+        self.limit = AdaptiveLimit(1 if backend.serialized else max_concurrency, adaptive=adaptive and not backend.serialized)
+        self.rate = rate
         self.calls = 0  # requests that reached the backend
         self.cache_hits = 0
         self.retries = 0
+        self.rate_limited = 0  # answers that were rate limits
         self.prompt_tokens = 0
+        self.cached_tokens = 0  # prompt tokens the server served from its prompt cache
         self.completion_tokens = 0
         self.cost = 0.0
         #: Set when a call failed in a way every later call would too (a rejected API key):
@@ -97,18 +110,10 @@ class Model:
         while True:
             attempt += 1
             try:
-                async with self._limit:
-                    if self.dead is not None:
-                        raise BackendError(self.dead, retryable=False, fatal=True)
-                    self.calls += 1
-                    try:
-                        completion = await self.backend.complete(messages, settings)
-                    except BackendError:
-                        raise
-                    except Exception as exc:  # a reply the backend could not read: transient
-                        raise BackendError(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})", retryable=True) from None
+                completion = await self._call(messages, settings)
                 break
             except BackendError as exc:
+                self.rate_limited += exc.rate_limited
                 if exc.fatal:
                     self.dead = self.dead or str(exc)
                     raise BackendError(f"{self.backend.identity}: {exc}", retryable=False, fatal=True) from None
@@ -120,11 +125,40 @@ class Model:
         if cut:
             completion.finish_reason = "cut"
         self.prompt_tokens += completion.prompt_tokens
+        self.cached_tokens += completion.cached_tokens
         self.completion_tokens += completion.completion_tokens
         self.cost += self.pricing.cost(completion)
         if self.cache is not None:
             self.cache.put(key, self.backend.identity, completion)
         return completion
+
+    async def _call(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        """One request under the concurrency limit and the per-minute budgets."""
+        epoch = await self.limit.acquire()
+        rate_limited, ok = False, False
+        reserved = estimate_tokens(messages, settings.max_tokens) if self.rate is not None else 0
+        used = 0
+        try:
+            if self.rate is not None:
+                await self.rate.acquire(reserved)
+            if self.dead is not None:
+                raise BackendError(self.dead, retryable=False, fatal=True)
+            self.calls += 1
+            try:
+                completion = await self.backend.complete(messages, settings)
+            except BackendError:
+                raise
+            except Exception as exc:  # a reply the backend could not read: transient
+                raise BackendError(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})", retryable=True) from None
+            used, ok = completion.prompt_tokens + completion.completion_tokens, True
+            return completion
+        except BackendError as exc:
+            rate_limited = exc.rate_limited
+            raise
+        finally:
+            if self.rate is not None:
+                self.rate.settle(reserved, used)
+            await self.limit.release(epoch, rate_limited=rate_limited, ok=ok)
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -1,20 +1,65 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp server, Ollama,
-OpenRouter, DeepSeek, ...) through the official ``openai`` SDK.
+OpenRouter, DeepSeek, ...), by one of two transports speaking the same wire format:
 
-The SDK's own retries are off: retry decisions belong to :mod:`agorabench.models.retry`, which
-tells rate limits from transient faults and honours Retry-After."""
+- ``lean`` (default): one aiohttp session, request and response bodies through orjson, no
+  response models. About a third of the client CPU per call of the SDK (benchmarks/README.md),
+  which matters when a fast backend answers hundreds of calls per second.
+- ``sdk``: the official ``openai`` SDK with its aiohttp transport.
+
+Retries are never the transport's: :class:`agorabench.models.model.Model` retries, telling rate
+limits from transient faults and honouring Retry-After."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import os
 import time
+from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
+try:
+    import orjson
+
+    _dumps, _loads = orjson.dumps, orjson.loads
+except ImportError:  # pragma: no cover - orjson is a dependency; plain json still works
+    _dumps, _loads = (lambda v: json.dumps(v).encode()), json.loads
+
 from ..redact import redact, register_secret
 from .base import BackendError, Completion, GenerationSettings
+
+
+def api_key_from_env(model: str, base_url: str | None, api_key_env: str) -> str:
+    """The key from the environment; a self-hosted server (a ``base_url``) may go without."""
+    api_key = os.environ.get(api_key_env)
+    if api_key:
+        register_secret(api_key)  # redacted from everything stored, printed or exported
+        return api_key
+    if base_url is None:
+        raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
+    return "not-needed"  # local servers accept any key
+
+
+def sdk_error(exc: Exception, sdk: Any, base_url: str | None = None) -> BackendError:
+    """An exception of the ``openai`` or ``anthropic`` SDK (same error classes) as a
+    BackendError: rate limits, timeouts and lost connections are retryable (a refused connection
+    is named as such, not as a timeout), a malformed or cut-off body is retried as transient,
+    statuses as in :func:`status_error`."""
+    if isinstance(exc, sdk.RateLimitError):
+        return BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True)
+    if isinstance(exc, sdk.APITimeoutError):  # the SDK reports a refused connection as one
+        problem = _connection_problem(exc, base_url)
+        return BackendError(problem if "refused" in problem else f"no answer within the timeout ({exc})", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return BackendError(_connection_problem(exc, base_url), retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(exc.status_code, exc.message, getattr(exc.response, "headers", None))
+    if isinstance(exc, (ValueError, getattr(sdk, "APIResponseValidationError", ValueError))):
+        return BackendError(f"the server's answer was cut off or malformed ({type(exc).__name__}: {str(exc)[:120]})", retryable=True)
+    return BackendError(f"{type(exc).__name__}: {exc}", retryable=True)
 
 
 def _http_client():
@@ -36,17 +81,15 @@ class OpenAICompatBackend:
         self.dialect = dialect
         self.base_url = base_url
         self.identity = f"openai:{redact(base_url or 'default')}:{model}"
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            if base_url is None:
-                raise BackendError(f"model {model!r} needs an API key in the environment variable {api_key_env}", retryable=False)
-            api_key = "not-needed"  # local servers accept any key
-        register_secret(api_key)
-        self.api_key = api_key
-        client_url, basic = _split_credentials(base_url)
-        kwargs = {"base_url": client_url, "api_key": api_key, "max_retries": 0, "timeout": timeout}
-        if basic:  # user:password@ in the URL: HTTP basic auth instead of the bearer key
-            kwargs["default_headers"] = {"Authorization": basic}
+        self.api_key = api_key_from_env(model, base_url, api_key_env)
+        # user:password@ in the URL: HTTP basic auth instead of the bearer key
+        self.client_url, self.basic_auth = _split_credentials(base_url)
+        self._connect(self.api_key, timeout)
+
+    def _connect(self, api_key: str, timeout: float) -> None:
+        kwargs: dict[str, Any] = {"base_url": self.client_url, "api_key": api_key, "max_retries": 0, "timeout": timeout}
+        if self.basic_auth:
+            kwargs["default_headers"] = {"Authorization": self.basic_auth}
         client = _http_client()
         if client is not None:
             kwargs["http_client"] = client
@@ -64,20 +107,8 @@ class OpenAICompatBackend:
                 seed=settings.seed,
                 **kwargs,
             )
-        except openai.RateLimitError as exc:
-            raise BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True) from None
-        except openai.APITimeoutError as exc:  # the SDK reports a refused connection as one
-            problem = _connection_problem(exc, self.base_url)
-            raise BackendError(problem if "refused" in problem else f"no answer within the timeout ({exc})", retryable=True) from None
-        except openai.APIConnectionError as exc:
-            raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
-        except openai.APIStatusError as exc:
-            if exc.status_code in (401, 403):  # every later call would be refused too
-                raise BackendError(f"unauthorised (HTTP {exc.status_code}): the server rejected the API key", retryable=False, fatal=True) from None
-            retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
-            raise BackendError(f"HTTP {exc.status_code}: {exc.message}", retryable=retryable, retry_after=_retry_after(exc)) from None
-        except (ValueError, openai.APIResponseValidationError) as exc:
-            raise BackendError(f"the server's answer was cut off or malformed ({type(exc).__name__}: {str(exc)[:120]})", retryable=True) from None
+        except (openai.APIError, ValueError) as exc:
+            raise sdk_error(exc, openai, self.base_url) from None
         latency = time.perf_counter() - started
         if not hasattr(resp, "choices"):  # the SDK hands back the raw body when it is not JSON
             raise BackendError("the server answered with a page that is not a chat completion (HTML?)", retryable=True)
@@ -85,10 +116,12 @@ class OpenAICompatBackend:
             raise BackendError("the server returned no choices", retryable=True)
         choice = resp.choices[0]
         usage = resp.usage
+        details = getattr(usage, "prompt_tokens_details", None)
         return Completion(
             text=choice.message.content or "",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
             latency=latency,
             finish_reason=choice.finish_reason or "stop",
         )
@@ -112,6 +145,77 @@ class OpenAICompatBackend:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def completion_from_json(data: Mapping[str, Any], latency: float) -> Completion:
+    """A chat-completions response body as a :class:`Completion`; prompt-cache hits from
+    ``usage.prompt_tokens_details.cached_tokens`` where the server reports them."""
+    choices = data.get("choices") or []
+    if not choices:
+        raise BackendError("the server returned no choices", retryable=True)
+    choice = choices[0]
+    usage = data.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
+    return Completion(
+        text=(choice.get("message") or {}).get("content") or "",
+        prompt_tokens=usage.get("prompt_tokens") or 0,
+        completion_tokens=usage.get("completion_tokens") or 0,
+        cached_tokens=details.get("cached_tokens") or 0,
+        latency=latency,
+        finish_reason=choice.get("finish_reason") or "stop",
+    )
+
+
+class LeanOpenAIBackend(OpenAICompatBackend):
+    """The same requests as :class:`OpenAICompatBackend`, sent over one aiohttp session with
+    orjson bodies. The session is opened on first use, inside the running event loop."""
+
+    def _connect(self, api_key: str, timeout: float) -> None:
+        self.url = (self.client_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": self.basic_auth or f"Bearer {api_key}", "Content-Type": "application/json"}
+        self.timeout = timeout
+        self._session = None
+
+    def _open(self):
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout), headers=self.headers, json_serialize=lambda v: _dumps(v).decode())
+        return self._session
+
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        import aiohttp
+
+        started = time.perf_counter()
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": settings.temperature, "max_tokens": settings.max_tokens, "seed": settings.seed}
+        extra = self._constraint(settings)
+        body.update(extra.pop("extra_body", {}))
+        body.update(extra)
+        session = self._session or self._open()
+        try:
+            async with session.post(self.url, data=_dumps(body)) as resp:
+                raw = await resp.read()
+                status, headers = resp.status, resp.headers
+        except asyncio.TimeoutError:
+            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
+        except aiohttp.ClientError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
+        try:
+            data = _loads(raw)
+        except ValueError:
+            data = None
+        if status != 200:
+            raise status_error(status, _error_message(data, raw), headers)
+        if not isinstance(data, dict):
+            raise BackendError("the server's answer was cut off or malformed (not a JSON object; an HTML page?)", retryable=True)
+        return completion_from_json(data, time.perf_counter() - started)
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 def _split_credentials(url: str | None) -> tuple[str | None, str | None]:
@@ -139,8 +243,31 @@ def _connection_problem(exc: BaseException, base_url: str | None) -> str:
     return f"cannot connect to {base_url or 'the default URL'}: {exc}"
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+def _error_message(data: Any, raw: bytes) -> str:
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return str(data["error"].get("message", ""))
+    return raw[:200].decode("utf-8", "replace")
+
+
+def status_error(status: int, message: str, headers: Mapping[str, str] | None) -> BackendError:
+    """An HTTP error status as a BackendError: 429 is a rate limit (retryable, honouring
+    Retry-After), 5xx, 408 and 409 are transient, 401/403 are fatal for the model (a rejected
+    key), the rest (bad request) are not retried."""
+    if status == 429:
+        return BackendError(f"rate limited: {message}", retryable=True, retry_after=_retry_after_headers(headers), rate_limited=True)
+    if status in (401, 403):  # every later call would be refused too
+        return BackendError(f"unauthorised (HTTP {status}): the server rejected the API key", retryable=False, fatal=True)
+    retryable = status >= 500 or status in (408, 409)
+    return BackendError(f"HTTP {status}: {message}", retryable=retryable, retry_after=_retry_after_headers(headers))
+
+
+def _retry_after(exc: Any) -> float | None:
+    return _retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))
+
+
+def _retry_after_headers(headers: Mapping[str, str] | None) -> float | None:
+    """The server's requested wait in seconds (``retry-after-ms`` or ``retry-after``)."""
+    headers = {k.lower(): v for k, v in (headers or {}).items()}
     for name in ("retry-after-ms", "retry-after"):
         value = headers.get(name)
         if value is None:

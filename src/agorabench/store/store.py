@@ -136,8 +136,15 @@ CLAIM_TTL = 120.0
 
 
 def _url(db: str | Path) -> str:
+    """An SQLAlchemy URL: a path is an SQLite file; ``postgresql://`` (or ``postgres://``)
+    URLs use the psycopg 3 driver unless they name another."""
     db = str(db)
-    return db if "://" in db else f"sqlite:///{db}"
+    if "://" not in db:
+        return f"sqlite:///{db}"
+    scheme, rest = db.split("://", 1)
+    if scheme in ("postgresql", "postgres"):
+        return f"postgresql+psycopg://{rest}"
+    return db
 
 
 def _problem(exc: BaseException) -> str:
@@ -536,30 +543,80 @@ class _Prompt:
 
 
 class SQLCache:
-    """Response cache in a store's ``cache`` table (implements ``ResponseCache``)."""
+    """Response cache in a store's ``cache`` table (implements ``ResponseCache``).
 
-    def __init__(self, store: Store) -> None:
+    - Lookups: the keys already in the table are read once (as 64-bit prefixes, up to
+      ``index_limit`` of them), so a key that is not there costs no query. Answers written later
+      by another process are not seen; that costs at most a repeated call, never a wrong answer.
+    - Writes are buffered and written in one transaction by :meth:`flush`, which the runner
+      calls before it stores a finished game (and which runs by itself every ``batch`` answers):
+      every stored game's answers are in the cache, and a kill loses only answers of games still
+      in flight, which a resume asks again.
+    """
+
+    def __init__(self, store: Store, batch: int = 256, index_limit: int = 2_000_000) -> None:
         self.store = store
+        self.batch = batch
+        self.index_limit = index_limit
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._known: set[int] | None = None
+        self._indexed = False
+        self._select = sa.select(cache.c.response).where(cache.c.key == sa.bindparam("k"))
+
+    def _index(self) -> None:
+        self._indexed = True
+        known: set[int] = set()
+        with self.store.engine.connect() as conn:
+            for (key,) in conn.execute(sa.select(cache.c.key).execution_options(yield_per=50_000)):
+                known.add(_prefix(key))
+                if len(known) > self.index_limit:
+                    return  # too many to hold: look every key up
+        self._known = known
 
     def get(self, key: str) -> Completion | None:
-        try:
-            with self.store.engine.connect() as conn:
-                row = conn.execute(sa.select(cache.c.response).where(cache.c.key == key)).first()
-        except DB_ERRORS as exc:
-            raise StoreError(f"could not read the response cache: {_problem(exc)}") from None
-        if row is None:
-            return None
-        r = row[0]
+        pending = self._pending.get(key)
+        if pending is not None:
+            r = pending["response"]
+        else:
+            try:
+                if not self._indexed:
+                    self._index()
+                if self._known is not None and _prefix(key) not in self._known:
+                    return None
+                with self.store.engine.connect() as conn:
+                    row = conn.execute(self._select, {"k": key}).first()
+            except DB_ERRORS as exc:
+                raise StoreError(f"could not read the response cache: {_problem(exc)}") from None
+            if row is None:
+                return None
+            r = row[0]
         return Completion(text=r["text"], prompt_tokens=r["prompt_tokens"], completion_tokens=r["completion_tokens"], latency=r["latency"], finish_reason=r["finish_reason"])
 
     def put(self, key: str, identity: str, c: Completion) -> None:
         response = {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency": c.latency, "finish_reason": c.finish_reason}
+        self._pending[key] = {"key": key, "identity": redact(identity), "response": _safe(response), "created": time.time()}
+        if len(self._pending) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered answers (replacing entries with the same key) in one transaction."""
+        if not self._pending:
+            return
+        rows = list(self._pending.values())
         try:
             with self.store.engine.begin() as conn:
-                conn.execute(sa.delete(cache).where(cache.c.key == key))
-                conn.execute(sa.insert(cache).values(key=key, identity=redact(identity), response=_safe(response), created=time.time()))
+                conn.execute(sa.delete(cache).where(cache.c.key.in_([r["key"] for r in rows])))
+                conn.execute(sa.insert(cache), rows)
         except DB_ERRORS as exc:
             raise StoreError(f"could not write the response cache: {_problem(exc)}") from None
+        if self._known is not None:
+            self._known.update(_prefix(r["key"]) for r in rows)
+        self._pending.clear()
+
+
+def _prefix(key: str) -> int:
+    """A key's hash: 64 bits held per known key instead of the whole string."""
+    return hash(key)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -1,0 +1,275 @@
+"""Client throughput against a fast OpenAI-compatible backend: is agorabench the bottleneck?
+
+One loopback server (tests/fake_openai.py, answering after 100 ms, in its own process, counting
+requests itself) and, in this process, one after another at the same number C of requests in
+flight:
+
+1. ``raw``: keep-alive HTTP/1.1 on bare asyncio sockets with the same request body: the most any
+   Python client on this machine could get from this server (the server's ceiling here);
+2. ``sdk``: the official ``openai`` SDK (aiohttp transport) called directly;
+3. ``lean``: our lean transport (aiohttp + orjson) called directly;
+4. ``model``: ``Model.complete`` over the lean transport (limits, retries, accounting; no cache);
+5. ``study``: a whole envy study (table, prompts, parsing, response cache, SQLite store) with
+   C games in flight, every game three model calls.
+
+Each line gives calls/s (counted by the server) and the share of the ideal C / 100 ms. All
+traffic goes to 127.0.0.1; each measurement is bounded (a fixed number of calls, and a time cap).
+
+Run: ``.venv/bin/python benchmarks/client.py [--c 64 256] [--profile]``. ``--profile`` runs the
+study at the first C under cProfile and prints where the client's CPU time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from agorabench.core.runner import Runner  # noqa: E402
+from agorabench.core.study import load_study  # noqa: E402
+from agorabench.models.base import GenerationSettings  # noqa: E402
+from agorabench.models.model import Model  # noqa: E402
+from agorabench.models.openai_compat import LeanOpenAIBackend  # noqa: E402
+from agorabench.store.store import SQLCache, Store  # noqa: E402
+
+LATENCY = 0.1
+MESSAGES = [
+    {"role": "system", "content": "You are taking part in a study of choices. Answer in the format asked."},
+    {"role": "user", "content": "Pick one of the options A, B, C or D and explain briefly. Reply in XML: <response><choice>X</choice><reasoning>...</reasoning></response>"},
+]
+
+STUDY = """
+name = "bench_client"
+game = "envy.points"
+matchups = "seats"
+repeats = {repeats}
+seats = [{{ focal = "remote", peer = "b" }}]
+[grid]
+matrix = ["M1", "M2", "M3"]
+peer_status = ["leading", "lagging"]
+margin = ["marginal", "significant"]
+peer_move = ["A", "B", "C", "D"]
+[[models]]
+name = "remote"
+spec = "openai/fake"
+base_url = "{url}"
+max_concurrency = {c}
+transport = "{transport}"
+[[models]]
+name = "b"
+spec = "strategy/always-b"
+"""
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_count(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
+        return json.loads(r.read())["requests"]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), "--latency", str(LATENCY)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(150):
+        try:
+            server_count(port)
+            return proc
+        except Exception:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("fake server did not start")
+
+
+async def _bounded(n: int, c: int, call) -> None:
+    """n calls with at most c in flight."""
+    sem = asyncio.Semaphore(c)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await call(i)
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+
+
+async def raw_sockets(port: int, n: int, c: int) -> None:
+    """c keep-alive connections, each sending its share of the n requests one after another."""
+    body = json.dumps({"model": "fake", "messages": MESSAGES, "temperature": 0, "max_tokens": 256}).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+
+    async def conn(k: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(k):
+            writer.write(head + body)
+            length = 0
+            while True:
+                line = await reader.readline()
+                if line in (b"\r\n", b""):
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            await reader.readexactly(length)
+        writer.close()
+
+    await asyncio.gather(*(conn(n // c) for _ in range(c)))
+
+
+async def sdk_direct(url: str, n: int, c: int) -> None:
+    import openai
+    from openai import DefaultAioHttpClient
+
+    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, http_client=DefaultAioHttpClient())
+
+    async def call(_i: int) -> None:
+        await client.chat.completions.create(model="fake", messages=MESSAGES, temperature=0, max_tokens=256, seed=0)
+
+    await _bounded(n, c, call)
+    await client.close()
+
+
+async def lean_direct(url: str, n: int, c: int) -> None:
+    backend = LeanOpenAIBackend("fake", base_url=url)
+    settings = GenerationSettings()
+    await _bounded(n, c, lambda _i: backend.complete(MESSAGES, settings))
+    await backend.aclose()
+
+
+async def model_lean(url: str, n: int, c: int) -> None:
+    model = Model(LeanOpenAIBackend("fake", base_url=url), max_concurrency=c)
+    await asyncio.gather(*(model.complete(MESSAGES, sample=i) for i in range(n)))
+    await model.aclose()
+
+
+def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean", profile: Path | None = None) -> None:
+    path = tmp / f"client_{c}_{transport}.toml"
+    path.write_text(STUDY.format(url=url, c=c, repeats=max(1, games // 48), transport=transport))
+    study = load_study(path)
+    store = Store(tmp / f"client_{c}_{transport}_{time.time_ns()}.db")
+    runner = Runner(study, store, concurrency=c, cache=SQLCache(store), progress=False)
+    if profile is not None:
+        prof = cProfile.Profile()
+        prof.enable()
+    asyncio.run(runner.run())
+    if profile is not None:
+        prof.disable()
+        prof.dump_stats(profile)
+    store.dispose()
+
+
+def measure(port: int, fn) -> tuple[float, float]:
+    """(calls/s counted by the server, client CPU milliseconds per call)."""
+    before = server_count(port)
+    started, cpu = time.perf_counter(), time.process_time()
+    fn()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    calls = server_count(port) - before
+    return calls / wall, 1000 * cpu / max(calls, 1)
+
+
+def load_line() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} cores"
+
+
+CATEGORIES = [
+    ("HTTP client (aiohttp, openai SDK, yarl, multidict)", ("aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
+    ("JSON (orjson, json)", ("orjson", "/json/")),
+    ("store and response cache (SQLAlchemy, sqlite3)", ("sqlalchemy", "sqlite3", "store/store.py")),
+    ("cache key (hashing the prompt)", ("hashlib", "models/model.py")),
+    ("prompt rendering (jinja2, games)", ("jinja2", "games/", "core/game.py")),
+    ("table, actions, parsing (pydantic, re)", ("core/table.py", "core/actions.py", "pydantic", "/re/", "core/agents.py")),
+    ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl")),
+]
+
+
+def breakdown(profile: Path) -> list[tuple[str, float]]:
+    """Own CPU time (tottime) per category, by the file each function lives in."""
+    st = pstats.Stats(str(profile))
+    totals: dict[str, float] = {}
+    for (filename, _line, func), (_cc, _nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
+        name = filename.replace("\\", "/")
+        if filename == "~":  # built-ins: attribute by name
+            name = func
+        cat = "other (runner, builtins, rest)"
+        for label, keys in CATEGORIES:
+            if any(k in name for k in keys):
+                cat = label
+                break
+        if "poll" in func and "select" in name or func == "<method 'poll' of 'select.epoll' objects>":
+            cat = "idle (waiting in epoll)"
+        totals[cat] = totals.get(cat, 0.0) + tt
+    return sorted(totals.items(), key=lambda kv: -kv[1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--c", type=int, nargs="+", default=[64, 256])
+    p.add_argument("--rounds", type=int, default=8, help="calls per measurement = rounds x C")
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    port = free_port()
+    server = start_server(port)
+    url = f"http://127.0.0.1:{port}/v1"
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            asyncio.run(lean_direct(url, 64, 64))  # warm the server
+            print(f"before: {load_line()}", file=sys.stderr)
+            for c in args.c:
+                n = c * args.rounds
+                ideal = c / LATENCY
+                cells = {
+                    "raw": measure(port, lambda: asyncio.run(raw_sockets(port, n, c))),
+                    "sdk": measure(port, lambda: asyncio.run(sdk_direct(url, n, c))),
+                    "lean": measure(port, lambda: asyncio.run(lean_direct(url, n, c))),
+                    "model": measure(port, lambda: asyncio.run(model_lean(url, n, c))),
+                    "study": measure(port, lambda: whole_study(url, c, n // 3, tmp)),
+                    "study_sdk": measure(port, lambda: whole_study(url, c, n // 3, tmp, transport="sdk")),
+                }
+                rows.append((c, ideal, cells))
+                print(f"C={c}: " + ", ".join(f"{k} {v:.0f}/s {ms:.2f} ms" for k, (v, ms) in cells.items()), file=sys.stderr)
+            print(f"after: {load_line()}", file=sys.stderr)
+            if args.profile:
+                prof = tmp / "study.prof"
+                whole_study(url, args.c[0], args.c[0] * args.rounds // 3, tmp, profile=prof)
+                st = pstats.Stats(str(prof))
+                total = sum(v for _, v in breakdown(prof))
+                calls = args.c[0] * args.rounds // 3 // 48 * 48 * 3
+                print(f"\nProfile of the whole study at C={args.c[0]} ({calls} calls, {total:.2f} s own time in total, {1000 * total / calls:.2f} ms per call):\n")
+                print("| where | share of client CPU | ms per call |\n|---|---|---|")
+                for cat, t in breakdown(prof):
+                    print(f"| {cat} | {t / total:.0%} | {1000 * t / calls:.2f} |")
+                print("\nTop functions by own time:", file=sys.stderr)
+                st.sort_stats("tottime").print_stats(15)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    keys = ("raw", "sdk", "lean", "model", "study", "study_sdk")
+    print(f"\n{load_line()}; 100 ms server in its own process; calls/s counted by the server (share of ideal C/L); client CPU ms per call\n")
+    print("| in flight | ideal C/L | raw sockets | bare `openai` SDK | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (SDK) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c, ideal, cells in rows:
+        print(f"| {c} | {ideal:.0f}/s | " + " | ".join(f"{cells[k][0]:.0f}/s ({cells[k][0] / ideal:.0%})" for k in keys) + " |")
+        print(f"| {c}: client CPU per call | | " + " | ".join(f"{cells[k][1]:.2f} ms" for k in keys) + " |")
+
+
+if __name__ == "__main__":
+    main()

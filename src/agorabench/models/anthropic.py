@@ -1,0 +1,90 @@
+"""The Anthropic Messages API through the official ``anthropic`` SDK.
+
+Our transcripts are chat messages with an optional leading system message; the Messages API
+takes the system text apart and needs user and assistant turns to alternate (the table already
+merges consecutive observations into one user message).
+
+Prompt caching: a role's transcript only ever grows at the end, so each call's prompt starts with
+the previous call's prompt. With ``prompt_caching`` the system block, the previous user turn and
+the newest user turn carry ``cache_control`` breakpoints: the newest one writes this prefix to
+the server's cache, the previous one reads what the last call wrote. The server reports
+``cache_read_input_tokens``; they are counted as ``cached_tokens``, and ``prompt_tokens`` is the
+whole prompt (uncached + cache reads + cache writes).
+
+The SDK's own retries are off: :class:`agorabench.models.model.Model` retries.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .base import Completion, GenerationSettings
+from .openai_compat import api_key_from_env, sdk_error
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """(system blocks, messages) in the Messages API's shape, with cache breakpoints."""
+    system: list[dict[str, Any]] | None = None
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            system = [{"type": "text", "text": m["content"]}]
+        elif turns and turns[-1]["role"] == m["role"]:  # keep the turns alternating
+            turns[-1]["content"][0]["text"] += "\n\n" + m["content"]
+        else:
+            turns.append({"role": m["role"], "content": [{"type": "text", "text": m["content"]}]})
+    if prompt_caching:
+        if system:
+            system[-1]["cache_control"] = _EPHEMERAL
+        users = [t for t in turns if t["role"] == "user"]
+        for t in users[-2:]:
+            t["content"][-1]["cache_control"] = _EPHEMERAL
+    return system, turns
+
+
+class AnthropicBackend:
+    serialized = False
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 120.0, prompt_caching: bool = True) -> None:
+        import anthropic
+
+        self.model = model
+        self.prompt_caching = prompt_caching
+        self.identity = f"anthropic:{base_url or 'default'}:{model}"
+        api_key = api_key_from_env(model, base_url, api_key_env)
+        self._sdk = anthropic
+        self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        sdk = self._sdk
+        system, turns = to_messages_api(messages, self.prompt_caching)
+        # temperature travels as a body field: recent SDK versions no longer take it as an argument
+        kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": settings.max_tokens, "extra_body": {"temperature": settings.temperature}}
+        if system:
+            kwargs["system"] = system
+        started = time.perf_counter()
+        try:
+            resp = await self.client.messages.create(**kwargs)
+        except sdk.APIError as exc:  # 529 ("overloaded") is a 5xx: transient
+            raise sdk_error(exc, sdk, self.base_url) from None
+        latency = time.perf_counter() - started
+        text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
+        usage = resp.usage
+        read = getattr(usage, "cache_read_input_tokens", 0) or 0
+        written = getattr(usage, "cache_creation_input_tokens", 0) or 0
+        return Completion(
+            text=text,
+            prompt_tokens=(usage.input_tokens or 0) + read + written,
+            completion_tokens=usage.output_tokens or 0,
+            cached_tokens=read,
+            latency=latency,
+            finish_reason=resp.stop_reason or "stop",
+            extra={"cache_write_tokens": written} if written else {},
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
