@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from .base import Completion, GenerationSettings
+from ..redact import redact
 from .openai_compat import api_key_from_env, sdk_error
 
 _EPHEMERAL = {"type": "ephemeral"}
@@ -53,7 +54,8 @@ class AnthropicBackend:
 
         self.model = model
         self.prompt_caching = prompt_caching
-        self.identity = f"anthropic:{base_url or 'default'}:{model}"
+        self.base_url = base_url
+        self.identity = f"anthropic:{redact(base_url or 'default')}:{model}"
         api_key = api_key_from_env(model, base_url, api_key_env)
         self._sdk = anthropic
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)

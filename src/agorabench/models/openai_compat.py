@@ -205,7 +205,10 @@ class LeanOpenAIBackend(OpenAICompatBackend):
         try:
             data = _loads(raw)
         except ValueError:
-            data = None
+            try:  # orjson refuses lone surrogates (a cut-off emoji); json reads them, and the
+                data = json.loads(raw)  # reply is sanitised at the model boundary
+            except ValueError:
+                data = None
         if status != 200:
             raise status_error(status, _error_message(data, raw), headers)
         if not isinstance(data, dict):
