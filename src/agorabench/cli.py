@@ -1,4 +1,4 @@
-"""Command line: ``agora run | report | export | import | profile | serve | migrate``.
+"""Command line: ``agora run | report | export | import | profile | serve | migrate | analyze``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 end with a one-line message and exit status 2, never a traceback.
@@ -78,8 +78,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise StudyError(f"--out {args.out} is a file; the report needs a folder (it writes OUT/index.html)")
     store = _store(args)
+    spec = load_study(args.study).file.model_dump(mode="json") if Path(args.study).exists() else None
     try:
-        path = build_report(store, _study_name(args.study), args.out)
+        path = build_report(store, _study_name(args.study), args.out, spec=spec)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     print(f"report: {path.resolve()}")
@@ -102,6 +103,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     print(f"wrote {n} rows to {args.out}")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .analysis.frames import games_df
+    from .analysis.report import named_models_only, study_spec
+    from .games.glee.analyze import analyze_glee
+
+    store = _store(args)
+    name = _study_name(args.study)
+    spec = load_study(args.study).file.model_dump(mode="json") if Path(args.study).exists() else study_spec(store, name)
+    games = named_models_only(games_df(store, name), spec)
+    if games.empty:
+        raise StudyError(f"no finished games stored for study {name!r}")
+    try:
+        print(analyze_glee(games, spec, out=args.out, reference=args.reference, reps=args.reps))
+    except ValueError as exc:
+        raise StudyError(str(exc)) from None
     return 0
 
 
@@ -189,6 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=["csv", "parquet"], default="csv")
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_export)
+
+    a = sub.add_parser("analyze", help="print a study's statistical analysis (GLEE regressions, Tables 5 and 6, meta-game)")
+    a.add_argument("kind", choices=["glee"])
+    a.add_argument("study", help="study file (or study name)")
+    a.add_argument("--db")
+    a.add_argument("--reference", help="reference model of the identity effects (default: the study's analysis.reference_model, else its first LLM)")
+    a.add_argument("--reps", type=int, default=200, help="bootstrap resamples of the meta-game")
+    a.add_argument("--out", help="folder for the tables as CSV files")
+    a.set_defaults(func=cmd_analyze)
 
     i = sub.add_parser("import", help="load games logged by the original projects")
     i.add_argument("format", choices=["glee", "govsim"])
