@@ -180,8 +180,8 @@ def test_reference_levels_are_table_8_defaults_and_market_has_8_12_8_levels():
     assert {f: ga.market_level_count(f) for f in ga.DESIGNS} == {"glee.bargaining": 8, "glee.negotiation": 12, "glee.persuasion": 8}
     refs = {f: {x.column: x.reference for x in d.factors + d.composite} for f, d in ga.DESIGNS.items()}
     assert refs["glee.bargaining"] == {"delta_a": 0.9, "delta_b": 0.9, "money": 10_000, "complete_info": True, "messages": False, "horizon": "inf"}
-    assert refs["glee.negotiation"] | {} == {"f_a": 1.0, "f_b": 1.0, "money": 10_000, "outside_option": False, "complete_info": True, "messages": False, "horizon": 1}
-    assert refs["glee.persuasion"] == {"p": 0.5, "v": 1.25, "money": 10_000, "horizon": 20, "complete_info": True, "messages": False, "myopic": False}
+    assert refs["glee.negotiation"] | {} == {"f_a": 1.0, "f_b": 1.0, "money": 10_000, "outside_option": True, "complete_info": True, "messages": False, "horizon": 1}
+    assert refs["glee.persuasion"] == {"p": 0.5, "v": 1.25, "money": 10_000, "horizon": 20, "complete_info": True, "messages": False, "myopic": False, "c": 0.0, "buyer_knows_p": True, "buyer_messages": False}
     # the encoding leaves the reference level out and keeps every other observed level
     import itertools
 

@@ -30,7 +30,9 @@ YES_NO = ((True, "yes"), (False, "no"))
 CI = Factor("complete_info", True, "CI", YES_NO)
 MA = Factor("messages", False, "MA", YES_NO)
 
-#: Table 8 defaults as references; the market factors crossed.
+#: Table 8 defaults as references; the market factors crossed. Parameters beyond Table 8 (the
+#: negotiation walk-away option, persuasion's c, buyer_knows_p, buyer_messages) take the game's
+#: default as reference; a parameter that does not vary in the data adds no column.
 DESIGNS: dict[str, Design] = {
     "glee.bargaining": Design(
         factors=(Factor("delta_a", 0.9, "δ_A"), Factor("delta_b", 0.9, "δ_B"), Factor("money", 10_000, "M")),
@@ -38,12 +40,15 @@ DESIGNS: dict[str, Design] = {
         composite_levels=((True, False), (False, True), ("inf", 12)),
     ),
     "glee.negotiation": Design(
-        factors=(Factor("f_a", 1.0, "F_A"), Factor("f_b", 1.0, "F_B"), Factor("money", 10_000, "M"), Factor("outside_option", False, "outside option", YES_NO)),
+        factors=(Factor("f_a", 1.0, "F_A"), Factor("f_b", 1.0, "F_B"), Factor("money", 10_000, "M"), Factor("outside_option", True, "walk-away", YES_NO)),
         composite=(CI, MA, Factor("horizon", 1, "T")),
         composite_levels=((True, False), (False, True), (1, 10, "inf")),
     ),
     "glee.persuasion": Design(
-        factors=(Factor("p", 0.5, "p"), Factor("v", 1.25, "v"), Factor("money", 10_000, "M"), Factor("horizon", 20, "T")),
+        factors=(
+            Factor("p", 0.5, "p"), Factor("v", 1.25, "v"), Factor("money", 10_000, "M"), Factor("horizon", 20, "T"),
+            Factor("c", 0.0, "c"), Factor("buyer_knows_p", True, "buyer knows p", YES_NO), Factor("buyer_messages", False, "buyer messages", YES_NO),
+        ),
         composite=(CI, Factor("messages", False, "MA", ((True, "text"), (False, "binary"))), Factor("myopic", False, "MY", YES_NO)),
         composite_levels=((True, False), (False, True), (False, True)),
     ),
