@@ -148,6 +148,8 @@ def encode(df: pd.DataFrame, design: Design, reference_model: str | None = None,
 
     def onehot(values: Iterable[Any], name: str, ref: Any, namer) -> None:
         keys = [level(v) for v in values]
+        if not keys:
+            return
         present = sorted(dict.fromkeys(keys), key=_sort_key)
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present)
         if numeric and len(present) > max_levels:

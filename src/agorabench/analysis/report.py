@@ -75,13 +75,14 @@ def study_spec(store: Store, study: str) -> dict:
 
 
 def named_models_only(games: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    """The games whose every seat holds a model the study file names (a database can hold
-    more); all games when the spec names no models (imported studies)."""
+    """The games whose every seat holds a model the study file names or a person (a database
+    can hold more); all games when the spec names no models (imported studies)."""
     names = {m["name"] for m in spec.get("models") or []}
     seats = [c for c in games.columns if c.startswith("model_")]
     if not names or not seats:
         return games
-    ok = games[seats].apply(lambda col: col.isna() | col.isin(names)).all(axis=1)
+    # a person's seat ("human", "human:<participant>") is no model entry and always stays
+    ok = games[seats].apply(lambda col: col.isna() | col.isin(names) | col.astype(str).str.startswith("human")).all(axis=1)
     return games[ok]
 
 

@@ -178,6 +178,8 @@ def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None):
     bootstrap redraws games and keeps β_param fixed, so it measures how the pair cells vary."""
     models = sorted(set(games["model_alice"]) & set(games["model_bob"]))
     data = games[games["model_alice"].isin(models) & games["model_bob"].isin(models)].reset_index(drop=True)
+    if len(models) < 2 or data.empty:
+        raise ValueError(f"{family}: the meta-game needs at least two models that each played both roles")
     ref = reference or reference_model(data)
     r = data["model_alice"].map({m: i for i, m in enumerate(models)}).to_numpy()
     c = data["model_bob"].map({m: i for i, m in enumerate(models)}).to_numpy()
