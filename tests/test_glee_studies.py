@@ -102,7 +102,7 @@ def test_run_report_and_export_of_a_small_scripted_study(write_study, tmp_path):
         assert f"{family}: efficiency, fairness and self-gain by model and role" in page
         assert f"{family}: model pairs" in page
         assert f"{family}: invalid answers" in page
-        assert f"{family}: efficiency (Alice × Bob)" in page
+        assert f"{family}: raw mean efficiency (Alice × Bob)" in page
     proc = run_agora("export", str(path), "--db", str(db), "--out", str(tmp_path / "games.csv"))
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader((tmp_path / "games.csv").open()))

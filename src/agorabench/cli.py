@@ -1,4 +1,4 @@
-"""Command line: ``agora run | report | export | show | import | profile | serve | migrate``.
+"""Command line: ``agora run | report | export | show | import | profile | serve | migrate | analyze``.
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 and failures of the database or the file system end with a one-line message and exit status 2,
@@ -110,8 +110,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise StudyError(f"--out {args.out} is a file; the report needs a folder (it writes OUT/index.html)")
     store = _store(args)
     name, ids, left_out = _scope(args, store)
+    spec = load_study(args.study).file.model_dump(mode="json") if Path(args.study).is_file() else None
     try:
-        path = build_report(store, name, args.out, ids=ids, left_out=left_out)
+        path = build_report(store, name, args.out, spec=spec, ids=ids, left_out=left_out)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     _left_out(left_out)
@@ -167,6 +168,25 @@ def _roles_of(games: list[dict], game_id: str, model: str) -> set[str]:
         if g["id"] == game_id:
             return {r for r, m in (g["seats"] or {}).items() if m == model}
     return set()
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .analysis.frames import games_df
+    from .analysis.report import named_models_only, study_spec
+    from .games.glee.analyze import analyze_glee
+
+    store = _store(args)
+    name, ids, left_out = _scope(args, store)
+    _left_out(left_out)
+    spec = load_study(args.study).file.model_dump(mode="json") if Path(args.study).is_file() else study_spec(store, name)
+    games = named_models_only(games_df(store, name, ids=ids), spec)
+    if games.empty:
+        raise StudyError(f"no finished games stored for study {name!r}")
+    try:
+        print(analyze_glee(games, spec, out=args.out, reference=args.reference, reps=args.reps))
+    except ValueError as exc:
+        raise StudyError(str(exc)) from None
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -266,6 +286,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--model", help="only the roles of this model (and a game it plays)")
     s.add_argument("--all", action="store_true", help="look among every game stored for the study")
     s.set_defaults(func=cmd_show)
+    a = sub.add_parser("analyze", help="print a study's statistical analysis (GLEE regressions, Tables 5 and 6, meta-game)")
+    a.add_argument("kind", choices=["glee"])
+    a.add_argument("study", help="study file (or study name)")
+    a.add_argument("--db")
+    a.add_argument("--reference", help="reference model of the identity effects (default: the study's analysis.reference_model, else its first LLM)")
+    a.add_argument("--reps", type=int, default=200, help="bootstrap resamples of the meta-game")
+    a.add_argument("--out", help="folder for the tables as CSV files")
+    a.add_argument("--all", action="store_true", help="analyse every game stored for the study, not only the study file's current design")
+    a.set_defaults(func=cmd_analyze)
 
     i = sub.add_parser("import", help="load games logged by the original projects")
     i.add_argument("format", choices=["glee", "govsim"])

@@ -1,5 +1,7 @@
-"""A self-contained HTML report of a study: common sections (played / invalid / error rates,
-per-model tokens and cost), then the sections of the study's game family."""
+"""A self-contained HTML report of a study: what the study is (description, settings, models,
+game counts, metric definitions), common sections (played / invalid / error rates, per-model
+tokens and cost), then the sections of the study's game family. Every figure is also written as
+SVG and every table as CSV beside ``index.html``."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pandas as pd
 
 from ..store.store import Store
 from .frames import games_df, turns_df
-from .plots import table_html
+from .plots import artifacts, table_html
 
 
 @dataclass
@@ -53,6 +55,69 @@ def family_sections(game: str) -> Callable[[pd.DataFrame, pd.DataFrame], list[Se
         return None
 
 
+def family_definitions(game: str) -> str:
+    """The ``DEFINITIONS`` HTML of the family's report module (metric definitions), if any."""
+    target = REPORTS.get(game)
+    if target is None:
+        return ""
+    try:
+        return str(getattr(importlib.import_module(target.split(":")[0]), "DEFINITIONS", ""))
+    except ModuleNotFoundError:
+        return ""
+
+
+def study_spec(store: Store, study: str) -> dict:
+    """The stored study file (as saved by the runner or an importer), or {}."""
+    for row in store.studies():
+        if row["name"] == study:
+            return row.get("spec") or {}
+    return {}
+
+
+def named_models_only(games: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """The games whose every seat holds a model the study file names or a person (a database
+    can hold more); all games when the spec names no models (imported studies)."""
+    names = {m["name"] for m in spec.get("models") or []}
+    seats = [c for c in games.columns if c.startswith("model_")]
+    if not names or not seats:
+        return games
+    # a person's seat ("human", "human:<participant>") is no model entry and always stays
+    ok = games[seats].apply(lambda col: col.isna() | col.isin(names) | col.astype(str).str.startswith("human")).all(axis=1)
+    return games[ok]
+
+
+def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) -> Section:
+    """The study's description, settings, models, game counts and metric definitions."""
+    parts = []
+    if spec.get("description"):
+        parts.append(f"<p>{html.escape(str(spec['description']))}</p>")
+    settings = {k: spec[k] for k in ("game", "matchups", "repeats", "seed", "max_retries", "source", "folder") if spec.get(k) not in (None, "", [])}
+    rows = [{"setting": k, "value": str(v)} for k, v in settings.items()]
+    for part in spec.get("parts") or [spec]:
+        prefix = f"{part['game']}: " if spec.get("parts") else ""
+        for key in ("grid", "fixed"):
+            for name, value in (part.get(key) or {}).items():
+                rows.append({"setting": f"{prefix}{key} {name}", "value": ", ".join(map(str, value)) if isinstance(value, list) else str(value)})
+        if part.get("configs"):
+            rows.append({"setting": f"{prefix}configs", "value": f"{len(part['configs'])} listed"})
+    if rows:
+        parts.append("<h3>Settings</h3>" + table_html(pd.DataFrame(rows), name="study settings"))
+    models = spec.get("models") or []
+    if models:
+        mt = pd.DataFrame([{"name": m.get("name"), "label": m.get("display_name") or m.get("name"), "spec": m.get("spec"), "temperature": m.get("temperature"), "max_tokens": m.get("max_tokens"), "constrained decoding": m.get("constrained")} for m in models])
+        parts.append("<h3>Models</h3>" + table_html(mt, name="study models"))
+    seats = [c for c in games.columns if c.startswith("model_")]
+    if len(games):
+        counts = games.groupby(["game", "status"]).size().unstack(fill_value=0).reset_index()
+        parts.append("<h3>Games</h3>" + table_html(counts, name="game counts"))
+        if seats:
+            per_model = pd.concat([games[c].rename("model") for c in seats]).value_counts().rename_axis("model").reset_index(name="seats taken")
+            parts.append(table_html(per_model, name="seats per model"))
+    if definitions:
+        parts.append("<h3>Metrics</h3>" + definitions)
+    return Section(f"Study {study}", "\n".join(parts))
+
+
 def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
     """Played / error counts and the invalid-turn rate per model."""
     n = len(all_games)
@@ -72,23 +137,33 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
     return Section("Overview", "\n".join(parts))
 
 
-def build_report(store: Store, study: str, out_dir: str | Path, ids: set[str] | None = None, left_out: int = 0) -> Path:
-    """The report of the games ``ids`` (or all stored); ``left_out`` stored games outside them are
-    mentioned in a note."""
+def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | None = None, ids: set[str] | None = None, left_out: int = 0) -> Path:
+    """Write ``out_dir/index.html`` (plus SVG/CSV files). ``spec``: the study file as a dict
+    (default: the one stored with the study); only games of the models it names are reported. ``ids``: only these games (the
+    study file's current design); ``left_out`` stored games outside them are mentioned in a note."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    all_games = games_df(store, study, status=None, ids=ids)
+    records = store.games(study)
+    all_games = games_df(store, study, status=None, ids=ids, records=records)
     if all_games.empty:
         raise ValueError(f"no games stored for study {study!r}")
+    spec = spec if spec is not None else study_spec(store, study)
+    all_games = named_models_only(all_games, spec)
+    if all_games.empty:
+        raise ValueError(f"no games of study {study!r} seat only the models its study file names")
     done = all_games[all_games["status"] == "done"].copy()
-    turns = turns_df(store, study, ids=ids)
+    done.attrs["spec"] = spec
+    turns = turns_df(store, study, ids=ids, transcripts=False, records=records)
+    del records
+    turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
     game = str(all_games["game"].iloc[0])
-    sections = [overview(all_games, turns)]
-    if left_out:
-        sections[0].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[0].body
-    family = family_sections(game)
-    if family is not None and not done.empty:
-        sections += family(done, turns)
+    with artifacts(out):
+        sections = [introduction(study, spec, all_games, family_definitions(game)), overview(all_games, turns)]
+        if left_out:
+            sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
+        family = family_sections(game)
+        if family is not None and not done.empty:
+            sections += family(done, turns)
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{body}</body></html>"
     path = out / "index.html"

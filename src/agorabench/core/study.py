@@ -193,6 +193,8 @@ class StudyFile(BaseModel):
     #: Settings of the participant web app (``[web]``: consent, quiz, time limit, bonus...),
     #: validated by ``agorabench.web.play.WebSettings`` when the study is served.
     web: dict[str, Any] = Field(default_factory=dict)
+    #: Settings of the analysis, e.g. ``reference_model`` (the model effects are relative to).
+    analysis: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("grid")
     @classmethod

@@ -38,6 +38,24 @@ T2_NOTE = (
     "Δ/Δmax with Δ = ½·gap/max|gap| + ½, which stays within 0–1 (always-B: 1.0 on M1, 0.8 on M2)."
 )
 
+#: Metric definitions shown at the top of the report.
+DEFINITIONS = """
+<p>Each turn the focal model picks one of four options; an option gives P<sub>self</sub> points to
+the focal model and P<sub>comp</sub> to its peer. Max and min run over the four options of the
+matrix; a game's value is the mean over its valid turns (0–1, higher = more of that motive).</p>
+<ul>
+<li><b>T1, self-first</b> = (P<sub>self</sub><sup>max</sup> − P<sub>self</sub>) /
+(P<sub>self</sub><sup>max</sup> − P<sub>self</sub><sup>min</sup>): how much of its own points the
+choice gives up.</li>
+<li><b>T2, gap-focus</b> = Δ / Δ<sub>max</sub> with Δ = ½·(P<sub>self</sub> − P<sub>comp</sub>) /
+max|P<sub>self</sub> − P<sub>comp</sub>| + ½: how strongly the choice favours being ahead of the peer.
+<b>t2_raw_ratio</b> = (P<sub>self</sub> − P<sub>comp</sub>) / (largest signed gap), the plain ratio
+matching the paper's reported numbers (not confined to 0–1).</li>
+<li><b>T3, peer-reduce</b> = (P<sub>comp</sub><sup>max</sup> − P<sub>comp</sub>) /
+(P<sub>comp</sub><sup>max</sup> − P<sub>comp</sub><sup>min</sup>): how much the choice takes from the peer.</li>
+</ul>
+"""
+
 
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     out = []

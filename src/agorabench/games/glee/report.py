@@ -1,27 +1,67 @@
 """Report sections of the GLEE families, one group per family present in the study:
 
 - mean efficiency, fairness and self-gain per model and role (Alice / Bob) with 95% CIs;
-- model-pair heatmaps (rows: Alice's model, columns: Bob's model) of each metric;
+- raw model-pair heatmaps (rows: Alice's model, columns: Bob's model) of each metric;
 - the family's outcome in brief (agreement / sale / purchase rates);
+- the regression analysis of :mod:`.analysis`: Table 5 (market effects), Table 6 (model
+  effects), design-adjusted pair effects, the meta-game, linear vs boosted-trees check;
 - invalid-answer rates per model, role and decision;
 - bargaining and negotiation: each model's accept/reject decisions as responder fitted with the
   inequity-averse logit acceptance rule (``analysis/acceptance.py``), with its rejection
   threshold;
 - persuasion: the seller's lying rate against the commitment policy q and the buyer's buy rate
-  after a recommendation against a Bayesian buyer (``analysis/persuasion_beliefs.py``).
+  after a recommendation against a Bayesian buyer (``analysis/persuasion_beliefs.py``);
+- corpus statistics (Table 4) and the anchoring analysis over all families.
 """
 
 from __future__ import annotations
 
+import html
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from ...analysis import acceptance
+from ...analysis.descriptive import corpus_stats, message_words
 from ...analysis.persuasion_beliefs import buyer_update, seller_lying
-from ...analysis.plots import bars_with_ci, heatmap, table_html
+from ...analysis.plots import bars_with_ci, forest, heatmap, histograms, table_html
+from ...analysis.regression import predictive_check
 from ...analysis.report import Section
 from ...analysis.stats import mean_ci
+from . import analysis as ga
+
+#: Metric definitions shown at the top of a GLEE report.
+DEFINITIONS = """
+<p>Every GLEE metric is a share of the amount at stake M, so 0.05 = 5 % of M; effects are in
+percentage points (pp) of M.</p>
+<ul>
+<li><b>Bargaining.</b> Alice and Bob alternate offers to divide M; an agreement in round t giving
+Alice the share p is worth δ<sub>A</sub><sup>t−1</sup>·p to Alice and
+δ<sub>B</sub><sup>t−1</sup>·(1−p) to Bob. <i>Self-gain</i> = that value;
+<i>efficiency</i> = δ<sub>A</sub><sup>t−1</sup>p + δ<sub>B</sub><sup>t−1</sup>(1−p) (0 without
+agreement); <i>fairness</i> = 1 − 4(p − ½)² (1 without agreement).</li>
+<li><b>Negotiation.</b> Seller Alice values the good at V<sub>A</sub> = F<sub>A</sub>·M, buyer
+Bob at V<sub>B</sub> = F<sub>B</sub>·M. A sale at price P gives self-gains (P − V<sub>A</sub>)/M
+and (V<sub>B</sub> − P)/M (0 and 0 without a sale); <i>efficiency</i> = 1 when there is a sale
+with V<sub>A</sub> ≤ P ≤ V<sub>B</sub> or no sale while V<sub>A</sub> ≥ V<sub>B</sub>, else 0;
+<i>fairness</i> = 1 − 4·((P − (V<sub>A</sub>+V<sub>B</sub>)/2)/M)² with a sale, 1 without.</li>
+<li><b>Persuasion.</b> In each of T rounds the product is of high quality with probability p;
+seller Alice sees it and recommends (or writes), buyer Bob buys at price M or not; a high product
+is worth v·M to him, a low one 0. With n high rounds, k of them sold, r low rounds unsold and
+s low rounds sold: <i>efficiency</i> = k/n, <i>fairness</i> = r/(T − n), Alice's self-gain =
+(k + s)/T (sales per round), Bob's = (k·(v − 1) − s)/T (his gain per round over M).</li>
+</ul>
+<p><b>Regression analysis (paper App. C).</b> One linear model per family and outcome:
+outcome = β<sub>0</sub> + Σ β·[parameter = level] + Σ β·[market = level] + Σ β·[Alice = model]
++ Σ β·[Bob = model] + ε, each factor one-hot with a reference level (Table 8 defaults; the
+reference model for identities). A coefficient is the change of the outcome, all else equal,
+when that level replaces the reference. Classical 95 % intervals β ± t·SE; clustered intervals use
+standard errors robust to correlation among the games of one model pair (few pairs make them
+unreliable). p<sub>BH</sub>: Benjamini–Hochberg adjusted within each model.
+<b>Design-adjusted</b> means: the model's mean prediction over all of the family's games with the
+seat(s) set to the given model(s).</p>
+"""
 
 FAMILIES = {"glee.bargaining": "Bargaining", "glee.negotiation": "Negotiation", "glee.persuasion": "Persuasion"}
 METRICS = ["efficiency", "fairness", "self_gain_alice", "self_gain_bob"]
@@ -41,7 +81,7 @@ def by_model_and_role(games: pd.DataFrame) -> pd.DataFrame:
                 if column not in sub:
                     continue
                 m, lo, hi, n = mean_ci(sub[column])
-                rows.append({"model": model, "role": ROLE_NAMES[role], "metric": metric, "mean": m, "low": lo, "high": hi, "n": n})
+                rows.append({"model": model, "role": ROLE_NAMES[role], "metric": metric.replace("_", "-"), "mean": m, "low": lo, "high": hi, "n": n})
     return pd.DataFrame(rows)
 
 
@@ -84,20 +124,20 @@ def invalid_rates(turns: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame, reference: str | None = None) -> list[Section]:
     label = FAMILIES[family]
     games = games.copy()
     if family == "glee.negotiation" and "price" in games:
         games["price_over_m"] = games["price"] / games["money"]
     out = []
     summary = by_model_and_role(games)
-    body = f"<p>{len(games)} games. Self-gain is each player's utility divided by M (persuasion: per round); see the game modules for the formulas.</p>"
+    body = f"<p>{len(games)} games. Raw means: not adjusted for the design (see the regression sections below for adjusted values).</p>"
     if not summary.empty:
         for role in ("Alice", "Bob"):
             sub = summary[summary.role == role]
             if not sub.empty:
-                body += bars_with_ci(sub, "model", f"{label}: mean metrics as {role} (95% CI)", "value")
-        body += table_html(summary)
+                body += bars_with_ci(sub, "model", f"{label}: raw mean metrics as {role} (95% CI)", "share of M (0–1)")
+        body += table_html(summary, name=f"{label} raw means by model and role")
     out.append(Section(f"{label}: efficiency, fairness and self-gain by model and role", body))
     if {"model_alice", "model_bob"} <= set(games.columns):
         figs = []
@@ -106,12 +146,152 @@ def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame) -> li
                 continue
             grid = pair_grid(games, metric)
             lo, hi = _range(grid)
-            figs.append(heatmap(grid, f"{label}: {metric} (Alice × Bob)", vmin=lo, vmax=hi))
-        out.append(Section(f"{label}: model pairs", "\n".join(figs) + table_html(outcome_summary(family, games))))
+            figs.append(heatmap(grid, f"{label}: raw mean {ga.OUTCOME_NAMES[metric]} (Alice × Bob)", vmin=lo, vmax=hi, colorbar=f"{ga.OUTCOME_NAMES[metric]} (share of M)"))
+        out.append(Section(f"{label}: model pairs (raw means)", "\n".join(figs) + table_html(outcome_summary(family, games), name=f"{label} outcomes by model pair")))
     family_turns = turns[turns["game_id"].isin(games["game_id"])] if len(turns) else turns
     rates = invalid_rates(family_turns)
     played = games.groupby(["model_alice", "model_bob"]).agg(games=("game_id", "size"), games_with_invalid=("n_invalid", lambda v: float((v > 0).mean()))).reset_index()
-    out.append(Section(f"{label}: invalid answers", ("<p>Invalid answers were re-asked, then replaced by the game's fallback (see the game modules).</p>" + table_html(rates) if not rates.empty else "<p>No turns stored.</p>") + table_html(played)))
+    out += analysis_sections(family, games, reference)
+    out.append(Section(f"{label}: invalid answers", ("<p>Invalid answers were re-asked, then replaced by the game's fallback (see the game modules).</p>" + table_html(rates, name=f"{label} invalid rates") if not rates.empty else "<p>No turns stored.</p>") + table_html(played, name=f"{label} games with invalid answers")))
+    return out
+
+
+def _guard(title: str, build: Callable[[], str]) -> Section:
+    """A section whose analysis may not be possible on this data (too few games, a pair never
+    played): the reason is shown instead."""
+    try:
+        return Section(title, build())
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        return Section(title, f"<p class='note'>Not available for these games: {html.escape(str(exc))}</p>")
+
+
+def _fmt_effect(df: pd.DataFrame, est: str, low: str, high: str) -> pd.Series:
+    """"2.8 [2.3, 3.3]" with ▲ for best and ▼ for worst within the interval."""
+    def one(r: pd.Series) -> str:
+        if pd.isna(r[est]):
+            return "not played"
+        mark = (" ▲" if r.get(f"{est}_best") else "") + (" ▼" if r.get(f"{est}_worst") else "")
+        return f"{r[est]:.1f} [{r[low]:.1f}, {r[high]:.1f}]{mark}"
+
+    return df.apply(one, axis=1)
+
+
+def analysis_sections(family: str, games: pd.DataFrame, reference: str | None) -> list[Section]:
+    """Regression tables and figures of one family (see :mod:`.analysis`)."""
+    label = FAMILIES[family]
+    ref = reference or ga.reference_model(games)
+    state: dict[str, Any] = {}
+
+    def fits() -> dict:
+        if "fits" not in state:
+            state["fits"] = ga.regressions(games, family, ref)
+        return state["fits"]
+
+    def regression() -> str:
+        f = fits()
+        summary = ga.fit_summary(f)
+        few = summary["clusters"].min() < 10
+        note = f"<p>Reference model: <b>{html.escape(ref)}</b>. Reference levels (Table 8): " + html.escape("; ".join(f"{k} = {v}" for k, v in next(iter(f.values())).references.items())) + ".</p>"
+        if few:
+            note += "<p class='note'>Fewer than 10 model pairs: the clustered errors rest on very few clusters and are unreliable.</p>"
+        coefs = ga.coefficients(f)
+        return note + table_html(summary, name=f"{label} regression fit") + "<p>All coefficients (share of M; classical and pair-clustered intervals):</p>" + table_html(coefs, name=f"{label} regression coefficients")
+
+    def table5() -> str:
+        t = ga.market_effects(fits(), family)
+        shown = t[[f.name for f in ga.DESIGNS[family].composite]].copy()
+        for o in ("efficiency", "fairness"):
+            if o in t:
+                shown[f"{o} (pp) [95% CI]"] = _fmt_effect(t, o, f"{o}_low", f"{o}_high")
+        long = []
+        for o in ("efficiency", "fairness"):
+            if o in t:
+                names = [f.name for f in ga.DESIGNS[family].composite]
+                market = t[names].apply(lambda r: ", ".join(f"{n}={r[n]}" for n in names), axis=1)
+                long.append(pd.DataFrame({"market": market, "outcome": o, "estimate": t[o], "low": t[f"{o}_low"], "high": t[f"{o}_high"]}))
+        fig = forest(pd.concat(long), "market", "outcome", f"{label}: market effects vs the Table 8 default (95% CI)", "effect (pp of M)") if long else ""
+        names = ", ".join(f.name for f in ga.DESIGNS[family].composite)
+        return (f"<p>Effect of each market ({names}) on efficiency and fairness in percentage points relative to the default market "
+                "(first row); ▲ marks values whose interval reaches the best estimate, ▼ the worst.</p>" + fig + table_html(shown, name=f"{label} table 5 market effects") + table_html(t, name=f"{label} table 5 market effects numeric"))
+
+    def table6() -> str:
+        t = ga.model_effects(fits())
+        shown = t[["model", "role"]].assign(**{"self-gain effect (pp) [95% CI]": _fmt_effect(t, "effect", "low", "high")})
+        fig = forest(t.rename(columns={"effect": "estimate"}), "model", "role", f"{label}: model effect on own self-gain vs {ref} (95% CI)", "effect (pp of M)")
+        adj = ga.adjusted_self_gain(games, family, ref)
+        return (f"<p>Each model's effect on its own self-gain as Alice and as Bob, in percentage points relative to <b>{html.escape(ref)}</b>; ▲/▼ best/worst within the interval. "
+                "Below, the design-adjusted mean self-gain beside the raw mean.</p>" + fig + table_html(shown, name=f"{label} table 6 model effects") + table_html(adj, name=f"{label} adjusted self-gain"))
+
+    def pairs() -> str:
+        figs = []
+        for o in ga.OUTCOMES:
+            if o in games and games[o].notna().any():
+                grid = 100 * ga.pair_effects(games, family, o, ref)
+                top = float(np.nanmax(np.abs(grid.to_numpy()))) if grid.size else 1.0
+                figs.append(heatmap(grid, f"{label}: design-adjusted {ga.OUTCOME_NAMES[o]} relative to the mean", vmin=-top or -1, vmax=top or 1, fmt="{:+.1f}", cmap="RdBu", colorbar="pp of M vs the family mean"))
+        return "<p>Each cell: the pair's mean prediction over all of the family's games (its own parameters replaced by the whole design) minus the mean outcome, in pp.</p>" + "\n".join(figs)
+
+    def meta() -> str:
+        m = ga.metagame(games, family, ref)
+        body = (f"<p>Alice and Bob each choose the model that plays for them; payoffs are design-adjusted expected self-gains (pp of M) over the {m['games']} games. "
+                f"Equilibria from support enumeration (nashpy) plus a direct check of pure profiles; stability over {m['reps']} bootstrap resamples of games within pairs; α-Rank as a second ranking.</p>")
+        body += heatmap(m["A"].rename_axis(index="Alice's model", columns="Bob's model"), f"{label} meta-game: Alice's payoff", vmin=None, vmax=None, fmt="{:.1f}", colorbar="Alice's self-gain (pp of M)")
+        body += heatmap(m["B"].rename_axis(index="Alice's model", columns="Bob's model"), f"{label} meta-game: Bob's payoff", vmin=None, vmax=None, fmt="{:.1f}", colorbar="Bob's self-gain (pp of M)")
+        eq = m["equilibria"].drop(columns=["row_mix", "column_mix"]).rename(columns={"payoff_row": "Alice's payoff (pp)", "payoff_column": "Bob's payoff (pp)"})
+        body += "<h3>Nash equilibria</h3>" + table_html(eq, name=f"{label} meta-game equilibria")
+        body += "<h3>Bootstrap stability</h3>" + table_html(m["bootstrap"], name=f"{label} meta-game bootstrap")
+        body += "<h3>α-Rank</h3><p>Stationary mass of each model per role, and of each profile (α = 50 per pp of M, population 50).</p>" + table_html(m["alpha_rank"], name=f"{label} meta-game alpha-rank")
+        body += heatmap(m["alpha_profiles"], f"{label} meta-game: α-Rank mass of each profile", vmin=0, vmax=1, fmt="{:.2f}", colorbar="stationary probability")
+        return body
+
+    def check() -> str:
+        rows = [predictive_check(games, o, ga.DESIGNS[family], ref, seeds=2, max_rows=2000) for o in ga.OUTCOMES if o in games and games[o].notna().sum() >= 20]
+        if not rows:
+            raise ValueError("fewer than 20 games per outcome")
+        return "<p>Out-of-sample root-mean-squared error (share of M) of the linear model and of gradient-boosted trees on the same inputs, mean and sd over 2 random 80/20 splits of at most 2,000 games (App. C.3; <code>agora analyze glee</code> uses more).</p>" + table_html(pd.DataFrame(rows), name=f"{label} linear vs boosting")
+
+    return [
+        _guard(f"{label}: regression analysis", regression),
+        _guard(f"{label}: Table 5 — market effects on efficiency and fairness", table5),
+        _guard(f"{label}: Table 6 — model effects on self-gain", table6),
+        _guard(f"{label}: design-adjusted pair effects", pairs),
+        _guard(f"{label}: meta-game", meta),
+        _guard(f"{label}: linear model vs gradient boosting", check),
+    ]
+
+
+def corpus_section(games: pd.DataFrame, turns: pd.DataFrame) -> Section:
+    """Table 4: games, decisions, messages and words per family, and message lengths."""
+    stats = corpus_stats(games, turns).replace({"game": FAMILIES})
+    body = "<p>Decisions: stored answers; messages: answers with a non-empty free-text message; words: whitespace-separated tokens of the messages.</p>" + table_html(stats, name="table 4 corpus statistics")
+    if len(turns) and "action_message" in turns:
+        words = message_words(turns)
+        family = turns.loc[words.index, "game_id"].map(games.set_index("game_id")["game"])
+        series = {FAMILIES.get(f, f): words[family == f] for f in FAMILIES}
+        if any(len(v) for v in series.values()):
+            body += histograms(series, "Words per message by family", "words per message")
+    return Section("Corpus statistics (Table 4)", body)
+
+
+def anchoring_section(games: pd.DataFrame, turns: pd.DataFrame) -> Section | None:
+    """Q3: correlation of Alice's first offer with her final self-gain, per player type."""
+    if not len(turns):
+        return None
+    t = ga.anchoring_table(games, turns)
+    if t.empty:
+        return None
+    t["family"] = t["family"].map(FAMILIES)
+    return Section("Anchoring: first offer vs final gain", "<p>Per family and Alice's player type: Pearson correlation r between Alice's first offer (share of M she asks for in bargaining; price / M in negotiation) and her final self-gain, with a Fisher-z 95 % interval, the p-value of r = 0 and the slope.</p>" + table_html(t, name="anchoring first offer vs final gain"))
+
+
+def study_reference(spec: dict[str, Any] | None) -> list[str]:
+    """Preferred reference models from a study spec: ``analysis.reference_model``, then the
+    file's LLMs in order, then its other models."""
+    spec = spec or {}
+    models = spec.get("models") or []
+    out = [spec.get("analysis", {}).get("reference_model")] if spec.get("analysis", {}).get("reference_model") else []
+    out += [m["name"] for m in models if not str(m.get("spec", "")).startswith("strategy/")]
+    out += [m["name"] for m in models]
     return out
 
 
@@ -207,17 +387,26 @@ def persuasion_section(turns: pd.DataFrame, games: pd.DataFrame) -> list[Section
 
 
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
-    """Sections for every GLEE family present in the study's finished games."""
+    """Sections for every GLEE family present in the study's finished games, then corpus
+    statistics and anchoring. The study spec, when the report builder has it, is in
+    ``games.attrs["spec"]`` (it names the reference model)."""
+    preferred = study_reference(games.attrs.get("spec"))
     out: list[Section] = []
     for family in FAMILIES:
         sub = games[games["game"] == family] if "game" in games else games.iloc[0:0]
         if not sub.empty:
-            out += family_sections(family, sub, turns)
+            out += family_sections(family, sub, turns, ga.reference_model(sub, preferred))
             family_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             if family == "glee.persuasion":
                 out += persuasion_section(family_turns, sub)
             else:
                 out += acceptance_section(family, FAMILIES[family], family_turns)
+    present = games[games["game"].isin(list(FAMILIES))] if "game" in games else games
+    if len(present):
+        out.append(corpus_section(present, turns))
+        anchor = anchoring_section(present, turns)
+        if anchor is not None:
+            out.append(anchor)
     return out
 
 

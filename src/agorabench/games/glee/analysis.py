@@ -1,0 +1,270 @@
+"""GLEE's statistical analysis (paper §3–4, App. C) over a games dataframe.
+
+Each function takes the games of one family (rows of :func:`agorabench.analysis.frames.games_df`)
+and returns plain dataframes; the report and ``agora analyze glee`` format them.
+
+Encoding (App. C.1, C.2): per family, every game-defining parameter is one-hot with the paper's
+Table 8 default as reference; the market parameters are crossed into one *market* factor —
+bargaining CI × MA × T (T ∈ {∞, 12}: 8 levels), negotiation CI × MA × T (T ∈ {1, 10, ∞}: 12
+levels), persuasion CI × MA × MY (8 levels); Alice's and Bob's identities are one-hot with a
+reference model (a human seat is one more identity). Outcomes: efficiency, fairness, Alice's and
+Bob's self-gain, each a share of the amount at stake (effects are reported in percentage points
+of it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...analysis import metagame as mg
+from ...analysis.anchoring import anchoring
+from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, default_reference, fit_ols, level, pair_labels
+
+OUTCOMES = ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")
+OUTCOME_NAMES = {"efficiency": "efficiency", "fairness": "fairness", "self_gain_alice": "Alice's self-gain", "self_gain_bob": "Bob's self-gain"}
+YES_NO = ((True, "yes"), (False, "no"))
+
+CI = Factor("complete_info", True, "CI", YES_NO)
+MA = Factor("messages", False, "MA", YES_NO)
+
+#: Table 8 defaults as references; the market factors crossed. Parameters beyond Table 8 (the
+#: negotiation walk-away option, persuasion's c, buyer_knows_p, buyer_messages) take the game's
+#: default as reference; a parameter that does not vary in the data adds no column.
+DESIGNS: dict[str, Design] = {
+    "glee.bargaining": Design(
+        factors=(Factor("delta_a", 0.9, "δ_A"), Factor("delta_b", 0.9, "δ_B"), Factor("money", 10_000, "M")),
+        composite=(CI, MA, Factor("horizon", "inf", "T")),
+        composite_levels=((True, False), (False, True), ("inf", 12)),
+    ),
+    "glee.negotiation": Design(
+        factors=(Factor("f_a", 1.0, "F_A"), Factor("f_b", 1.0, "F_B"), Factor("money", 10_000, "M"), Factor("outside_option", True, "walk-away", YES_NO)),
+        composite=(CI, MA, Factor("horizon", 1, "T")),
+        composite_levels=((True, False), (False, True), (1, 10, "inf")),
+    ),
+    "glee.persuasion": Design(
+        factors=(
+            Factor("p", 0.5, "p"), Factor("v", 1.25, "v"), Factor("money", 10_000, "M"), Factor("horizon", 20, "T"),
+            Factor("c", 0.0, "c"), Factor("buyer_knows_p", True, "buyer knows p", YES_NO), Factor("buyer_messages", False, "buyer messages", YES_NO),
+        ),
+        composite=(CI, Factor("messages", False, "MA", ((True, "text"), (False, "binary"))), Factor("myopic", False, "MY", YES_NO)),
+        composite_levels=((True, False), (False, True), (False, True)),
+    ),
+}
+
+#: The first move of each family that opens the bargaining: (phase, action column, scale).
+FIRST_OFFER = {"glee.bargaining": ("offer", "action_alice_gain"), "glee.negotiation": ("offer", "action_price")}
+
+
+def reference_model(games: pd.DataFrame, preferred: list[str] | None = None) -> str:
+    """The reference identity: the first of ``preferred`` (the study's analysis setting, then its
+    LLMs in file order) that played, else the first non-human model in sorted order."""
+    return default_reference(pd.unique(games[["model_alice", "model_bob"]].to_numpy().ravel()), preferred or [])
+
+
+def regressions(games: pd.DataFrame, family: str, reference: str | None = None, outcomes: tuple[str, ...] = OUTCOMES, pair: bool = False) -> dict[str, Fit]:
+    """One OLS per outcome of the family's games (App. C.1 encoding, Table 8 references),
+    classical and model-pair-clustered errors, BH-adjusted p-values per outcome."""
+    design = DESIGNS[family]
+    ref = reference or reference_model(games)
+    return {o: fit_ols(games, o, design, ref, pair=pair) for o in outcomes if o in games and games[o].notna().sum() > 0}
+
+
+def coefficients(fits: dict[str, Fit]) -> pd.DataFrame:
+    """All coefficients of the fits in one long table: outcome, term, level (readable), the
+    estimate with classical and clustered errors, intervals and p-values (shares of M)."""
+    d = pd.concat([f.coefs.assign(outcome=o) for o, f in fits.items()], ignore_index=True)
+    d = d.drop(columns=["column", "level"]).rename(columns={"level_name": "level"})
+    return d[["outcome"] + [c for c in d.columns if c != "outcome"]]
+
+
+def fit_summary(fits: dict[str, Fit]) -> pd.DataFrame:
+    """Per outcome: games, coefficients, R², adjusted R², clusters and the columns left out."""
+    return pd.DataFrame([{"outcome": o, "games": f.n, "coefficients": len(f.beta), "r2": f.r2, "adj_r2": f.adj_r2, "clusters": f.clusters, "left_out": "; ".join(f.dropped)} for o, f in fits.items()])
+
+
+def _mark(df: pd.DataFrame, est: str, low: str, high: str) -> pd.DataFrame:
+    """best: its interval reaches the largest estimate; worst: it reaches the smallest."""
+    ok = df[est].notna()
+    top, bottom = df.loc[ok, est].max(), df.loc[ok, est].min()
+    df[f"{est}_best"] = ok & (df[high] >= top - 1e-12)
+    df[f"{est}_worst"] = ok & (df[low] <= bottom + 1e-12)
+    return df
+
+
+def market_effects(fits: dict[str, Fit], family: str, outcomes: tuple[str, ...] = ("efficiency", "fairness"), clustered: bool = False) -> pd.DataFrame:
+    """Table 5: for every market level (8 / 12 / 8, the reference first with effect 0), its
+    effect on each outcome in percentage points with the 95 % interval; levels no game played
+    are NaN. ``clustered`` uses the pair-clustered interval."""
+    design = DESIGNS[family]
+    rows: list[dict[str, Any]] = []
+    for combo in design.composite_grid():
+        row: dict[str, Any] = {f.name: f.level_name(v) for f, v in zip(design.composite, combo)}
+        for o in outcomes:
+            if o not in fits:
+                continue
+            f = fits[o]
+            ref = f.references.get(design.composite_label)
+            hit = f.coefs[(f.coefs["term"] == design.composite_label) & (f.coefs["level"].map(lambda v: v == combo))]
+            lo_c, hi_c = ("low_cluster", "high_cluster") if clustered and "low_cluster" in f.coefs else ("low", "high")
+            if combo == ref:
+                row.update({o: 0.0, f"{o}_low": 0.0, f"{o}_high": 0.0})
+            elif len(hit):
+                h = hit.iloc[0]
+                row.update({o: 100 * h["estimate"], f"{o}_low": 100 * h[lo_c], f"{o}_high": 100 * h[hi_c]})
+            else:
+                row.update({o: np.nan, f"{o}_low": np.nan, f"{o}_high": np.nan})
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    for o in outcomes:
+        if o in out:
+            out = _mark(out, o, f"{o}_low", f"{o}_high")
+    return out
+
+
+def model_effects(fits: dict[str, Fit], clustered: bool = False) -> pd.DataFrame:
+    """Table 6: each model's effect on its own self-gain as Alice (``model_alice`` terms of the
+    Alice self-gain fit) and as Bob, in percentage points relative to the reference model, with
+    the 95 % interval and best/worst marks per role."""
+    parts = []
+    for role, outcome in (("Alice", "self_gain_alice"), ("Bob", "self_gain_bob")):
+        if outcome not in fits:
+            continue
+        f = fits[outcome]
+        column = f"model_{role.lower()}"
+        lo_c, hi_c = ("low_cluster", "high_cluster") if clustered and "low_cluster" in f.coefs else ("low", "high")
+        sub = f.term(column)
+        rows = [{"model": f.references.get(column), "role": role, "effect": 0.0, "low": 0.0, "high": 0.0, "reference": True}]
+        rows += [{"model": r["level"], "role": role, "effect": 100 * r["estimate"], "low": 100 * r[lo_c], "high": 100 * r[hi_c], "reference": False} for _, r in sub.iterrows()]
+        parts.append(_mark(pd.DataFrame(rows), "effect", "low", "high"))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def adjusted_self_gain(games: pd.DataFrame, family: str, reference: str | None = None) -> pd.DataFrame:
+    """Design-adjusted mean self-gain of each model as Alice and as Bob: the mean over all of the
+    family's games of the regression's prediction with that model in the seat (see
+    :func:`agorabench.analysis.regression.adjusted_means`). Columns: model, role, adjusted, low,
+    high (classical 95 %), low_cluster, high_cluster (pair-clustered), raw (plain mean), n."""
+    design = DESIGNS[family]
+    ref = reference or reference_model(games)
+    parts = []
+    for role in ("alice", "bob"):
+        out = adjusted_means(games, f"self_gain_{role}", design, f"model_{role}", ref)
+        parts.append(out.rename(columns={"level": "model"}).assign(role=role.capitalize()))
+    return pd.concat(parts, ignore_index=True)
+
+
+def pair_effects(games: pd.DataFrame, family: str, outcome: str, reference: str | None = None) -> pd.DataFrame:
+    """Design-adjusted outcome of every ordered model pair relative to the family's mean
+    outcome (Figures 1–6): the pair regression's mean prediction over all games with that pair
+    seated, minus the mean observed outcome. Rows: Alice's model; columns: Bob's model."""
+    data = games.assign(**{PAIR: pair_labels(games)})
+    adj = adjusted_means(data, outcome, DESIGNS[family], PAIR, reference or reference_model(games))
+    first = data.drop_duplicates(PAIR).set_index(PAIR)
+    adj["alice"] = adj["level"].map(first["model_alice"])
+    adj["bob"] = adj["level"].map(first["model_bob"])
+    adj["relative"] = adj["adjusted"] - data[outcome].mean()
+    grid = adj.pivot(index="alice", columns="bob", values="relative")
+    grid.index.name, grid.columns.name = "Alice's model", "Bob's model"
+    return grid
+
+
+def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None):
+    """Meta-game payoffs: for each outcome (Alice's and Bob's self-gain) fit the pair
+    regression once; a cell is the mean over the cell's games of y − x_param·β_param plus the mean
+    of x_param·β_param over all games (with all games, exactly the pair's adjusted mean). The
+    bootstrap redraws games and keeps β_param fixed, so it measures how the pair cells vary."""
+    models = sorted(set(games["model_alice"]) & set(games["model_bob"]))
+    data = games[games["model_alice"].isin(models) & games["model_bob"].isin(models)].reset_index(drop=True)
+    if len(models) < 2 or data.empty:
+        raise ValueError(f"{family}: the meta-game needs at least two models that each played both roles")
+    ref = reference or reference_model(data)
+    r = data["model_alice"].map({m: i for i, m in enumerate(models)}).to_numpy()
+    c = data["model_bob"].map({m: i for i, m in enumerate(models)}).to_numpy()
+    k = len(models)
+    adjusted: dict[str, np.ndarray] = {}
+    for o in ("self_gain_alice", "self_gain_bob"):
+        fit = fit_ols(data, o, DESIGNS[family], ref, pair=True, cluster=None, keep_data=True)
+        assert fit.encoded is not None
+        param = np.array([t.term not in ("intercept", PAIR) for t in fit.encoded.terms])
+        contrib = fit.encoded.X.to_numpy(float)[:, param] @ fit.beta[param]
+        adjusted[o] = data[o].to_numpy(float) - contrib + contrib.mean()
+
+    def payoffs(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cell = r[index] * k + c[index]
+        count = np.bincount(cell, minlength=k * k).astype(float)
+        out = []
+        for o in ("self_gain_alice", "self_gain_bob"):
+            total = np.bincount(cell, weights=adjusted[o][index], minlength=k * k)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out.append((total / count).reshape(k, k))
+        return out[0], out[1]
+
+    return models, data, payoffs
+
+
+def metagame(games: pd.DataFrame, family: str, reference: str | None = None, reps: int = 200, seed: int = 0) -> dict[str, Any]:
+    """The meta-game of §4 Q2: Alice and Bob each pick a model; payoffs are design-adjusted
+    expected self-gains (percentage points of the amount at stake). Returns the models, payoff
+    matrices, every pure and mixed equilibrium, their bootstrap frequencies and α-Rank. Needs
+    every ordered pair of the models to have played."""
+    models, data, payoffs = _payoff_builder(games, family, reference)
+    A, B = payoffs(np.arange(len(data)))
+    if len(models) < 2 or np.isnan(A).any() or np.isnan(B).any():
+        missing = int(np.isnan(A).sum())
+        raise ValueError(f"{family}: the meta-game needs every ordered pair of at least two models ({missing} of {len(models) ** 2} pairs never played)")
+    A, B = 100 * A, 100 * B
+    eq = mg.equilibria_table(A, B, models, models)
+    boot = mg.bootstrap_equilibria(lambda i: tuple(100 * m for m in payoffs(i)), len(data), models, models, reps=reps, seed=seed, strata=pair_labels(data))
+    grid, marg = mg.alpha_rank(A, B)
+    k = len(models)
+    rank = pd.DataFrame({"model": models, "mass_as_alice": marg[:k], "mass_as_bob": marg[k:]})
+    rank["mass_total"] = (rank["mass_as_alice"] + rank["mass_as_bob"]) / 2
+    rank = rank.sort_values("mass_total", ascending=False, ignore_index=True)
+    profiles = pd.DataFrame(grid, index=models, columns=models).rename_axis(index="Alice's model", columns="Bob's model")
+    return {"models": models, "A": pd.DataFrame(A, index=models, columns=models), "B": pd.DataFrame(B, index=models, columns=models), "equilibria": eq, "bootstrap": boot, "alpha_rank": rank, "alpha_profiles": profiles, "games": len(data), "reps": reps}
+
+
+def first_offers(games: pd.DataFrame, turns: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Each game's first offer (Alice's, round 1) as a share of the amount at stake, beside
+    Alice's final self-gain and her player type (her model; ``human`` for a person)."""
+    phase, column = FIRST_OFFER[family]
+    t = turns[turns["game_id"].isin(games["game_id"]) & (turns["phase"] == phase) & (turns["role"] == "alice")]
+    if column not in t:
+        return pd.DataFrame(columns=["game_id", "player", "first_offer", "gain"])
+    first = t.sort_values(["game_id", "idx"]).drop_duplicates("game_id")[["game_id", column]]
+    g = games.set_index("game_id")
+    out = first.assign(first_offer=first[column].astype(float).to_numpy() / first["game_id"].map(g["money"]).astype(float).to_numpy())
+    out["gain"] = out["game_id"].map(g["self_gain_alice"])
+    out["player"] = out["game_id"].map(g["model_alice"]).map(lambda m: "human" if m == "human" else f"LLM ({m})")
+    return out[["game_id", "player", "first_offer", "gain"]]
+
+
+def anchoring_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Q3 anchoring per family with an opening offer (bargaining, negotiation) and Alice's player
+    type: correlation of the first offer (share of M asked) with Alice's final self-gain."""
+    parts = []
+    for family in FIRST_OFFER:
+        sub = games[games["game"] == family]
+        if sub.empty:
+            continue
+        offers = first_offers(sub, turns, family)
+        if len(offers):
+            parts.append(anchoring(offers, "first_offer", "gain", "player").assign(family=family))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    return out[["family"] + [c for c in out.columns if c != "family"]]
+
+
+def market_level_count(family: str) -> int:
+    """How many levels the family's market factor has (8, 12, 8)."""
+    return len(DESIGNS[family].composite_grid())
+
+
+__all__ = [
+    "DESIGNS", "OUTCOMES", "regressions", "coefficients", "fit_summary", "market_effects", "model_effects",
+    "adjusted_self_gain", "pair_effects", "metagame", "first_offers", "anchoring_table", "market_level_count", "level",
+]

@@ -1,0 +1,54 @@
+"""``agora analyze glee``: the regression analysis of every GLEE family in a study as text
+tables (and CSV files with ``--out``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...analysis.regression import predictive_check
+from . import analysis as ga
+from .report import FAMILIES, study_reference
+
+
+def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: str | None = None, reference: str | None = None, reps: int = 200) -> str:
+    """Fit summary, coefficients, Table 5, Table 6, adjusted self-gains, meta-game and the
+    linear-vs-boosting check per family; returns the text and writes CSVs into ``out``."""
+    present = [f for f in FAMILIES if "game" in games and (games["game"] == f).any()]
+    if not present:
+        raise ValueError("the study has no finished GLEE games")
+    folder = Path(out) if out else None
+    if folder:
+        folder.mkdir(parents=True, exist_ok=True)
+    preferred = ([reference] if reference else []) + study_reference(spec)
+    text: list[str] = []
+
+    def emit(title: str, df: pd.DataFrame, file: str) -> None:
+        text.append(f"\n== {title} ==\n" + (df.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(df) else "(empty)"))
+        if folder:
+            df.to_csv(folder / f"{file}.csv", index=False)
+
+    for family in present:
+        sub = games[games["game"] == family]
+        label, key = FAMILIES[family], family.split(".")[1]
+        ref = ga.reference_model(sub, preferred)
+        text.append(f"\n#### {label}: {len(sub)} games, reference model {ref}")
+        fits = ga.regressions(sub, family, ref)
+        emit(f"{label}: fit", ga.fit_summary(fits), f"{key}_fit")
+        emit(f"{label}: coefficients", ga.coefficients(fits), f"{key}_coefficients")
+        emit(f"{label}: Table 5 (pp vs the default market)", ga.market_effects(fits, family), f"{key}_table5")
+        emit(f"{label}: Table 6 (pp vs {ref})", ga.model_effects(fits), f"{key}_table6")
+        emit(f"{label}: design-adjusted self-gain", ga.adjusted_self_gain(sub, family, ref), f"{key}_adjusted_self_gain")
+        try:
+            m = ga.metagame(sub, family, ref, reps=reps)
+            emit(f"{label}: meta-game equilibria (pp)", m["equilibria"], f"{key}_metagame_equilibria")
+            emit(f"{label}: meta-game bootstrap ({reps} resamples)", m["bootstrap"], f"{key}_metagame_bootstrap")
+            emit(f"{label}: alpha-rank", m["alpha_rank"], f"{key}_alpha_rank")
+        except ValueError as exc:
+            text.append(f"\n{label}: meta-game not available: {exc}")
+        rows = [predictive_check(sub, o, ga.DESIGNS[family], ref) for o in ga.OUTCOMES if o in sub and sub[o].notna().sum() >= 20]
+        if rows:
+            emit(f"{label}: linear vs gradient boosting, out-of-sample RMSE", pd.DataFrame(rows), f"{key}_linear_vs_boosting")
+    return "\n".join(text).lstrip("\n")
