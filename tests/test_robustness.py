@@ -425,26 +425,8 @@ def test_a_live_claim_is_left_alone_and_a_crashed_one_expires(tmp_path, write_st
     assert {specs[1].id, specs[2].id} <= done and not {specs[0].id, specs[3].id} & done
 
 
-@pytest.fixture(scope="module")
-def postgres_url():
-    """A throwaway PostgreSQL server on 127.0.0.1 (Debian's, run as the postgres user)."""
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
-        pytest.skip("PostgreSQL is not installed")
-    pytest.importorskip("psycopg")
-    data = Path(tempfile.mkdtemp(prefix="agora-pg-"))
-    shutil.chown(data, "postgres")
-    port = free_port()
-    as_pg = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(as_pg + ["initdb", "-D", str(data / "db"), "-A", "trust", "-U", "postgres"], check=True, capture_output=True)
-    subprocess.run(as_pg + ["pg_ctl", "-D", str(data / "db"), "-w", "-l", str(data / "log"), "-o", f"-k {data} -h 127.0.0.1 -p {port}", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(as_pg + ["pg_ctl", "-D", str(data / "db"), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(data, ignore_errors=True)
-
-
-def test_claims_work_the_same_on_postgresql(postgres_url):
+def test_claims_work_the_same_on_postgresql(postgres):
+    postgres_url = postgres.new_database()  # the session's real server (tests/conftest.py)
     host = socket.gethostname()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
     store = Store(postgres_url)
