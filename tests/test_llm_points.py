@@ -8,6 +8,8 @@ import sqlite3
 import pandas as pd
 import pytest
 
+from agorabench.store.store import Store
+
 from conftest import run_agora
 
 pytestmark = pytest.mark.llm
@@ -38,11 +40,19 @@ display_name = "Model-B"
 
 
 def llm_turns(db):
-    con = sqlite3.connect(db)
-    return con.execute(
-        "select t.idx, t.phase, t.valid, t.retries, t.error, t.raw, t.action, t.messages, t.prompt_tokens, t.completion_tokens, t.cached "
-        "from turns t join games g on g.id = t.game_id where json_extract(g.seats, '$.focal') = 'smol' order by t.game_id, t.idx"
-    ).fetchall()
+    """The embedded/served model's turns as tuples (idx, phase, valid, retries, error, raw,
+    action JSON, prompt JSON, prompt tokens, completion tokens, cached), each turn's full prompt
+    read back through the store (turns point into per-role transcripts)."""
+    store = Store(db, read_only=True)
+    try:
+        focal = {g["id"] for g in store.games() if (g["seats"] or {}).get("focal") == "smol"}
+        rows = sorted((t for t in store.turns() if t["game_id"] in focal), key=lambda t: (t["game_id"], t["idx"]))
+    finally:
+        store.dispose()
+    return [
+        (t["idx"], t["phase"], t["valid"], t["retries"], t["error"], t["raw"], None if t["action"] is None else json.dumps(t["action"]), json.dumps(t["messages"]), t["prompt_tokens"], t["completion_tokens"], t["cached"])
+        for t in rows
+    ]
 
 
 def check_three_turn_conversation(rows):
