@@ -538,3 +538,15 @@ def test_simultaneous_moves_are_recorded_in_seat_order_not_arrival_order():
     assert [(t.index, t.role, t.action["n"]) for t in table.turns] == [(0, "a", 1), (1, "b", 2), (2, "c", 3)]
     table.note_metrics("b", {"x": 1.0})
     assert table.turns[1].metrics == {"x": 1.0}
+
+
+def test_a_reused_pid_does_not_keep_a_dead_owners_claims():
+    """A claim names its process by pid and start time: a later process with the same pid (as
+    after a restart in a fresh PID namespace) is not the owner."""
+    from agorabench.store.store import _owner_gone, claim_owner
+
+    host = socket.gethostname()
+    assert not _owner_gone(claim_owner())  # this very process
+    assert _owner_gone(f"{host}:{os.getpid()}:1:x")  # same pid, started at another time
+    assert not _owner_gone(f"{host}:{os.getpid()}:d")  # no start time: the pid alone decides
+    assert not _owner_gone(f"elsewhere:{os.getpid()}:1:x")  # another machine: only the heartbeat can tell

@@ -642,16 +642,31 @@ def _create_tables(engine: sa.Engine, attempts: int = 10) -> None:
 
 
 def claim_owner() -> str:
-    """This process's name on its claims: ``host:pid:random``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """This process's name on its claims: ``host:pid:start:random``, ``start`` being the
+    process's start time in clock ticks since boot (Linux; ``x`` elsewhere), so that a later
+    process that happens to get the same pid is not taken for the owner."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time('self') or 'x'}:{uuid.uuid4().hex[:8]}"
+
+
+def _start_time(pid: str) -> str | None:
+    """A process's start time (field 22 of ``/proc/PID/stat``), or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
 
 
 def _owner_gone(owner: str) -> bool:
-    """Whether a claim's owner was a process of this machine that no longer runs."""
+    """Whether a claim's owner was a process of this machine that no longer runs: no process
+    with its pid, or one that started at another time (the pid was reused)."""
     host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
+    pid, _, rest = rest.partition(":")
+    start = rest.partition(":")[0]
     if host != socket.gethostname() or not pid.isdigit():
         return False
+    if start.isdigit() and _start_time("self") is not None:  # /proc is there to ask
+        return _start_time(pid) != start
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
