@@ -147,3 +147,24 @@ def test_model_spec_with_a_url_reaches_the_server(write_study, tmp_path, fake_op
 
 def test_glee_full_ready_file_still_expands(tmp_path):
     assert len(load_study(ROOT / "studies" / "glee_full.toml").expand()) == 1320
+
+
+def test_game_ids_and_nature_seeds_follow_their_stated_formulas(tmp_path):
+    """Expansion builds the id and nature-seed texts from parts dumped once per configuration;
+    they must equal game_digest / nature_seed over the whole objects (ids decide resume)."""
+    from agorabench.core.study import ModelEntry, game_digest, load_study, nature_seed
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'name = "ids"\ngame = "envy.points"\nmatchups = "ordered_pairs"\nrepeats = 2\nseed = 7\n'
+        '[grid]\nmatrix = ["M1", "M3"]\npeer_move = ["A", "D"]\n'
+        '[[models]]\nname = "a"\nspec = "strategy/always-B"\n[[models]]\nname = "b"\nspec = "strategy/self-max"\n'
+    )
+    study = load_study(path)
+    specs = study.expand()
+    assert len(specs) == 2 * 2 * 2 * 2
+    for spec in specs:
+        seats = {r: study.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for r, m in spec.seats.items()}
+        assert spec.id == game_digest(study.name, "envy.points", spec.config, seats, spec.repeat, 7, study.file.prompts)
+        assert spec.nature_seed == nature_seed("envy.points", spec.config, spec.repeat, 7)
+    assert len({s.id for s in specs}) == len(specs)

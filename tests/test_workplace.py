@@ -312,7 +312,7 @@ def test_cli_run_export_and_report_contain_the_figures(write_study, tmp_path):
     assert 'alt="Rating trajectory over the scenes: fixed"' in page
     assert 'alt="Correlation matrix of the five ratings (all valid responses)"' in page
     assert 'alt="Model profiles: normalised mean ratings' in page
-    assert page.count("data:image/png;base64,") >= 5
+    assert page.count("data:image/svg+xml;base64,") >= 5
     assert "Envy fell from the first scene (baseline) to the last in 50.0% of 4 conversations" in page
 
 

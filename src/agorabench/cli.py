@@ -86,7 +86,7 @@ def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int]:
     if getattr(args, "all", False):
         return study.name, None, 0
     ids = {s.id for s in study.expand()}
-    stored = {g["id"] for g in store.games(study.name)}
+    stored = store.game_ids(study.name)
     return study.name, ids, len(stored - ids)
 
 

@@ -64,39 +64,27 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     ``action_<key>``), by far the largest columns; reports use that. ``records``: the game rows
     when the caller already has them; ``ids``: only these games."""
     games = {g["id"]: g for g in (records if records is not None else store.games(study))}
-    columns: dict[str, list[Any]] = {}
-    n = 0
     fields = TURN_FIELDS if transcripts else tuple(f for f in TURN_FIELDS if f != "raw")
-    for t in store.turns(study, messages=transcripts):
-        if ids is not None and t["game_id"] not in ids:
-            continue
-        row: dict[str, Any] = {k: t[k] for k in fields}
-        g = games.get(t["game_id"])
-        row["model"] = ((g or {}).get("seats") or {}).get(t["role"])
-        action = t["action"] or {}
-        if transcripts:
-            row["messages"] = json.dumps(t["messages"], ensure_ascii=False)
-            row["action"] = json.dumps(action, ensure_ascii=False) if action else None
-        for key, value in action.items():
-            if value is None or isinstance(value, (str, int, float, bool)):
-                row["action_" + key] = value
-        for key, value in (t["metrics"] or {}).items():
-            row[key] = float("nan") if value is None else value
-        # column lists instead of one dict per turn: far less memory for 10^5–10^6 turns
-        for key, value in row.items():
-            col = columns.get(key)
-            if col is None:
-                col = columns[key] = [None] * n
-            col.append(value)
-        n += 1
-        if len(row) != len(columns):  # columns this turn did not have
-            for col in columns.values():
-                if len(col) < n:
-                    col.append(None)
-    df = pd.DataFrame(columns)
-    del columns
-    if df.empty:
-        return df
+    rows = store.turns(study, messages=transcripts, raw=transcripts)
+    if ids is not None:
+        rows = [t for t in rows if t["game_id"] in ids]
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame.from_records(rows, columns=list(fields))
+    df["model"] = [((games.get(t["game_id"]) or {}).get("seats") or {}).get(t["role"]) for t in rows]
+    actions = [t["action"] or {} for t in rows]
+    if transcripts:
+        df["messages"] = [json.dumps(t["messages"], ensure_ascii=False) for t in rows]
+        df["action"] = [json.dumps(a, ensure_ascii=False) if a else None for a in actions]
+    # scalar action fields as action_<key>, then metrics (None -> NaN); built column-wise in C
+    parts = [df, _scalar_columns(pd.DataFrame.from_records(actions, index=df.index), "action_")]
+    metrics = pd.DataFrame.from_records([t["metrics"] or {} for t in rows], index=df.index)
+    del rows, actions
+    if len(metrics.columns):
+        parts[0] = df.drop(columns=[c for c in metrics.columns if c in df.columns])
+        parts[1] = parts[1].drop(columns=[c for c in metrics.columns if c in parts[1].columns])
+        parts.append(metrics.fillna(float("nan")) if metrics.isna().any().any() else metrics)
+    df = pd.concat(parts, axis=1)
     # game-level columns once per game, joined (config keys a turn column already has are left out)
     per_game = []
     for gid in df["game_id"].unique():
@@ -111,6 +99,22 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     for c in extra.columns:
         df[c] = extra[c].to_numpy()[codes]
     return df
+
+
+def _scalar_columns(frame: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    """The frame's columns renamed ``prefix + key``, with values that are not scalars (lists,
+    dicts) set to None; columns with no scalar value left out."""
+    out = {}
+    for col in frame.columns:
+        values = frame[col]
+        if values.dtype == object:
+            scalar = values.map(_scalar)
+            if not scalar.any():
+                continue
+            if not scalar.all():
+                values = values.where(scalar, None)
+        out[prefix + str(col)] = values
+    return pd.DataFrame(out, index=frame.index)
 
 
 def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:

@@ -57,17 +57,20 @@ def _file(title: str, suffix: str) -> tuple[Path, str] | None:
 
 
 def figure_html(fig, alt: str) -> str:
+    """The figure as an inline SVG image (rendered once; also written as a file beside the
+    report when one is being written) with ``alt`` as its caption."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    svg = buf.getvalue()
     link = ""
     target = _file(alt, "svg")
     if target is not None:
-        fig.savefig(target[0], format="svg", bbox_inches="tight")
+        target[0].write_bytes(svg)
         link = f' <a href="{html.escape(target[1])}">SVG</a>'
-    plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode()
+    data = base64.b64encode(svg).decode()
     alt = html.escape(alt)
-    return f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"><figcaption>{alt}{link}</figcaption></figure>'
+    return f'<figure><img alt="{alt}" src="data:image/svg+xml;base64,{data}"><figcaption>{alt}{link}</figcaption></figure>'
 
 
 def heatmap(table: pd.DataFrame, title: str, vmin: float | None = 0.0, vmax: float | None = 1.0, fmt: str = "{:.2f}", cmap: str = "viridis", colorbar: str = "") -> str:

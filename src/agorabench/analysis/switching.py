@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from .stats import proportion_ci
@@ -52,23 +53,28 @@ def switch_excerpts(choices: pd.DataFrame, paths: pd.DataFrame, limit: int = 12,
     """Up to ``limit`` switches with what the model said at the turn it switched: model, peer,
     matrix, status cue, peer move, step, from → to, and the first ``chars`` characters of its
     ``reasoning`` column."""
-    rows = []
     said = choices.assign(reason=choices["reasoning"] if "reasoning" in choices else "")
     said = said.drop_duplicates(["game_id", "turn"]).set_index(["game_id", "turn"])["reason"]
-    for _, p in paths.iterrows():
-        for a, b in ((1, 2), (2, 3)):
-            if p.get(f"switch_{a}{b}") == 1:
-                text = said.get((p["game_id"], b), "")
-                text = "" if not isinstance(text, str) else text
-                rows.append({
-                    "model": p.get("model"), "peer": p.get("peer"), "matrix": p.get("matrix"),
-                    "cue": f"{p.get('peer_status')}/{p.get('margin')}", "peer_move": p.get("peer_move"),
-                    "step": f"{a}→{b}", "change": f"{p[f'choice_{a}']} → {p[f'choice_{b}']}",
-                    "reasoning": text[:chars] + ("…" if len(text) > chars else ""),
-                })
-    out = pd.DataFrame(rows)
+    parts = []
+    for order, (a, b) in enumerate(((1, 2), (2, 3))):
+        col = f"switch_{a}{b}"
+        if col not in paths:
+            continue
+        sel = paths[paths[col] == 1]
+        text = said.reindex(pd.MultiIndex.from_arrays([sel["game_id"], [b] * len(sel)])).to_numpy() if len(sel) else []
+        text = pd.Series(text, index=sel.index, dtype=object).map(lambda t: t if isinstance(t, str) else "")
+        parts.append(pd.DataFrame({
+            "_pos": np.arange(len(paths))[paths[col].to_numpy() == 1], "_step": order,
+            "model": sel.get("model"), "peer": sel.get("peer"), "matrix": sel.get("matrix"),
+            "cue": sel.get("peer_status").astype(str) + "/" + sel.get("margin").astype(str) if "peer_status" in sel and "margin" in sel else None,
+            "peer_move": sel.get("peer_move"),
+            "step": f"{a}→{b}", "change": sel[f"choice_{a}"].astype(str) + " → " + sel[f"choice_{b}"].astype(str),
+            "reasoning": text.map(lambda t: t[:chars] + ("…" if len(t) > chars else "")),
+        }))
+    out = pd.concat(parts) if parts else pd.DataFrame()
     if out.empty:
-        return out
-    # spread the excerpts over models before taking the first ``limit``
-    out["_rank"] = out.groupby("model").cumcount()
-    return out.sort_values(["_rank", "model"]).head(limit).drop(columns="_rank").reset_index(drop=True)
+        return pd.DataFrame()
+    # in path order (a game's 1→2 before its 2→3), then spread over models before taking ``limit``
+    out = out.sort_values(["_pos", "_step"], kind="stable")
+    out["_rank"] = out.groupby("model", dropna=False).cumcount()
+    return out.sort_values(["_rank", "model"], kind="stable").head(limit).drop(columns=["_rank", "_pos", "_step"]).reset_index(drop=True)

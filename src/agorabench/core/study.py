@@ -237,6 +237,24 @@ class GameSpec:
     nature_seed: int | None = None
 
 
+def _json(value: Any) -> str:
+    """Sorted-key JSON with the default separators (as ``json.dumps(..., sort_keys=True)``)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _json_object(parts: dict[str, str]) -> str:
+    """The sorted-key JSON object whose values are the already dumped ``parts``: the same text
+    as ``json.dumps`` of the object itself."""
+    return "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in sorted(parts.items())) + "}"
+
+
+def game_digest(study: str, game: str, config: dict[str, Any], seats: dict[str, Any], repeat: int, seed: int, prompts: Any) -> str:
+    """A game's id: the first 24 hex digits of SHA-256 over the sorted-key JSON of what defines
+    it (study, game, configuration, the seats' model entries, repeat, study seed, prompt folder)."""
+    ident = {"study": study, "game": game, "config": config, "seats": seats, "repeat": repeat, "seed": seed, "prompts": prompts}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+
+
 def nature_seed(game: str, config: dict[str, Any], repeat: int, seed: int) -> int:
     """Common random numbers: a seed from what defines the situation, never from the players."""
     ident = json.dumps({"game": game, "config": config, "repeat": repeat, "seed": seed}, sort_keys=True)
@@ -370,20 +388,19 @@ class Study:
                 cells += [group[j] for j in picks]
             cells.sort(key=lambda cell: cell[0])
         specs = []
+        entries = {m: self.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for m in self.models}
+        dumped = [configs[i].model_dump(mode="json") for i in range(len(configs))]
+        fixed = {"study": _json(self.name), "game": _json(part.game), "seed": _json(self.file.seed), "prompts": _json(self.file.prompts)}
         for i, seats in cells:
-            cfg = configs[i].model_dump(mode="json")
+            cfg = dumped[i]
+            cfg_json = _json(cfg)
+            ident = {**fixed, "config": cfg_json, "seats": _json({r: entries[m] for r, m in seats.items()})}
+            situation = {"game": fixed["game"], "config": cfg_json, "seed": fixed["seed"]}
             for repeat in range(self.file.repeats):
-                ident = {
-                    "study": self.name,
-                    "game": part.game,
-                    "config": cfg,
-                    "seats": {r: self.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for r, m in seats.items()},
-                    "repeat": repeat,
-                    "seed": self.file.seed,
-                    "prompts": self.file.prompts,
-                }
-                digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-                specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed, nature_seed(part.game, cfg, repeat, self.file.seed)))
+                # the JSON texts of game_digest and nature_seed, built from parts dumped once
+                digest = hashlib.sha256(_json_object({**ident, "repeat": str(repeat)}).encode()).hexdigest()[:24]
+                nature = int(hashlib.sha256(_json_object({**situation, "repeat": str(repeat)}).encode()).hexdigest()[:16], 16)
+                specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed, nature))
         return specs
 
 
