@@ -36,6 +36,7 @@ warning says so (on the envy paper's M1 alone only α − β is identified).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -80,6 +81,13 @@ class ChoiceSet:
     @property
     def ahead(self) -> np.ndarray:
         return np.maximum(self.own - self.peer, 0.0)
+
+    @functools.cached_property
+    def filled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(present, own, behind, ahead) with absent options at 0, computed once per set (the
+        likelihood is evaluated thousands of times on the same arrays)."""
+        present = ~np.isnan(self.own)
+        return present, np.where(present, self.own, 0.0), np.where(present, self.behind, 0.0), np.where(present, self.ahead, 0.0)
 
     def unique_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(first, inv): the index of each distinct decision's first row and, per row, which
@@ -126,10 +134,7 @@ def _loglik_grad(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray]
     """Log-likelihood and its gradient in (α, β, log λ)."""
     alpha, beta, loglam = theta
     lam = math.exp(loglam)
-    present = ~np.isnan(data.own)
-    own = np.where(present, data.own, 0.0)
-    d = np.where(present, data.behind, 0.0)
-    a = np.where(present, data.ahead, 0.0)
+    present, own, d, a = data.filled
     u = own - alpha * d - beta * a
     z = np.where(present, lam * u, -np.inf)
     zmax = z.max(axis=1, keepdims=True)

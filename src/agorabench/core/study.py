@@ -242,10 +242,13 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _json_object(parts: dict[str, str]) -> str:
-    """The sorted-key JSON object whose values are the already dumped ``parts``: the same text
-    as ``json.dumps`` of the object itself."""
-    return "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in sorted(parts.items())) + "}"
+def _json_around(parts: dict[str, str], hole: str) -> tuple[str, str]:
+    """The text before and after the value of ``hole`` in the sorted-key JSON object of the
+    already dumped ``parts`` plus ``hole``: the same text as ``json.dumps(..., sort_keys=True)``
+    once an integer is put between them."""
+    text = "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in sorted({**parts, hole: "\0"}.items())) + "}"
+    before, after = text.split("\0")
+    return before, after
 
 
 def game_digest(study: str, game: str, config: dict[str, Any], seats: dict[str, Any], repeat: int, seed: int, prompts: Any) -> str:
@@ -394,12 +397,12 @@ class Study:
         for i, seats in cells:
             cfg = dumped[i]
             cfg_json = _json(cfg)
-            ident = {**fixed, "config": cfg_json, "seats": _json({r: entries[m] for r, m in seats.items()})}
-            situation = {"game": fixed["game"], "config": cfg_json, "seed": fixed["seed"]}
+            # the JSON texts of game_digest and nature_seed, built around the repeat from parts dumped once
+            ident = _json_around({**fixed, "config": cfg_json, "seats": _json({r: entries[m] for r, m in seats.items()})}, "repeat")
+            situation = _json_around({"game": fixed["game"], "config": cfg_json, "seed": fixed["seed"]}, "repeat")
             for repeat in range(self.file.repeats):
-                # the JSON texts of game_digest and nature_seed, built from parts dumped once
-                digest = hashlib.sha256(_json_object({**ident, "repeat": str(repeat)}).encode()).hexdigest()[:24]
-                nature = int(hashlib.sha256(_json_object({**situation, "repeat": str(repeat)}).encode()).hexdigest()[:16], 16)
+                digest = hashlib.sha256(f"{ident[0]}{repeat}{ident[1]}".encode()).hexdigest()[:24]
+                nature = int(hashlib.sha256(f"{situation[0]}{repeat}{situation[1]}".encode()).hexdigest()[:16], 16)
                 specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed, nature))
         return specs
 
