@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,9 @@ from .game import Prompts
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
 from .table import BackendFailure, Player, Table
+
+#: Games claimed per store transaction (a run claims ahead in batches; claims last until it ends).
+CLAIM_BATCH = 64
 
 
 def build_backend(entry: ModelEntry):
@@ -249,14 +253,16 @@ class Runner:
         for s in todo:
             queue.put_nowait(s)
 
+        claimed: collections.deque[GameSpec] = collections.deque()
+
         async def worker() -> None:
             while self.failure is None:
                 try:
-                    spec = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                try:
-                    await self._play_claimed(spec)
+                    if not claimed:
+                        self._claim_batch(queue, claimed)
+                    if not claimed:
+                        return
+                    await self.play_one(claimed.popleft())
                 except StoreError as exc:
                     self.failure = self.failure or exc
 
@@ -300,24 +306,27 @@ class Runner:
             )
         return self.stats
 
-    async def _play_claimed(self, spec: GameSpec) -> None:
-        """Play a game unless another live process has claimed it or finished it meanwhile."""
-        try:
-            mine = self.store.claim(spec.id, self.study.name, self.owner, self.claim_ttl)
-            if mine and self.store.is_done(spec.id):
-                self.store.release(spec.id, self.owner)
-                self.stats.skipped += 1
-                return
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"could not claim game {spec.id}: {type(exc).__name__}: {redact(str(exc)).splitlines()[0]}") from None
-        if not mine:
-            self.stats.claimed_elsewhere += 1
-            return
-        # The claim is kept until the run ends: with group commit a played game may still wait
-        # to be written, and a released claim would let another process play it again.
-        await self.play_one(spec)
+    def _claim_batch(self, queue: asyncio.Queue[GameSpec], claimed: collections.deque[GameSpec]) -> None:
+        """Take the next games off ``queue`` and claim them in one transaction (at most
+        ``CLAIM_BATCH`` and the run's concurrency), until one is ours to play or the queue is empty. Games another live
+        process holds are left to it; games finished meanwhile (by another process) are skipped.
+        A claim is kept until the run ends: with group commit a played game may still wait to be
+        written, and a released claim would let another process play it again."""
+        while not claimed and not queue.empty():
+            # no more ahead than the games in flight: other processes sharing the study get their part
+            batch = [queue.get_nowait() for _ in range(min(CLAIM_BATCH, max(1, self.concurrency), queue.qsize()))]
+            ids = [s.id for s in batch]
+            try:
+                mine = self.store.claim_many(ids, self.study.name, self.owner, self.claim_ttl)
+                done = self.store.done_among([i for i in ids if i in mine])
+                self.store.release_many(sorted(done), self.owner)
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"could not claim games ({ids[0]}, ...): {type(exc).__name__}: {redact(str(exc)).splitlines()[0]}") from None
+            self.stats.skipped += len(done)
+            self.stats.claimed_elsewhere += len(ids) - len(mine)
+            claimed.extend(s for s in batch if s.id in mine and s.id not in done)
 
     async def _heartbeat(self) -> None:
         """Keep this process's claims alive while it runs."""

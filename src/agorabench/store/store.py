@@ -420,6 +420,36 @@ class Store:
             )
             return taken.rowcount == 1
 
+    def claim_many(self, game_ids: list[str], study: str, owner: str, ttl: float = CLAIM_TTL) -> set[str]:
+        """Claim several games at once; returns the ids now held by ``owner``. The games nobody
+        holds are claimed in one transaction (a run claims its games in batches, not one
+        round trip each); a game someone holds, or a batch that met a concurrent claimer, goes
+        through :meth:`claim` one by one (takeover of stale and dead owners' claims)."""
+        if not game_ids:
+            return set()
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                held = {g for g, in conn.execute(sa.select(claims.c.game_id).where(claims.c.game_id.in_(game_ids)))}
+                free = [g for g in game_ids if g not in held]
+                if free:
+                    conn.execute(sa.insert(claims), [{"game_id": g, "study": study, "owner": owner, "heartbeat": now} for g in free])
+        except sa.exc.IntegrityError:  # another process claimed some of them meanwhile
+            return {g for g in game_ids if self.claim(g, study, owner, ttl)}
+        return set(free) | {g for g in game_ids if g in held and self.claim(g, study, owner, ttl)}
+
+    def done_among(self, game_ids: list[str]) -> set[str]:
+        """Which of these games are stored as done."""
+        if not game_ids:
+            return set()
+        with self.engine.connect() as conn:
+            return set(conn.execute(sa.select(games.c.id).where(games.c.id.in_(game_ids), games.c.status == "done")).scalars())
+
+    def release_many(self, game_ids: list[str], owner: str) -> None:
+        if game_ids:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(claims).where(claims.c.game_id.in_(game_ids), claims.c.owner == owner))
+
     def heartbeat(self, owner: str) -> None:
         """Keep ``owner``'s claims alive."""
         with self.engine.begin() as conn:
