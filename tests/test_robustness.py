@@ -438,6 +438,27 @@ def test_claims_work_the_same_on_postgresql(postgres):
     assert store.claim("g3", "s", "me")  # stale heartbeat
     store.release("g2", "me")
     assert store.claim("g2", "s", "other")
+    _check_batch_claims(store, host, dead)
+    store.dispose()
+
+
+def _check_batch_claims(store: Store, host: str, dead: str) -> None:
+    """claim_many: free games in one go, a live holder's game left alone, a dead owner's taken
+    over, one's own kept; done_among names the finished ones."""
+    assert store.claim("b1", "s", "elsewhere:9:z")  # live, on another machine
+    assert store.claim("b2", "s", f"{host}:{dead}:y")  # a killed process of this machine
+    assert store.claim("b3", "s", "mine")
+    assert store.claim_many(["b0", "b1", "b2", "b3", "b4"], "s", "mine") == {"b0", "b2", "b3", "b4"}
+    assert store.claim_many(["b0", "b1"], "s", "another") == set()
+    store.release_many(["b0", "b1"], "mine")  # only one's own claims are dropped
+    assert store.claim_many(["b0", "b1"], "s", "another") == {"b0"}
+    assert store.done_among(["b0", "nothing"]) == set()
+
+
+def test_batch_claims_on_sqlite(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    store = Store(tmp_path / "c.db")
+    _check_batch_claims(store, socket.gethostname(), dead)
     store.dispose()
 
 
