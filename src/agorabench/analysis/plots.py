@@ -20,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -98,7 +99,7 @@ def heatmap(table: pd.DataFrame, title: str, vmin: float | None = 0.0, vmax: flo
     return figure_html(fig, title)
 
 
-def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = "") -> str:
+def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = "", xlabel: str = "") -> str:
     """Grouped bars from a long summary (group, metric, mean, low, high) with CI whiskers."""
     groups = list(dict.fromkeys(summary[group]))
     metrics = list(dict.fromkeys(summary["metric"]))
@@ -111,6 +112,7 @@ def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = ""
         ax.bar(x, sub["mean"].to_numpy(), width, yerr=err, capsize=3, label=metric)
     ax.set_xticks(np.arange(len(groups)) + width * (len(metrics) - 1) / 2, groups, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
     ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
     ax.set_title(title)
     return figure_html(fig, title)
@@ -148,6 +150,43 @@ def lines(df: pd.DataFrame, x: str, y: str, hue: str, title: str, ylabel: str = 
         if group:
             ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left", title=hue)
     axes[-1, 0].set_xlabel(xlabel or x)
+    _integer_ticks(axes[-1, 0], df[x])
+    axes[0, 0].set_title(title)
+    return figure_html(fig, title)
+
+
+def _integer_ticks(ax, values: pd.Series) -> None:
+    """Whole-number ticks on the x axis when every x value is a whole number (months, scenes)."""
+    xs = pd.to_numeric(values, errors="coerce")
+    if len(xs) and xs.notna().all() and (xs % 1 == 0).all():
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def bands(df: pd.DataFrame, x: str, y: str, group: str, title: str, ylabel: str, xlabel: str = "", step: bool = False, ylim: tuple[float, float] | None = None, low: str = "low", high: str = "high") -> str:
+    """One line per ``group`` value with its ``low``–``high`` band (``step``: a step function,
+    e.g. a Kaplan–Meier curve); more than :data:`MAX_LINES` groups are split over panels
+    (small multiples sharing the axes), each with its legend beside it."""
+    keys = list(dict.fromkeys(df[group]))
+    panels = [keys[i : i + MAX_LINES] for i in range(0, len(keys), MAX_LINES)] or [[]]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 3.4 * len(panels)), sharex=True, sharey=True, squeeze=False)
+    for ax, members in zip(axes[:, 0], panels):
+        for i, key in enumerate(members):
+            sub = df[df[group] == key].sort_values(x)
+            colour = f"C{i % 10}"
+            lo, hi = sub[low].astype(float), sub[high].astype(float)
+            if step:
+                ax.step(sub[x], sub[y], where="post", color=colour, label=str(key))
+                ax.fill_between(sub[x], lo, hi, step="post", color=colour, alpha=0.2)
+            else:
+                ax.plot(sub[x], sub[y], color=colour, marker="o", label=str(key))
+                ax.fill_between(sub[x], lo, hi, color=colour, alpha=0.2)
+        ax.set_ylabel(ylabel)
+        if ylim:
+            ax.set_ylim(*ylim)
+        if members:
+            ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left", title=group)
+    axes[-1, 0].set_xlabel(xlabel or x)
+    _integer_ticks(axes[-1, 0], df[x])
     axes[0, 0].set_title(title)
     return figure_html(fig, title)
 
