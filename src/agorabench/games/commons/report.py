@@ -48,8 +48,8 @@ cut off early): its survival time is a lower bound. <b>survival_rate</b> (%) = 1
 all T months) / (runs not censored).</li>
 <li><b>total_gain</b> (units per agent) = (1/N)·Σ<sub>i</sub> R<sub>i</sub> with R<sub>i</sub> =
 Σ<sub>t</sub> r<sub>i</sub>(t), the mean total an agent collected. In mixed groups,
-<b>mean_total_gain</b> is R<sub>i</sub> averaged over the agents of one seat model (sd: their
-sample standard deviation).</li>
+<b>mean_total_gain</b> is R<sub>i</sub> averaged over the agents of one seat model, <b>sd</b> their
+sample standard deviation.</li>
 <li><b>efficiency</b> (%) = 100·(1 − max(0, T·f<sub>0</sub> − ΣR)/(T·f<sub>0</sub>)), ΣR =
 Σ<sub>i</sub> R<sub>i</sub>: how much of the sustainable total T·f<sub>0</sub> the group used.
 Trash scenario: 100·ΣR/(T·f<sub>0</sub>) while ΣR ≤ T·f<sub>0</sub>, 100·T·f<sub>0</sub>/ΣR once the
@@ -83,11 +83,12 @@ month.</li>
 (n<sub>t</sub> − 1)/n<sub>t</sub> when one agent takes all; undefined when nobody took anything), then
 averaged over runs.</li>
 <li><b>Factor tests</b>: for a factor with two levels a, b (universalization, language, mixed
-groups) and a metric, <b>delta</b> = mean_b − mean_a; Welch's <b>t</b> = Δ / √(s<sub>a</sub>²/n<sub>a</sub>
+groups) and a metric, <b>mean_a</b> and <b>mean_b</b> are the means at the two levels, <b>delta</b> =
+mean_b − mean_a; Welch's <b>t</b> = Δ / √(s<sub>a</sub>²/n<sub>a</sub>
 + s<sub>b</sub>²/n<sub>b</sub>) with Welch–Satterthwaite degrees of freedom <b>df</b>, two-sided
 <b>p</b>, interval Δ ± t<sub>df, 0.975</sub>·se; <b>p_bh</b> = Benjamini–Hochberg adjusted p over every
 row of the table (p<sub>(i)</sub>·m/i, made monotone, capped at 1); <b>significant</b> = p_bh &lt; 0.05.</li>
-<li><b>mean, low, high</b> elsewhere: mean over runs with the 95 % t interval mean ±
+<li><b>mean</b>, <b>low</b>, <b>high</b> elsewhere: mean over runs with the 95 % t interval mean ±
 t<sub>0.975, n−1</sub>·s/√n (<b>runs</b> = n).</li>
 </ul>
 """

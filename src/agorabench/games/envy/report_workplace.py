@@ -18,9 +18,11 @@ SCENE_TITLES = {s.key: s.title for s in (*SCENES, REFLECTION_SCENE)}
 DEFINITIONS = """
 <p>A conversation tells the subject model seven scenes in order (1 = baseline … 7 = leadership
 opportunity, or an overall reflection in the figure-18 variant). After each scene the subject gives
-five ratings r on the scale 1–5 (1 = strongly disagree, 5 = strongly agree): <b>self_esteem</b>,
-<b>empathy</b> towards the peer, <b>motivation</b> &amp; fairness, willingness to
-<b>collaboration</b>, perceived <b>envy</b>/jealousy. A response is <i>valid</i> when all five
+five ratings r on the scale 1–5 (1 = strongly disagree, 5 = strongly agree), each named in the
+tables by its label or its column: <b>self-esteem</b> (<code>self_esteem</code>), <b>empathy to
+peer</b> (<code>empathy</code>), <b>motivation &amp; fairness</b> (<code>motivation</code>),
+<b>willingness to collaborate</b> (<code>collaboration</code>), <b>envy/jealousy</b>
+(<code>envy</code>). A response is <i>valid</i> when all five
 ratings are integers in 1–5 (after the allowed re-asks); an invalid scene has no ratings and is
 never guessed. V is the set of valid scenes of a conversation, r<sub>t</sub> the rating at scene t.</p>
 <ul>
@@ -44,7 +46,7 @@ first and last scenes are both valid; <b>share_envy_fell</b> = share of those co
 envy change &lt; 0.</li>
 <li><b>invalid_rate</b> = invalid responses / responses (after re-asks); <b>retries</b> = re-asks
 spent; <b>all_scenes_valid</b> = share of conversations with all seven scenes valid.</li>
-<li><b>mean, low, high, n</b>: mean over conversations (or responses) with the 95 % t interval
+<li><b>mean</b>, <b>low</b>, <b>high</b>, <b>n</b>: mean over conversations (or responses) with the 95 % t interval
 mean ± t<sub>0.975, n−1</sub>·s/√n, s the sample standard deviation; n the number of values
 (no interval when n &lt; 2).</li>
 </ul>
