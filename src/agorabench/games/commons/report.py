@@ -38,7 +38,8 @@ group can take without the stock shrinking next month: f(t) = h(t)·(1 − 1/g) 
 regrows by the factor g (f = 50 at h = 100, g = 2), f(t) = min(a, h(t)) when a units are added
 each month; in the trash scenario f(t) is the <i>least</i> the group must remove. f<sub>0</sub> =
 f(initial stock). The resource <i>collapses</i> in month m when what is left after harvesting is
-below the collapse threshold C (trash: the pile is above C); the run ends there.</p>
+below the collapse threshold C (trash: the pile is above C; a study with the inclusive rule also
+counts reaching C); the run ends there.</p>
 <ul>
 <li><b>survival_time</b> (months) = m, the month whose harvest collapsed the resource, else the
 number of months played (T for a full run). <b>survival_time_harvested</b> counts only the months
