@@ -56,7 +56,8 @@ sample standard deviation.</li>
 Trash scenario: 100·ΣR/(T·f<sub>0</sub>) while ΣR ≤ T·f<sub>0</sub>, 100·T·f<sub>0</sub>/ΣR once the
 group removes more, 0 when it removes nothing.</li>
 <li><b>total_loss</b> (trash scenario, units per agent) = (M − ΣR)/N with M the most a group can
-remove by clearing everything every month (initial + (T − 1)·min(a, capacity) = 650 for trash):
+remove by clearing everything every month (initial + (T − 1)·min(a, capacity) when a units are added each month: 650 for trash over
+12 months):
 0 when a group clears everything.</li>
 <li><b>equality</b> (%) = 100·(1 − Gini) = 100·(1 − Σ<sub>i</sub>Σ<sub>j</sub>|R<sub>i</sub> −
 R<sub>j</sub>| / (2·N²·R̄)), R̄ = ΣR/N; 100 = everyone collected the same, 0 when ΣR = 0.</li>
