@@ -17,85 +17,22 @@ from agorabench.core.runner import run_study
 from agorabench.core.study import load_study
 from agorabench.store.store import Store
 
-POINTS = """
-name = "std_points"
-game = "envy.points"
-matchups = "ordered_pairs"
-seed = 5
-[grid]
-matrix = ["M1", "M2"]
-peer_status = ["leading"]
-margin = ["marginal"]
-peer_move = ["A", "D"]
-[[models]]
-name = "self-max"
-spec = "strategy/self-max"
-[[models]]
-name = "random"
-spec = "strategy/random"
-"""
-
-WORKPLACE = """
-name = "std_workplace"
-game = "envy.workplace"
-matchups = "ordered_pairs"
-seed = 1
-[[models]]
-name = "follower"
-spec = "strategy/recognition"
-params = { sensitivity = 1.0 }
-[[models]]
-name = "flat"
-spec = "strategy/fixed"
-params = { envy = 5 }
-"""
-
-GLEE = """
-name = "std_glee"
-game = "glee.bargaining"
-matchups = "ordered_pairs"
-seed = 2
-[grid]
-horizon = [3, "inf"]
-messages = [true, false]
-[[models]]
-name = "a"
-spec = "strategy/always-accept"
-[[models]]
-name = "b"
-spec = "strategy/random"
-"""
-
-COMMONS = """
-name = "std_commons"
-game = "commons"
-matchups = "same_model"
-repeats = 2
-seed = 5
-[grid]
-universalization = [false, true]
-[fixed]
-scenario = "fishery"
-n_agents = 3
-months = 3
-max_conversation_steps = 2
-[[models]]
-name = "sustainable"
-spec = "strategy/sustainable"
-[[models]]
-name = "greedy"
-spec = "strategy/greedy"
-"""
+# the small scripted studies other tests already play, one per family
+from test_commons_study import STUDY as COMMONS
+from test_envy_analyses import POINTS, WORKPLACE
+from test_glee_studies import SMALL as GLEE
 
 #: family -> (study file, headline metrics that must be defined; None: every metric column of
 #: the family's tables must be a defined term)
 FAMILIES = {
     "envy.points": (POINTS, ["T1", "T2", "T3"]),
     "envy.workplace": (WORKPLACE, None),
-    "glee.bargaining": (GLEE, ["efficiency", "fairness", "self-gain"]),
+    "glee": (GLEE, ["efficiency", "fairness", "self-gain"]),
     "commons": (COMMONS, None),
 }
 
+#: The report registry's key of a family (GLEE: one module for its three games).
+MODULE_OF = {"glee": "glee.bargaining"}
 #: Tables every report opens with (study description, overview): not the family's metrics.
 COMMON_TABLES = {"study-settings", "study-models", "game-counts", "seats-per-model", "turns-per-model", "first-errors"}
 #: Columns that identify a row or count what a row stands on, rather than measure anything.
@@ -166,7 +103,7 @@ def test_report_defines_its_metrics_and_writes_every_figure_and_table(game, writ
 
     # the Metrics block is the family module's DEFINITIONS, in the introduction
     block = metrics_block(page)
-    definitions = getattr(importlib.import_module(REPORTS[game].split(":")[0]), "DEFINITIONS", "")
+    definitions = getattr(importlib.import_module(REPORTS[MODULE_OF.get(game, game)].split(":")[0]), "DEFINITIONS", "")
     assert definitions.strip() and definitions.strip() in block
     intro = page[: page.index("</section>")]
     for heading in ("<h3>Settings</h3>", "<h3>Models</h3>", "<h3>Games</h3>", "<h3>Metrics</h3>"):
