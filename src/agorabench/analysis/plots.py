@@ -14,12 +14,13 @@ import io
 import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -98,7 +99,7 @@ def heatmap(table: pd.DataFrame, title: str, vmin: float | None = 0.0, vmax: flo
     return figure_html(fig, title)
 
 
-def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = "") -> str:
+def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = "", xlabel: str = "") -> str:
     """Grouped bars from a long summary (group, metric, mean, low, high) with CI whiskers."""
     groups = list(dict.fromkeys(summary[group]))
     metrics = list(dict.fromkeys(summary["metric"]))
@@ -111,6 +112,7 @@ def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = ""
         ax.bar(x, sub["mean"].to_numpy(), width, yerr=err, capsize=3, label=metric)
     ax.set_xticks(np.arange(len(groups)) + width * (len(metrics) - 1) / 2, groups, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
     ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
     ax.set_title(title)
     return figure_html(fig, title)
@@ -135,21 +137,55 @@ def stacked_shares(table: pd.DataFrame, title: str, xlabel: str = "") -> str:
 def lines(df: pd.DataFrame, x: str, y: str, hue: str, title: str, ylabel: str = "", ylim: tuple[float, float] | None = None, xlabel: str = "") -> str:
     """One line per ``hue`` value; more than :data:`MAX_LINES` lines are split over panels
     (small multiples sharing the axes), each with its legend beside it."""
-    keys = list(dict.fromkeys(df[hue]))
+
+    def draw(ax, sub: pd.DataFrame, label: str, colour: str) -> None:
+        ax.plot(sub[x], sub[y], marker="o", color=colour, label=label)
+
+    return _small_multiples(df, x, hue, title, ylabel or y, xlabel, ylim, 3.2, draw)
+
+
+def _small_multiples(df: pd.DataFrame, x: str, group: str, title: str, ylabel: str, xlabel: str, ylim: tuple[float, float] | None, height: float, draw: Callable) -> str:
+    """The groups of ``df`` drawn by ``draw(ax, rows, label, colour)``, at most :data:`MAX_LINES`
+    per panel; panels stacked, sharing the axes, each with its legend beside it."""
+    keys = list(dict.fromkeys(df[group]))
     panels = [keys[i : i + MAX_LINES] for i in range(0, len(keys), MAX_LINES)] or [[]]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 3.2 * len(panels)), sharex=True, sharey=True, squeeze=False)
-    for ax, group in zip(axes[:, 0], panels):
-        for key in group:
-            sub = df[df[hue] == key].sort_values(x)
-            ax.plot(sub[x], sub[y], marker="o", label=str(key))
-        ax.set_ylabel(ylabel or y)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, height * len(panels)), sharex=True, sharey=True, squeeze=False)
+    for ax, members in zip(axes[:, 0], panels):
+        for i, key in enumerate(members):
+            draw(ax, df[df[group] == key].sort_values(x), str(key), f"C{i % 10}")
+        ax.set_ylabel(ylabel)
         if ylim:
             ax.set_ylim(*ylim)
-        if group:
-            ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left", title=hue)
+        if members:
+            ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left", title=group)
     axes[-1, 0].set_xlabel(xlabel or x)
+    _integer_ticks(axes[-1, 0], df[x])
     axes[0, 0].set_title(title)
     return figure_html(fig, title)
+
+
+def _integer_ticks(ax, values: pd.Series) -> None:
+    """Whole-number ticks on the x axis when every x value is a whole number (months, scenes)."""
+    xs = pd.to_numeric(values, errors="coerce")
+    if len(xs) and xs.notna().all() and (xs % 1 == 0).all():
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def bands(df: pd.DataFrame, x: str, y: str, group: str, title: str, ylabel: str, xlabel: str = "", step: bool = False, ylim: tuple[float, float] | None = None, low: str = "low", high: str = "high") -> str:
+    """One line per ``group`` value with its ``low``–``high`` band (``step``: a step function,
+    e.g. a Kaplan–Meier curve); more than :data:`MAX_LINES` groups are split over panels
+    (small multiples sharing the axes), each with its legend beside it."""
+
+    def draw(ax, sub: pd.DataFrame, label: str, colour: str) -> None:
+        lo, hi = sub[low].astype(float), sub[high].astype(float)
+        if step:
+            ax.step(sub[x], sub[y], where="post", color=colour, label=label)
+            ax.fill_between(sub[x], lo, hi, step="post", color=colour, alpha=0.2)
+        else:
+            ax.plot(sub[x], sub[y], color=colour, marker="o", label=label)
+            ax.fill_between(sub[x], lo, hi, color=colour, alpha=0.2)
+
+    return _small_multiples(df, x, group, title, ylabel, xlabel, ylim, 3.4, draw)
 
 
 def table_html(df: pd.DataFrame, floatfmt: str = "{:.3f}", name: str = "table") -> str:

@@ -126,14 +126,14 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
     parts = [f"<p>{done} games played, {errors} aborted by backend errors (played again on the next run).</p>"]
     if n and errors:
         errs = all_games[all_games["status"] != "done"][["game_id", "error"]].head(10)
-        parts.append("<p>First errors:</p>" + table_html(errs))
+        parts.append("<p>First errors:</p>" + table_html(errs, name="first errors"))
     if len(turns):
         per_model = (
             turns.groupby("model")
             .agg(turns=("valid", "size"), invalid_rate=("valid", lambda v: 1 - v.mean()), retries=("retries", "sum"), prompt_tokens=("prompt_tokens", "sum"), completion_tokens=("completion_tokens", "sum"), cost=("cost", "sum"), mean_latency=("latency", "mean"))
             .reset_index()
         )
-        parts.append("<h3>Turns per model</h3>" + table_html(per_model))
+        parts.append("<h3>Turns per model</h3>" + table_html(per_model, name="turns per model"))
     return Section("Overview", "\n".join(parts))
 
 

@@ -11,11 +11,12 @@ import html
 from collections import Counter
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
 
 from ...analysis.factor_tests import bh_adjust, binary_factors, factor_differences
-from ...analysis.plots import figure_html, table_html
+from ...analysis.plots import MAX_LINES, bands, figure_html, table_html
 from ...analysis.report import Section
 from ...analysis.survival import collapsed_by_month, gini_by_month, km_by_group, resource_trajectory, runs_table
 
@@ -27,6 +28,72 @@ LABELS = {
     "survival_rate": "survival_rate (censored runs left out)",
 }
 MAX_RUN_FIGURES = 24
+
+#: Metric definitions shown at the top of the report.
+DEFINITIONS = """
+<p>N agents share a resource over at most T months (a run). h(t) is the stock at the start of month
+t, r<sub>i</sub>(t) what agent i collected that month (in the trash scenario: what it removed),
+n<sub>t</sub> the agents present in month t. The sustainability threshold f(t) is the most the
+group can take without the stock shrinking next month: f(t) = h(t)·(1 − 1/g) when the stock
+regrows by the factor g (f = 50 at h = 100, g = 2), f(t) = min(a, h(t)) when a units are added
+each month; in the trash scenario f(t) is the <i>least</i> the group must remove. f<sub>0</sub> =
+f(initial stock). The resource <i>collapses</i> in month m when what is left after harvesting is
+below the collapse threshold C (trash: the pile is above C; a study with the inclusive rule also
+counts reaching C); the run ends there.</p>
+<ul>
+<li><b>survival_time</b> (months) = m, the month whose harvest collapsed the resource, else the
+number of months played (T for a full run). <b>survival_time_harvested</b> counts only the months
+in which some agent asked for more than 0 (the reproduction's Tables 1–2).</li>
+<li><b>censored</b> = 1 for a run that stopped before month T without a collapse (an imported log
+cut off early): its survival time is a lower bound. <b>survival_rate</b> (%) = 100 × (runs lasting
+all T months) / (runs not censored).</li>
+<li><b>total_gain</b> (units per agent) = (1/N)·Σ<sub>i</sub> R<sub>i</sub> with R<sub>i</sub> =
+Σ<sub>t</sub> r<sub>i</sub>(t), the mean total an agent collected. In mixed groups,
+<b>mean_total_gain</b> is R<sub>i</sub> averaged over the agents of one seat model, <b>sd</b> their
+sample standard deviation.</li>
+<li><b>efficiency</b> (%) = 100·(1 − max(0, T·f<sub>0</sub> − ΣR)/(T·f<sub>0</sub>)), ΣR =
+Σ<sub>i</sub> R<sub>i</sub>: how much of the sustainable total T·f<sub>0</sub> the group used.
+Trash scenario: 100·ΣR/(T·f<sub>0</sub>) while ΣR ≤ T·f<sub>0</sub>, 100·T·f<sub>0</sub>/ΣR once the
+group removes more, 0 when it removes nothing.</li>
+<li><b>total_loss</b> (trash scenario, units per agent) = (M − ΣR)/N with M the most a group can
+remove by clearing everything every month (initial + (T − 1)·min(a, capacity) when a units are added each month: 650 for trash over
+12 months):
+0 when a group clears everything.</li>
+<li><b>equality</b> (%) = 100·(1 − Gini) = 100·(1 − Σ<sub>i</sub>Σ<sub>j</sub>|R<sub>i</sub> −
+R<sub>j</sub>| / (2·N²·R̄)), R̄ = ΣR/N; 100 = everyone collected the same, 0 when ΣR = 0.</li>
+<li><b>over_usage</b> (%) = 100 × #{(i, t): r<sub>i</sub>(t) &gt; f(t)/n<sub>t</sub>} /
+#{(i, t): t ≤ m}, the share of agent-months above the sustainable per-agent share (the study may
+use the group threshold r<sub>i</sub>(t) &gt; f(t) instead; trash: removing <i>less</i> than the
+share); 100 when no month was played.</li>
+<li><b>Metrics per model</b>: mean ± sample sd over runs; <b>runs off/on</b> and the
+<code>off</code> / <code>on</code> columns: means without and with universalization, <b>Δ</b> = on −
+off.</li>
+<li><b>Kaplan–Meier survival</b> Ŝ(t) = Π<sub>t<sub>k</sub> ≤ t</sub>(1 − d<sub>k</sub>/n<sub>k</sub>),
+the estimated probability that the resource has not collapsed by month t; d<sub>k</sub> collapses in
+month t<sub>k</sub>, n<sub>k</sub> runs still at risk just before it. A collapse is the event; runs
+that lasted every month or were cut off are censored at their last month (<b>collapsed</b> /
+<b>censored</b> count them). 95 % band from Greenwood's variance Σ d<sub>k</sub>/(n<sub>k</sub>(n<sub>k</sub> −
+d<sub>k</sub>)) on the log(−log) scale: Ŝ<sup>exp(±1.96·se)</sup>, se = √Var / |log Ŝ|.</li>
+<li><b>Collapsed by month</b>: <b>share_collapsed</b> = runs collapsed by month m / runs known at m
+(<b>runs_known</b>: runs observed through m or collapsed earlier); <b>km_collapsed</b> = 1 − Ŝ(m)
+with <b>km_low</b>, <b>km_high</b> = 1 − the band's ends.</li>
+<li><b>Mean resource left</b> (units) per model and month: mean over runs of the stock left after
+harvesting; a collapsed run keeps its last value, a censored run leaves the mean after its last
+month.</li>
+<li><b>gini</b> per month = Σ<sub>i</sub>Σ<sub>j</sub>|r<sub>i</sub>(t) − r<sub>j</sub>(t)| /
+(2·n<sub>t</sub>²·r̄(t)) of that month's harvests in one run (0 = equal shares,
+(n<sub>t</sub> − 1)/n<sub>t</sub> when one agent takes all; undefined when nobody took anything), then
+averaged over runs.</li>
+<li><b>Factor tests</b>: for a factor with two levels a, b (universalization, language, mixed
+groups) and a metric, <b>mean_a</b> and <b>mean_b</b> are the means at the two levels, <b>delta</b> =
+mean_b − mean_a; Welch's <b>t</b> = Δ / √(s<sub>a</sub>²/n<sub>a</sub>
++ s<sub>b</sub>²/n<sub>b</sub>) with Welch–Satterthwaite degrees of freedom <b>df</b>, two-sided
+<b>p</b>, interval Δ ± t<sub>df, 0.975</sub>·se; <b>p_bh</b> = Benjamini–Hochberg adjusted p over every
+row of the table (p<sub>(i)</sub>·m/i, made monotone, capped at 1); <b>significant</b> = p_bh &lt; 0.05.</li>
+<li><b>mean</b>, <b>low</b>, <b>high</b> elsewhere: mean over runs with the 95 % t interval mean ±
+t<sub>0.975, n−1</sub>·s/√n (<b>runs</b> = n).</li>
+</ul>
+"""
 
 
 def model_label(row: pd.Series) -> str:
@@ -67,47 +134,74 @@ def _harvests(turns: pd.DataFrame) -> pd.DataFrame:
     return h
 
 
-def _run_figure(run: pd.DataFrame, title: str) -> str:
+def unit_of(games: pd.DataFrame) -> str:
+    """The resource's unit (e.g. "tons of fish") when the games share one scenario and language,
+    else "units"."""
+    from .commons import get_scenario
+
+    if {"scenario", "language"} <= set(games) and games[["scenario", "language"]].drop_duplicates().shape[0] == 1:
+        try:
+            return get_scenario(str(games["scenario"].iloc[0]), str(games["language"].iloc[0])).unit
+        except (KeyError, ValueError):
+            return "units"
+    return "units"
+
+
+def _run_figure(run: pd.DataFrame, title: str, unit: str) -> str:
+    """One run: each agent's harvest per month as bars, the resource left as a line."""
     roles = sorted(run["role"].unique(), key=lambda r: int(r.split("_")[-1]))
     months = sorted(run["month"].unique())
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     width = 0.8 / max(1, len(roles))
     for k, role in enumerate(roles):
         sub = run[run["role"] == role].set_index("month").reindex(months)
-        ax.bar(np.array(months) - 0.4 + width * (k + 0.5), sub["collected"].fillna(0).to_numpy(), width, label=role)
+        ax.bar(np.array(months) - 0.4 + width * (k + 0.5), sub["collected"].fillna(0).to_numpy(), width, label=f"{role} harvest")
     stock = run.groupby("month")["stock_after"].first().reindex(months)
     ax.plot(months, stock.to_numpy(), color="black", marker="o", label="left after harvest")
     ax.set_xlabel("month")
-    ax.set_ylabel("units")
+    ax.set_ylabel(unit)
     ax.set_xticks(months)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
     ax.set_title(title, fontsize=9)
     return figure_html(fig, title)
 
 
 def _summary_figures(games: pd.DataFrame, harvests: pd.DataFrame, horizon: int) -> list[str]:
-    """Per condition (scenario/language/universalization): stock left after harvesting per
-    month, one thin line per run and the mean per model in bold (after a collapse the run's last
-    value is carried forward)."""
+    """Per condition (scenario/language/universalization), small multiples with one panel per
+    model: the stock left after harvesting per month, averaged over runs (bold), with each run as
+    a thin line when there are few (at most ``MAX_LINES`` − 1), else the min–max range of the runs
+    as a band. After a collapse the run's last value is carried forward."""
     stock = harvests.groupby(["game_id", "month"])["stock_after"].first().unstack("month")
     stock = stock.reindex(columns=range(1, horizon + 1)).ffill(axis=1)
     figs = []
     for cond, cond_games in games.groupby("condition"):
-        fig, ax = plt.subplots(figsize=(7, 3.6))
-        for i, (model, sub) in enumerate(cond_games.groupby("model")):
-            rows = stock.reindex([x for x in sub["game_id"] if x in stock.index])
-            if rows.empty:
-                continue
-            colour = f"C{i % 10}"
-            for _, r in rows.iterrows():
-                ax.plot(rows.columns, r.to_numpy(), color=colour, alpha=0.3, linewidth=0.8)
-            ax.plot(rows.columns, rows.mean().to_numpy(), color=colour, linewidth=2.2, marker="o", label=f"{model} (n={len(rows)})")
-        ax.set_xlabel("month")
-        ax.set_ylabel("left after harvest")
-        ax.set_ylim(-3, 103)
-        ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+        panels = [(model, stock.reindex([x for x in sub["game_id"] if x in stock.index])) for model, sub in cond_games.groupby("model")]
+        panels = [(m, rows) for m, rows in panels if not rows.empty]
+        if not panels:
+            continue
+        cols = min(3, len(panels))
+        nrows = -(-len(panels) // cols)
+        fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols + 0.6, 2.9 * nrows + 0.7), sharex=True, sharey=True, squeeze=False)
+        for ax, (model, rows) in zip(axes.flat, panels):
+            if len(rows) < MAX_LINES:
+                for _, r in rows.iterrows():
+                    ax.plot(rows.columns, r.to_numpy(), color="C0", alpha=0.35, linewidth=0.8)
+            else:
+                ax.fill_between(rows.columns, rows.min().to_numpy(dtype=float), rows.max().to_numpy(dtype=float), color="C0", alpha=0.2)
+            ax.plot(rows.columns, rows.mean().to_numpy(), color="C3", linewidth=2.2, marker="o")
+            ax.set_title(f"{model} (n={len(rows)} runs)", fontsize=9)
+            ax.set_ylim(-3, 103)
+            ax.grid(alpha=0.3)
+        for ax in axes.flat[len(panels):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("month")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        for ax in axes[:, 0]:
+            ax.set_ylabel(f"left after harvest ({unit_of(cond_games)})", fontsize=8)
         title = f"Resource after harvesting per month: {cond} (runs and mean per model)"
-        ax.set_title(title, fontsize=9)
+        fig.suptitle(f"{title}\nbold: mean over runs; thin lines: single runs, or band: their range", fontsize=9)
+        fig.tight_layout()
         figs.append(figure_html(fig, title))
     return figs
 
@@ -170,8 +264,8 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         for _, row in g.head(MAX_RUN_FIGURES).iterrows():
             run = h[h["game_id"] == row["game_id"]]
             if not run.empty:
-                title = f"{row['model']} · {row['condition']} · repeat {row.get('repeat', 0)} · {str(row['game_id'])[:8]}"
-                figs.append(_run_figure(run, title))
+                title = f"Harvest per agent and resource left: {row['model']} · {row['condition']} · repeat {row.get('repeat', 0)} · {str(row['game_id'])[:8]}"
+                figs.append(_run_figure(run, title, unit_of(g[g["game_id"] == row["game_id"]])))
         note = f"<p class='note'>First {MAX_RUN_FIGURES} of {len(g)} runs shown.</p>" if len(g) > MAX_RUN_FIGURES else ""
         out.append(Section("Resource per month", "\n".join(_summary_figures(g, h, horizon)) + "<h3>Per run: harvest per agent (bars) and resource left (line)</h3>" + note + "\n".join(figs)))
     table = metrics_table(g)
@@ -186,12 +280,12 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     )
     mixed = seat_gains(g, h)
     if not mixed.empty:
-        legend += "<h3>Mixed groups: total gain per agent by seat model</h3>" + table_html(mixed)
-    out.append(Section("Metrics per model", legend + table_html(table)))
+        legend += "<h3>Mixed groups: total gain per agent by seat model</h3>" + table_html(mixed, name="mixed groups total gain per seat model")
+    out.append(Section("Metrics per model", legend + table_html(table, name="metrics per model and condition")))
     uni = universalization_table(g)
     if not uni.empty:
         note = "<p class='note'>survival_time counts all months played; survival_time_harvested only the months with a request above 0 (the reproduction's Tables 1–2).</p>"
-        out.append(Section("Universalization on vs off", note + table_html(uni)))
+        out.append(Section("Universalization on vs off", note + table_html(uni, name="universalization on vs off")))
     else:
         out.append(Section("Universalization on vs off", "<p class='note'>" + html.escape("This study has no model with runs both with and without universalization.") + "</p>"))
     out += survival_sections(g, h)
@@ -200,27 +294,6 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
 
 
 FACTORS = ["universalization", "language", "mixed"]
-
-
-def _band_figure(table: pd.DataFrame, x: str, y: str, title: str, ylabel: str, step: bool = False, ylim: tuple[float, float] | None = None) -> str:
-    """One line per group (column ``group``) with its low–high band."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.5))
-    for i, (key, sub) in enumerate(table.groupby("group")):
-        sub = sub.sort_values(x)
-        colour = f"C{i % 10}"
-        if step:
-            ax.step(sub[x], sub[y], where="post", color=colour, label=str(key))
-            ax.fill_between(sub[x], sub["low"], sub["high"], step="post", color=colour, alpha=0.2)
-        else:
-            ax.plot(sub[x], sub[y], color=colour, marker="o", label=str(key))
-            ax.fill_between(sub[x], sub["low"].astype(float), sub["high"].astype(float), color=colour, alpha=0.2)
-    ax.set_xlabel(x)
-    ax.set_ylabel(ylabel)
-    if ylim:
-        ax.set_ylim(*ylim)
-    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
-    ax.set_title(title, fontsize=9)
-    return figure_html(fig, title)
 
 
 def survival_sections(g: pd.DataFrame, h: pd.DataFrame) -> list[Section]:
@@ -234,20 +307,20 @@ def survival_sections(g: pd.DataFrame, h: pd.DataFrame) -> list[Section]:
         "(e.g. imported logs that stop), are censored at their last month. Kaplan–Meier estimate with a 95% log(−log) "
         "Greenwood band.</p>"
     )
-    body += _band_figure(km.rename(columns={"model": "group", "time": "month"}), "month", "survival", "Kaplan–Meier survival of the resource per model", "P(not collapsed)", step=True, ylim=(-0.03, 1.03))
+    body += bands(km.rename(columns={"time": "month"}), "month", "survival", "model", "Kaplan–Meier survival of the resource per model", "P(not collapsed by month), Ŝ", step=True, ylim=(-0.03, 1.03))
     counts = runs.groupby("model").agg(runs=("event", "size"), collapsed=("event", "sum"), censored=("censored", "sum")).reset_index()
-    body += table_html(counts)
+    body += table_html(counts, name="runs collapsed and censored per model")
     share = collapsed_by_month(runs, horizon)
-    body += "<h3>Share of runs collapsed by month</h3>" + table_html(share)
+    body += "<h3>Share of runs collapsed by month</h3>" + table_html(share, name="share of runs collapsed by month")
     out.append(Section("Survival (Kaplan–Meier, censored runs)", body))
     if not h.empty:
         group_of = g.set_index("game_id")["model"]
         gin = gini_by_month(h, group_of)
         traj = resource_trajectory(h.groupby(["game_id", "month"], as_index=False)["stock_after"].first(), runs, horizon)
-        body = _band_figure(traj.rename(columns={"model": "group"}), "month", "mean", "Mean resource left after harvesting per model (95% band)", "units left")
-        body += "<p class='note'>A collapsed run keeps its last value; a censored run leaves the mean after its last month.</p>" + table_html(traj)
-        body += _band_figure(gin, "month", "gini", "Gini of the month's harvests per model (95% band)", "Gini", ylim=(-0.03, 1.03))
-        body += table_html(gin)
+        body = bands(traj, "month", "mean", "model", "Mean resource left after harvesting per model (95% band)", f"left after harvest ({unit_of(g)})")
+        body += "<p class='note'>A collapsed run keeps its last value; a censored run leaves the mean after its last month.</p>" + table_html(traj, name="mean resource left per model and month")
+        body += bands(gin.rename(columns={"group": "model"}), "month", "gini", "model", "Gini of the month's harvests per model (95% band)", "Gini of harvests (0 = equal shares)", ylim=(-0.03, 1.03))
+        body += table_html(gin.rename(columns={"group": "model"}), name="gini of harvests per model and month")
         out.append(Section("Resource trajectory and inequality per month", body))
     return out
 
@@ -267,7 +340,7 @@ def factor_sections(g: pd.DataFrame) -> list[Section]:
     table["p_bh"] = bh_adjust(table["p"])
     table["significant"] = table["p_bh"] < 0.05
     body = "<p class='note'>Δ = mean(level b) − mean(level a) per model, Welch's t-test, Benjamini–Hochberg over every row of the table.</p>"
-    return [Section("Factor effects (Welch, BH)", body + table_html(table))]
+    return [Section("Factor effects (Welch, BH)", body + table_html(table, name="factor effects welch bh"))]
 
 
 def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:

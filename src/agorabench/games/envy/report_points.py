@@ -142,7 +142,7 @@ def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
     body += "<h3>Switching after the peer's move (turn 2 → 3)</h3>" + table_html(by_move)
     excerpts = switch_excerpts(choices, paths)
     if not excerpts.empty:
-        body += "<h3>What models said when they switched</h3>" + excerpts.to_html(index=False, classes="data", border=0, escape=True)
+        body += "<h3>What models said when they switched</h3>" + table_html(excerpts, name="switch excerpts")
     out.append(Section("Switching between turns", body))
     return out
 
