@@ -53,6 +53,13 @@ max|P<sub>self</sub> − P<sub>comp</sub>| + ½: how strongly the choice favours
 matching the paper's reported numbers (not confined to 0–1).</li>
 <li><b>T3, peer-reduce</b> = (P<sub>comp</sub><sup>max</sup> − P<sub>comp</sub>) /
 (P<sub>comp</sub><sup>max</sup> − P<sub>comp</sub><sup>min</sup>): how much the choice takes from the peer.</li>
+<li><b>Switching rate</b> (turn s → s+1) = games whose option changed between the two turns /
+games with a valid choice at both; Wilson 95 % interval.</li>
+<li><b>Fehr–Schmidt α, β, λ</b>: the choices fitted by maximum likelihood to
+P(option) ∝ exp(λ·U), U = P<sub>self</sub> − α·max(P<sub>comp</sub> − P<sub>self</sub>, 0) −
+β·max(P<sub>self</sub> − P<sub>comp</sub>, 0). <b>α</b>: envy (cost of being behind), <b>β</b>:
+guilt (cost of being ahead), <b>λ</b>: precision (0 = random, large = always the best option);
+a self-maximiser has α = β = 0. <b>pseudo_r2</b> = 1 − ℓ̂/ℓ<sub>uniform</sub> (McFadden).</li>
 </ul>
 """
 
