@@ -738,7 +738,7 @@ def _safe(value: Any) -> Any:
 def _dicts(result: sa.CursorResult) -> list[dict[str, Any]]:
     """Every row of a result as a dict keyed by column name."""
     keys = list(result.keys())
-    return [dict(zip(keys, row)) for part in result.partitions(10_000) for row in part]
+    return [dict(zip(keys, row)) for row in result]
 
 
 def _loads(text: str) -> Any:
