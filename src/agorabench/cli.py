@@ -45,17 +45,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_ray(args: argparse.Namespace, name: str, db: str) -> int:
     from .core.executors import run_ray
+    from .redact import redact
 
     if args.workers < 1:
         raise StudyError("--workers must be at least 1")
-    counts, info = run_ray(args.study, db, models=args.model, workers=args.workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache)
+    if args.worker_retries < 0:
+        raise StudyError("--worker-retries must be 0 or more")
+    counts, info = run_ray(args.study, db, models=args.model, workers=args.workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache, retries=args.worker_retries)
+    elsewhere = f", {counts['elsewhere']} being played by another process" if counts["elsewhere"] else ""
     print(
-        f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors; "
-        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {db}; "
+        f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors{elsewhere}; "
+        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {redact(db)}; "
         f"ray workers {info['workers']}"
     )
     for message in info["error_messages"][:5]:
         print(f"  error: {message}", file=sys.stderr)
+    if counts["failed"]:
+        print(
+            f"agora: error: {len(counts['failed'])} Ray share(s) failed ({redact(counts['failed'][0])}); "
+            f"{counts['not_played']} game(s) not played, the finished ones are stored: run the same command again to play the rest",
+            file=sys.stderr,
+        )
+        return 1
     return 0 if counts["errors"] == 0 else 1
 
 
@@ -260,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--executor", choices=["async", "ray"], default="async", help="one process (async) or Ray workers")
     r.add_argument("--workers", type=int, default=4, help="Ray workers (shares of the games), with --executor ray")
     r.add_argument("--address", help="an existing Ray cluster (default: a local one for the run)")
+    r.add_argument("--worker-retries", type=int, default=3, help="with --executor ray: times a share whose worker died is started again (default 3)")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="write an HTML report of a study")

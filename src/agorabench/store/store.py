@@ -464,6 +464,12 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(claims).where(claims.c.owner == owner))
 
+    def release_tag(self, tag: str) -> int:
+        """Drop the claims of every owner named with ``tag`` (:func:`claim_owner`), on any host:
+        an executor's earlier attempt at the same share, known to be dead. Returns how many."""
+        with self.engine.begin() as conn:
+            return conn.execute(sa.delete(claims).where(claims.c.owner.endswith(":" + tag, autoescape=True))).rowcount
+
     def is_done(self, game_id: str) -> bool:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(games.c.id).where(games.c.id == game_id, games.c.status == "done")).first() is not None
@@ -679,11 +685,12 @@ def _create_tables(engine: sa.Engine, attempts: int = 10) -> None:
             time.sleep(0.05 * (attempt + 1))
 
 
-def claim_owner() -> str:
+def claim_owner(tag: str | None = None) -> str:
     """This process's name on its claims: ``host:pid:start:random``, ``start`` being the
     process's start time in clock ticks since boot (Linux; ``x`` elsewhere), so that a later
-    process that happens to get the same pid is not taken for the owner."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_time('self') or 'x'}:{uuid.uuid4().hex[:8]}"
+    process that happens to get the same pid is not taken for the owner. ``tag`` (no ``:``)
+    replaces the random part where an executor names its workers (see :meth:`Store.release_tag`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time('self') or 'x'}:{tag or uuid.uuid4().hex[:8]}"
 
 
 def _start_time(pid: str) -> str | None:
