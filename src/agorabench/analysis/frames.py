@@ -65,21 +65,28 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     when the caller already has them; ``ids``: only these games."""
     games = {g["id"]: g for g in (records if records is not None else store.games(study))}
     fields = TURN_FIELDS if transcripts else tuple(f for f in TURN_FIELDS if f != "raw")
-    rows = store.turns(study, messages=transcripts, raw=transcripts)
-    if ids is not None:
-        rows = [t for t in rows if t["game_id"] in ids]
-    if not rows:
-        return pd.DataFrame()
-    df = pd.DataFrame.from_records(rows, columns=list(fields))
-    df["model"] = [((games.get(t["game_id"]) or {}).get("seats") or {}).get(t["role"]) for t in rows]
-    actions = [t["action"] or {} for t in rows]
     if transcripts:
-        df["messages"] = [json.dumps(t["messages"], ensure_ascii=False) for t in rows]
+        rows = store.turns(study, messages=True)
+        cols = {k: [t[k] for t in rows] for k in (*fields, "action", "metrics", "messages")}
+        del rows
+    else:
+        cols = store.turn_columns(study)  # columns straight from the store: no dict per turn
+    if ids is not None:
+        keep = [g in ids for g in cols["game_id"]]
+        cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in cols.items()}
+    if not cols["game_id"]:
+        return pd.DataFrame()
+    df = pd.DataFrame({k: cols[k] for k in fields})
+    seats = {gid: (g.get("seats") or {}) for gid, g in games.items()}
+    df["model"] = [seats.get(g, {}).get(r) for g, r in zip(cols["game_id"], cols["role"])]
+    actions = [a or {} for a in cols["action"]]
+    if transcripts:
+        df["messages"] = [json.dumps(m, ensure_ascii=False) for m in cols["messages"]]
         df["action"] = [json.dumps(a, ensure_ascii=False) if a else None for a in actions]
     # scalar action fields as action_<key>, then metrics (None -> NaN); built column-wise in C
     parts = [df, _scalar_columns(pd.DataFrame.from_records(actions, index=df.index), "action_")]
-    metrics = pd.DataFrame.from_records([t["metrics"] or {} for t in rows], index=df.index)
-    del rows, actions
+    metrics = pd.DataFrame.from_records([m or {} for m in cols["metrics"]], index=df.index)
+    del cols, actions
     if len(metrics.columns):
         parts[0] = df.drop(columns=[c for c in metrics.columns if c in df.columns])
         parts[1] = parts[1].drop(columns=[c for c in metrics.columns if c in parts[1].columns])

@@ -385,6 +385,24 @@ class Store:
                     r["messages"] = _span(stored.get((r["game_id"], r["role"])), r["msg_start"], r["msg_count"])
         return rows
 
+    def turn_columns(self, study: str | None = None) -> dict[str, list[Any]]:
+        """The turns (no prompts, no raw answers) as columns, name -> values in game and turn
+        order, JSON columns decoded: the read of large analyses (no dict per row)."""
+        cols = [c for c in turns.c if c.name != "raw"]
+        q = sa.select(*(sa.type_coerce(c, sa.Text).label(c.name) if isinstance(c.type, sa.JSON) else c for c in cols))
+        q = q.join(games, games.c.id == turns.c.game_id).order_by(turns.c.game_id, turns.c.idx)
+        if study is not None:
+            q = q.where(games.c.study == study)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).all()
+        names = [c.name for c in cols]
+        data = {n: list(v) for n, v in zip(names, zip(*rows))} if rows else {n: [] for n in names}
+        del rows
+        for c in cols:
+            if isinstance(c.type, sa.JSON):
+                data[c.name] = [v if v is None or not isinstance(v, (str, bytes)) else _loads(v) for v in data[c.name]]
+        return data
+
     def turn_messages(self, game_id: str, idx: int) -> list[dict[str, str]]:
         """The full prompt (chat messages) that turn ``idx`` of a game was shown; KeyError if
         there is no such turn."""
