@@ -169,6 +169,12 @@ def test_deal_spreads_games_round_robin_in_id_order():
     shares = deal(specs, 4)  # in id order, not study order
     assert shares == [["g0", "g4", "g8"], ["g1", "g5", "g9"], ["g2", "g6"], ["g3", "g7"]]
     assert deal(specs[:2], 4) == [["g0"], ["g3"]]  # no empty shares
+    # seating by seating: seatings alternate in id order, so id order alone would give two of
+    # four workers every game that calls the model; each must get one of them
+    mixed = [GameSpec(id=f"m{i:02d}", game="x", config={}, seats={"focal": "llm" if i % 2 == 0 else "b", "peer": "b" if i % 2 == 0 else "llm"}, repeat=0, seed=i) for i in range(8)]
+    calls = {s.id for s in mixed if s.seats["focal"] == "llm"}
+    for share in deal(mixed, 4):
+        assert len(share) == 2 and len(calls & set(share)) == 1
 
 
 def test_ray_run_matches_one_process_run_and_resumes_after_a_driver_kill(baseline, tmp_path):

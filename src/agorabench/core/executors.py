@@ -31,14 +31,17 @@ from .study import GameSpec, StudyError, load_study
 
 
 def deal(specs: list[GameSpec], workers: int) -> list[list[str]]:
-    """Game ids dealt round-robin in id order into at most ``workers`` non-empty shares.
+    """Game ids dealt round-robin into at most ``workers`` non-empty shares, seating by seating:
+    games are ordered by their seats (which model sits where), then by id, and dealt with one
+    running counter, so every share gets an equal part (±1) of each seating.
 
-    Ids are hashes, so id order mixes the study's games: dealing in study order would hand
-    every other game to the same workers, and a grid whose seatings alternate (model A in the
-    seat that calls the model, then a strategy) would give some workers all the slow games."""
+    A seating decides a game's cost (a model in the deciding seat makes calls, a strategy none):
+    dealing in study order would hand every other game to the same workers, and even dealing in
+    id order leaves one share with more slow games by chance; the slowest share sets the wall time."""
     shares: list[list[str]] = [[] for _ in range(max(1, workers))]
-    for i, game_id in enumerate(sorted(spec.id for spec in specs)):
-        shares[i % len(shares)].append(game_id)
+    ordered = sorted(specs, key=lambda spec: (sorted(spec.seats.items()), spec.id))
+    for i, spec in enumerate(ordered):
+        shares[i % len(shares)].append(spec.id)
     return [s for s in shares if s]
 
 
