@@ -20,37 +20,37 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, records: list[dict[str, Any]] | None = None) -> pd.DataFrame:
-    """One row per game (see the module docstring); ``records``: the rows of ``store.games``
-    when the caller already has them (a report reads them once for games and turns); ``ids``:
-    only these games (a study file's current design)."""
-    rows = []
-    for g in records if records is not None else store.games(study):
-        if (status is not None and g["status"] != status) or (ids is not None and g["id"] not in ids):
-            continue
-        row: dict[str, Any] = {
-            "game_id": g["id"],
-            "study": g["study"],
-            "game": g["game"],
-            "status": g["status"],
-            "repeat": g["repeat"],
-            "seed": g["seed"],
-            "source": g["source"],
-            "n_turns": g["n_turns"],
-            "n_invalid": g["n_invalid"],
-            "error": g["error"],
-        }
-        for role, model in (g["seats"] or {}).items():
-            row[f"model_{role}"] = model
-        for key, value in (g["config"] or {}).items():
-            row[key] = value if _scalar(value) else json.dumps(value)
-        for key, value in (g["outcome"] or {}).items():
-            if _scalar(value) and key not in row:
-                row[key] = value
-        for key, value in (g["metrics"] or {}).items():
-            row[key] = float("nan") if value is None else value
-        rows.append(row)
-    return pd.DataFrame(rows)
+GAME_FIELDS = ("id", "study", "game", "status", "repeat", "seed", "source", "n_turns", "n_invalid", "error")
+
+
+def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, records: list[dict[str, Any]] | None = None, columns: dict[str, list[Any]] | None = None) -> pd.DataFrame:
+    """One row per game (see the module docstring); ``records`` (the rows of ``store.games``) or
+    ``columns`` (``store.game_columns``) when the caller already has them (a report reads the
+    games once for games and turns); ``ids``: only these games (a study file's current design)."""
+    if columns is None:
+        if records is None:
+            columns = store.game_columns(study)
+        else:
+            columns = {k: [g[k] for g in records] for k in (*GAME_FIELDS, "seats", "config", "outcome", "metrics")}
+    keep = [(status is None or s == status) and (ids is None or g in ids) for g, s in zip(columns["id"], columns["status"])]
+    cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in columns.items()} if not all(keep) else columns
+    if not cols["id"]:
+        return pd.DataFrame()
+    df = pd.DataFrame({("game_id" if k == "id" else k): cols[k] for k in GAME_FIELDS})
+    parts = [df, pd.DataFrame.from_records([s or {} for s in cols["seats"]], index=df.index).add_prefix("model_")]
+    config = pd.DataFrame.from_records([c or {} for c in cols["config"]], index=df.index)
+    for col in config.columns:  # lists and tables as JSON text
+        if config[col].dtype == object and not config[col].map(_scalar).all():
+            config[col] = config[col].map(lambda v: v if _scalar(v) else json.dumps(v))
+    parts.append(config)
+    taken = set(df.columns) | set(parts[1].columns) | set(config.columns)
+    outcome = _scalar_columns(pd.DataFrame.from_records([o or {} for o in cols["outcome"]], index=df.index), "")
+    parts.append(outcome[[c for c in outcome.columns if c not in taken]])
+    metrics = pd.DataFrame.from_records([m or {} for m in cols["metrics"]], index=df.index)
+    if len(metrics.columns):
+        parts = [p.drop(columns=[c for c in metrics.columns if c in p.columns]) for p in parts]
+        parts.append(metrics.fillna(float("nan")) if metrics.isna().any().any() else metrics)
+    return pd.concat(parts, axis=1)
 
 
 TURN_FIELDS = ("game_id", "idx", "role", "phase", "raw", "valid", "retries", "error", "prompt_tokens", "completion_tokens", "cost", "latency", "cached")
@@ -110,13 +110,13 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
 
 def _scalar_columns(frame: pd.DataFrame, prefix: str) -> pd.DataFrame:
     """The frame's columns renamed ``prefix + key``, with values that are not scalars (lists,
-    dicts) set to None; columns with no scalar value left out."""
+    dicts) set to None; columns without a single non-null scalar value left out."""
     out = {}
     for col in frame.columns:
         values = frame[col]
         if values.dtype == object:
             scalar = values.map(_scalar)
-            if not scalar.any():
+            if not (scalar & values.notna()).any():  # only lists / tables (or nothing at all)
                 continue
             if not scalar.all():
                 values = values.where(scalar, None)

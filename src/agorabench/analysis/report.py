@@ -143,8 +143,10 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     study file's current design); ``left_out`` stored games outside them are mentioned in a note."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    records = store.games(study)
-    all_games = games_df(store, study, status=None, ids=ids, records=records)
+    columns = store.game_columns(study)
+    all_games = games_df(store, study, status=None, ids=ids, columns=columns)
+    records = [{"id": g, "seats": s, "config": c} for g, s, c in zip(columns["id"], columns["seats"], columns["config"])]
+    del columns
     if all_games.empty:
         raise ValueError(f"no games stored for study {study!r}")
     spec = spec if spec is not None else study_spec(store, study)

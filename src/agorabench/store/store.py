@@ -388,19 +388,24 @@ class Store:
     def turn_columns(self, study: str | None = None) -> dict[str, list[Any]]:
         """The turns (no prompts, no raw answers) as columns, name -> values in game and turn
         order, JSON columns decoded: the read of large analyses (no dict per row)."""
-        cols = [c for c in turns.c if c.name != "raw"]
-        q = sa.select(*(sa.type_coerce(c, sa.Text).label(c.name) if isinstance(c.type, sa.JSON) else c for c in cols))
-        q = q.join(games, games.c.id == turns.c.game_id).order_by(turns.c.game_id, turns.c.idx)
-        if study is not None:
-            q = q.where(games.c.study == study)
+        q = sa.select(*_as_text([c for c in turns.c if c.name != "raw"])).join(games, games.c.id == turns.c.game_id).order_by(turns.c.game_id, turns.c.idx)
+        return self._columns(q if study is None else q.where(games.c.study == study), turns)
+
+    def game_columns(self, study: str | None = None) -> dict[str, list[Any]]:
+        """The games as columns (as :meth:`turn_columns`), in id order."""
+        q = sa.select(*_as_text(list(games.c))).order_by(games.c.id)
+        return self._columns(q if study is None else q.where(games.c.study == study), games)
+
+    def _columns(self, q: sa.Select, table: sa.Table) -> dict[str, list[Any]]:
         with self.engine.connect() as conn:
-            rows = conn.execute(q).all()
-        names = [c.name for c in cols]
+            result = conn.execute(q)
+            names = list(result.keys())
+            rows = result.all()
         data = {n: list(v) for n, v in zip(names, zip(*rows))} if rows else {n: [] for n in names}
         del rows
-        for c in cols:
-            if isinstance(c.type, sa.JSON):
-                data[c.name] = [v if v is None or not isinstance(v, (str, bytes)) else _loads(v) for v in data[c.name]]
+        for n in names:
+            if isinstance(table.c[n].type, sa.JSON):
+                data[n] = [v if v is None or not isinstance(v, (str, bytes)) else _loads(v) for v in data[n]]
         return data
 
     def turn_messages(self, game_id: str, idx: int) -> list[dict[str, str]]:
@@ -758,6 +763,11 @@ def _safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_safe(v) for v in value]
     return value
+
+
+def _as_text(cols: list[sa.Column]) -> list[Any]:
+    """The columns to select, JSON ones as their stored text (decoded by the caller in one pass)."""
+    return [sa.type_coerce(c, sa.Text).label(c.name) if isinstance(c.type, sa.JSON) else c for c in cols]
 
 
 def _dicts(result: sa.CursorResult) -> list[dict[str, Any]]:
