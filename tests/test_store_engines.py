@@ -168,3 +168,19 @@ def test_postgres_urls_use_psycopg3(url):
     from agorabench.store.store import _url
 
     assert _url(url).startswith("postgresql+psycopg://postgres@127.0.0.1:1/x")
+
+
+def test_processes_starting_one_study_at_once_do_not_clash(make_db):
+    """Ray shares (or two runs) start the same study together: each replaces the study row, and
+    a replace that meets another's fresh row tries again instead of failing the share."""
+    url = make_db("race")
+    code = (
+        "import sys; from agorabench.store.store import Store\n"
+        "s = Store(sys.argv[1])\n"
+        "for i in range(30): s.save_study('raced', 'envy.points', {'name': 'raced', 'i': i})\n"
+    )
+    Store(url).save_study("raced", "envy.points", {"name": "raced"})  # tables exist before the race
+    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errors
+    assert [s["name"] for s in Store(url).studies()] == ["raced"]

@@ -44,7 +44,7 @@ def games_df(store: Store, study: str | None = None, status: str | None = "done"
             config[col] = config[col].map(lambda v: v if _scalar(v) else json.dumps(v))
     parts.append(config)
     taken = set(df.columns) | set(parts[1].columns) | set(config.columns)
-    outcome = _scalar_columns(pd.DataFrame.from_records([o or {} for o in cols["outcome"]], index=df.index), "")
+    outcome = _scalar_columns([o or {} for o in cols["outcome"]], df.index, "")
     parts.append(outcome[[c for c in outcome.columns if c not in taken]])
     metrics = pd.DataFrame.from_records([m or {} for m in cols["metrics"]], index=df.index)
     if len(metrics.columns):
@@ -84,7 +84,7 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
         df["messages"] = [json.dumps(m, ensure_ascii=False) for m in cols["messages"]]
         df["action"] = [json.dumps(a, ensure_ascii=False) if a else None for a in actions]
     # scalar action fields as action_<key>, then metrics (None -> NaN); built column-wise in C
-    parts = [df, _scalar_columns(pd.DataFrame.from_records(actions, index=df.index), "action_")]
+    parts = [df, _scalar_columns(actions, df.index, "action_")]
     metrics = pd.DataFrame.from_records([m or {} for m in cols["metrics"]], index=df.index)
     del cols, actions
     if len(metrics.columns):
@@ -108,20 +108,20 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     return df
 
 
-def _scalar_columns(frame: pd.DataFrame, prefix: str) -> pd.DataFrame:
-    """The frame's columns renamed ``prefix + key``, with values that are not scalars (lists,
-    dicts) set to None; columns without a single non-null scalar value left out."""
+def _scalar_columns(values: list[dict[str, Any]], index: pd.Index, prefix: str) -> pd.DataFrame:
+    """One column ``prefix + key`` per key that some dict holds with a scalar value (None
+    included), values that are not scalars (lists, dicts) set to None."""
+    keys = list(dict.fromkeys(k for d in values for k, v in d.items() if _scalar(v)))
+    frame = pd.DataFrame.from_records(values, index=index, columns=keys) if keys else pd.DataFrame(index=index)
     out = {}
-    for col in frame.columns:
-        values = frame[col]
-        if values.dtype == object:
-            scalar = values.map(_scalar)
-            if not (scalar & values.notna()).any():  # only lists / tables (or nothing at all)
-                continue
+    for col in keys:
+        column = frame[col]
+        if column.dtype == object:
+            scalar = column.map(_scalar)
             if not scalar.all():
-                values = values.where(scalar, None)
-        out[prefix + str(col)] = values
-    return pd.DataFrame(out, index=frame.index)
+                column = column.where(scalar, None)
+        out[prefix + str(col)] = column
+    return pd.DataFrame(out, index=index)
 
 
 def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:

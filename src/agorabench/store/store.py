@@ -311,12 +311,20 @@ class Store:
 
     # studies ---------------------------------------------------------------
     def save_study(self, name: str, game: str, spec: dict[str, Any]) -> None:
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(sa.delete(studies).where(studies.c.name == name))
-                conn.execute(sa.insert(studies).values(name=name, game=game, spec=_safe(spec), created=time.time()))
-        except DB_ERRORS as exc:
-            raise StoreError(f"could not store study {name!r}: {_problem(exc)}") from None
+        """Replace the study's row. Several processes starting one study at once (Ray shares, two
+        runs) may race: a replace that meets another's fresh row is tried again."""
+        for attempt in range(5):
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(sa.delete(studies).where(studies.c.name == name))
+                    conn.execute(sa.insert(studies).values(name=name, game=game, spec=_safe(spec), created=time.time()))
+                return
+            except sa.exc.IntegrityError as exc:
+                if attempt == 4:
+                    raise StoreError(f"could not store study {name!r}: {_problem(exc)}") from None
+                time.sleep(0.05 * (attempt + 1))
+            except DB_ERRORS as exc:
+                raise StoreError(f"could not store study {name!r}: {_problem(exc)}") from None
 
     # games -----------------------------------------------------------------
     def done_ids(self, study: str) -> set[str]:
