@@ -436,7 +436,7 @@ def test_claims_work_the_same_on_postgresql(postgres):
     with store.engine.begin() as conn:
         conn.execute(sa.text("update claims set heartbeat = heartbeat - 10000 where game_id = 'g3'"))
     assert store.claim("g3", "s", "me")  # stale heartbeat
-    store.release("g2", "me")
+    store.release_many(["g2"], "me")
     assert store.claim("g2", "s", "other")
     _check_batch_claims(store, host, dead)
     store.dispose()

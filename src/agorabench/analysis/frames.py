@@ -23,15 +23,11 @@ def _scalar(value: Any) -> bool:
 GAME_FIELDS = ("id", "study", "game", "status", "repeat", "seed", "source", "n_turns", "n_invalid", "error")
 
 
-def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, records: list[dict[str, Any]] | None = None, columns: dict[str, list[Any]] | None = None) -> pd.DataFrame:
-    """One row per game (see the module docstring); ``records`` (the rows of ``store.games``) or
-    ``columns`` (``store.game_columns``) when the caller already has them (a report reads the
-    games once for games and turns); ``ids``: only these games (a study file's current design)."""
-    if columns is None:
-        if records is None:
-            columns = store.game_columns(study)
-        else:
-            columns = {k: [g[k] for g in records] for k in (*GAME_FIELDS, "seats", "config", "outcome", "metrics")}
+def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, games: dict[str, list[Any]] | None = None) -> pd.DataFrame:
+    """One row per game (see the module docstring); ``games``: the study's games as
+    ``store.game_columns`` reads them, when the caller already has them (a report reads them
+    once for games and turns); ``ids``: only these games (a study file's current design)."""
+    columns = games if games is not None else store.game_columns(study)
     keep = [(status is None or s == status) and (ids is None or g in ids) for g, s in zip(columns["id"], columns["status"])]
     cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in columns.items()} if not all(keep) else columns
     if not cols["id"]:
@@ -56,14 +52,18 @@ def games_df(store: Store, study: str | None = None, status: str | None = "done"
 TURN_FIELDS = ("game_id", "idx", "role", "phase", "raw", "valid", "retries", "error", "prompt_tokens", "completion_tokens", "cost", "latency", "cached")
 
 
-def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None, transcripts: bool = True, records: list[dict[str, Any]] | None = None) -> pd.DataFrame:
+def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None, transcripts: bool = True, games: dict[str, list[Any]] | None = None) -> pd.DataFrame:
     """One row per turn: its fields, the model in its seat (``model``), the action as JSON and
     each scalar action field as ``action_<key>``, its metrics, then the game's scalar config
     parameters and seats (``model_<role>``). ``transcripts=False`` leaves out the prompt
     transcript (``messages``), the raw answer (``raw``) and the action as JSON (its fields stay as
-    ``action_<key>``), by far the largest columns; reports use that. ``records``: the game rows
-    when the caller already has them; ``ids``: only these games."""
-    games = {g["id"]: g for g in (records if records is not None else store.games(study))}
+    ``action_<key>``), by far the largest columns; reports use that. ``games``: the study's
+    games as ``store.game_columns`` reads them, when the caller already has them; ``ids``: only
+    these games."""
+    stored = games if games is not None else store.game_columns(study)
+    seats = {gid: s or {} for gid, s in zip(stored["id"], stored["seats"])}
+    configs = {gid: c or {} for gid, c in zip(stored["id"], stored["config"])}
+    del stored
     fields = TURN_FIELDS if transcripts else tuple(f for f in TURN_FIELDS if f != "raw")
     if transcripts:
         rows = store.turns(study, messages=True)
@@ -77,7 +77,6 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     if not cols["game_id"]:
         return pd.DataFrame()
     df = pd.DataFrame({k: cols[k] for k in fields})
-    seats = {gid: (g.get("seats") or {}) for gid, g in games.items()}
     df["model"] = [seats.get(g, {}).get(r) for g, r in zip(cols["game_id"], cols["role"])]
     actions = [a or {} for a in cols["action"]]
     if transcripts:
@@ -95,10 +94,9 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     # game-level columns once per game, joined (config keys a turn column already has are left out)
     per_game = []
     for gid in df["game_id"].unique():
-        g = games.get(gid) or {}
         row = {"game_id": gid}
-        row.update({k: v for k, v in (g.get("config") or {}).items() if _scalar(v)})
-        row.update({f"model_{r}": m for r, m in (g.get("seats") or {}).items()})
+        row.update({k: v for k, v in configs.get(gid, {}).items() if _scalar(v)})
+        row.update({f"model_{r}": m for r, m in seats.get(gid, {}).items()})
         per_game.append(row)
     extra = pd.DataFrame(per_game).set_index("game_id")
     extra = extra[[c for c in extra.columns if c not in df.columns or c.startswith("model_")]]

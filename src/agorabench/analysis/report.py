@@ -143,10 +143,9 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     study file's current design); ``left_out`` stored games outside them are mentioned in a note."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    columns = store.game_columns(study)
-    all_games = games_df(store, study, status=None, ids=ids, columns=columns)
-    records = [{"id": g, "seats": s, "config": c} for g, s, c in zip(columns["id"], columns["seats"], columns["config"])]
-    del columns
+    stored = store.game_columns(study)  # read once for both frames
+    all_games = games_df(store, study, status=None, ids=ids, games=stored)
+    stored = {k: stored[k] for k in ("id", "seats", "config")}  # all the turns frame needs of them
     if all_games.empty:
         raise ValueError(f"no games stored for study {study!r}")
     spec = spec if spec is not None else study_spec(store, study)
@@ -155,8 +154,8 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
         raise ValueError(f"no games of study {study!r} seat only the models its study file names")
     done = all_games[all_games["status"] == "done"].copy()
     done.attrs["spec"] = spec
-    turns = turns_df(store, study, ids=ids, transcripts=False, records=records)
-    del records
+    turns = turns_df(store, study, ids=ids, transcripts=False, games=stored)
+    del stored
     turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
     game = str(all_games["game"].iloc[0])
     with artifacts(out):

@@ -374,12 +374,10 @@ class Store:
         with self.engine.connect() as conn:
             return set(conn.execute(sa.select(games.c.id).where(games.c.study == study)).scalars())
 
-    def turns(self, study: str | None = None, game_id: str | None = None, messages: bool = True, raw: bool = True) -> list[dict[str, Any]]:
+    def turns(self, study: str | None = None, game_id: str | None = None, messages: bool = True) -> list[dict[str, Any]]:
         """Turn rows in game and turn order; ``messages`` holds each turn's full prompt unless
-        ``messages=False`` (then only ``msg_start`` / ``msg_count``); ``raw=False`` leaves out
-        the raw answers."""
-        cols = [c for c in turns.c if raw or c.name != "raw"]
-        q = sa.select(*cols, games.c.study).join(games, games.c.id == turns.c.game_id).order_by(turns.c.game_id, turns.c.idx)
+        ``messages=False`` (then only ``msg_start`` / ``msg_count``)."""
+        q = sa.select(turns, games.c.study).join(games, games.c.id == turns.c.game_id).order_by(turns.c.game_id, turns.c.idx)
         tq = sa.select(transcripts.c.game_id, transcripts.c.role, transcripts.c.messages).join(games, games.c.id == transcripts.c.game_id)
         if study is not None:
             q, tq = q.where(games.c.study == study), tq.where(games.c.study == study)
@@ -486,10 +484,6 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(sa.update(claims).where(claims.c.owner == owner).values(heartbeat=time.time()))
 
-    def release(self, game_id: str, owner: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(claims).where(claims.c.game_id == game_id, claims.c.owner == owner))
-
     def release_all(self, owner: str) -> None:
         """Drop every claim of ``owner`` (at the end of its run, once its games are stored)."""
         with self.engine.begin() as conn:
@@ -500,10 +494,6 @@ class Store:
         an executor's earlier attempt at the same share, known to be dead. Returns how many."""
         with self.engine.begin() as conn:
             return conn.execute(sa.delete(claims).where(claims.c.owner.endswith(":" + tag, autoescape=True))).rowcount
-
-    def is_done(self, game_id: str) -> bool:
-        with self.engine.connect() as conn:
-            return conn.execute(sa.select(games.c.id).where(games.c.id == game_id, games.c.status == "done")).first() is not None
 
     def studies(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
