@@ -12,10 +12,10 @@ studies the row comes from. Models are matched across databases by their study n
 has one table per section with a row per model, so a model's envy, GLEE and commons numbers
 line up. The CSV keeps the long rows.
 
-Design-adjusted means (GLEE): :func:`adjusted_means` fits an OLS of the outcome on one-hot
-columns of the model, its opponent and every design parameter that varies, with standard
-errors clustered by model pair, and averages the model's predictions over every game of the
-design (standardisation over the study's own mix of parameters and opponents).
+Design-adjusted means (GLEE) come from the GLEE regression
+(:func:`agorabench.analysis.regression.adjusted_means` over the family's design, intervals
+clustered by model pair): the mean over every game of the model's predictions with that model
+in the seat (standardisation over the study's own mix of parameters and opponents).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import math
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..store.store import Store
@@ -139,52 +138,3 @@ def build_profile(dbs: Sequence[str], out_dir: str | Path) -> tuple[Path, Path]:
     if rows.empty:
         raise ValueError("no finished games of a profiled family (envy, GLEE, commons) in " + ", ".join(dbs))
     return write_profile(rows, out_dir)
-
-
-# ----------------------------------------------------------------------------------------
-# design-adjusted means
-
-
-def adjusted_means(games: pd.DataFrame, outcome: str, by: str, factors: Sequence[str], cluster: Sequence[str] = (), level: float = 0.95) -> pd.DataFrame:
-    """Per level of ``by``: mean over all games of the OLS prediction with ``by`` set to that
-    level; the model has one-hot columns for ``by`` and every column of ``factors`` with more
-    than one value (reference: the first level). Interval from the prediction's variance
-    m̄ᵀVm̄ (V clustered by the ``cluster`` columns when there are at least two clusters).
-    Returns by, adjusted, low, high, raw, n."""
-    import statsmodels.api as sm
-    from scipy import stats
-
-    data = games[games[outcome].notna()].copy()
-    if data.empty:
-        return pd.DataFrame(columns=[by, "adjusted", "low", "high", "raw", "n"])
-    used = [by] + [f for f in factors if f in data and f != by and data[f].astype(str).nunique() > 1]
-    cats = {c: sorted(data[c].astype(str).unique()) for c in used}
-    X = pd.DataFrame({"const": 1.0}, index=data.index)
-    for c in used:
-        for value in cats[c][1:]:
-            X[f"{c}={value}"] = (data[c].astype(str) == value).astype(float)
-    y = data[outcome].astype(float)
-    groups = pd.factorize(data[list(cluster)].astype(str).agg("|".join, axis=1))[0] if cluster else None
-    model = sm.OLS(y.to_numpy(), X.to_numpy())
-    if groups is not None and len(set(groups)) >= 2:
-        res = model.fit(cov_type="cluster", cov_kwds={"groups": groups})
-    else:
-        res = model.fit()
-    cov = np.asarray(res.cov_params())
-    beta = np.asarray(res.params)
-    own = [i for i, name in enumerate(X.columns) if name.startswith(f"{by}=")]
-    base = X.to_numpy().mean(axis=0)
-    base[own] = 0.0
-    dof = max(1, len(y) - np.linalg.matrix_rank(X.to_numpy()))
-    crit = stats.t.ppf((1 + level) / 2, dof) if groups is None else stats.norm.ppf((1 + level) / 2)
-    rows = []
-    for value in cats[by]:
-        m = base.copy()
-        name = f"{by}={value}"
-        if name in X.columns:
-            m[list(X.columns).index(name)] = 1.0
-        est = float(m @ beta)
-        se = math.sqrt(max(0.0, float(m @ cov @ m)))
-        raw = data.loc[data[by].astype(str) == value, outcome].astype(float)
-        rows.append({by: value, "adjusted": est, "low": est - crit * se, "high": est + crit * se, "raw": float(raw.mean()), "n": int(raw.size)})
-    return pd.DataFrame(rows)

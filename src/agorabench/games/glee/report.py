@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -410,17 +411,6 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     return out
 
 
-
-
-def _config_columns(family: str) -> list[str]:
-    from .bargaining import Bargaining
-    from .negotiation import Negotiation
-    from .persuasion import Persuasion
-
-    game = {"glee.bargaining": Bargaining, "glee.negotiation": Negotiation, "glee.persuasion": Persuasion}[family]
-    return list(game.Config.model_fields)
-
-
 def theory_rows(family: str, games: pd.DataFrame) -> list[dict]:
     """Reference rows for the same designs: subgame-perfect play in bargaining (Alice keeps p*,
     Bob accepts at once; a subgame-perfect Bob rejects round-1 shares below δ_B·p*_Bob), and
@@ -470,7 +460,9 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     every varying design parameter, intervals clustered by model pair); the responder's
     rejection threshold (bargaining, negotiation); the seller's lying rate and the buyer's gap
     to Bayes (persuasion); theory rows (:func:`theory_rows`)."""
-    from ...analysis.profile import adjusted_means, row
+    from ...analysis.profile import row
+    from ...analysis.regression import adjusted_means
+    from .analysis import DESIGNS, reference_model
 
     rows: list[dict] = []
     for family, label in FAMILIES.items():
@@ -479,16 +471,20 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
             continue
         fam_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
         section = "self-gain, fairness, efficiency (design-adjusted)"
-        note = "Design-adjusted by our own OLS (model, opponent, varying design parameters; SEs clustered by model pair)."
-        factors = _config_columns(family)
+        note = "Design-adjusted by the GLEE regression (model, opponent, the family's design factors and market; SEs clustered by model pair)."
+        ref = reference_model(sub)
         for role in ("alice", "bob"):
-            other_seat = "model_bob" if role == "alice" else "model_alice"
             for measure, column in (("self-gain", f"self_gain_{role}"), ("fairness", "fairness"), ("efficiency", "efficiency")):
                 if column not in sub or sub[column].isna().all():
                     continue
-                adj = adjusted_means(sub, column, f"model_{role}", [other_seat, *factors], cluster=("model_alice", "model_bob"))
+                try:
+                    adj = adjusted_means(sub, column, DESIGNS[family], f"model_{role}", ref)
+                except ValueError as err:  # too few games for the design's coefficients
+                    rows.append(row(label, section, measure, "—", math.nan, role=ROLE_NAMES[role], note=str(err)))
+                    continue
+                lo, hi = ("low_cluster", "high_cluster") if "low_cluster" in adj else ("low", "high")
                 for _, r in adj.iterrows():
-                    rows.append(row(label, section, measure, r[f"model_{role}"], r["adjusted"], r["low"], r["high"], r["n"], role=ROLE_NAMES[role], note=note))
+                    rows.append(row(label, section, measure, r["level"], r["adjusted"], r[lo], r[hi], r["n"], role=ROLE_NAMES[role], note=note))
         if family == "glee.persuasion":
             rounds = persuasion_rounds(fam_turns, sub)
             if not rounds.empty:
