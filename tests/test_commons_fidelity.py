@@ -292,3 +292,87 @@ def test_chat_length_is_not_told_by_default(language):
         assert "Mayor" in text or "町長" in text  # a chat took place
         assert (told_here in text) is told
         assert ("remarks in total" in text or "回までです" in text) is told
+
+
+# --- memory: what each prompt shows of earlier months (commons-4) ----------------------------
+
+
+class Reasoning(CommonsStrategy):
+    """A sustainable player that writes reasoning before each number, as an LLM would."""
+
+    async def act(self, request):
+        reply = await Commons.strategies["sustainable"]().act(request)
+        if request.prompt.phase == "discuss":
+            return reply
+        return type(reply)(text=f"Let me think about month {request.prompt.observation['month']}.\n{reply.text}", action=reply.action, cached=True)
+
+
+def shown_text(turn) -> str:
+    return "\n".join(m["content"] for m in turn.messages if m["role"] != "system")
+
+
+def test_agents_are_shown_the_current_month_and_the_three_before():
+    # The original's memories of a month's chat expire 63 days later, so a harvest can recall at
+    # most the three months before it; by default a prompt shows the agent's system message and
+    # its transcript from the start of month t - 3 on. The transcript itself stays whole.
+    _, _, table = play({"*": "sustainable"}, months=8)
+    harvests = {t.metrics["month"]: t for t in table.turns if t.role == "agent_1" and t.phase == "harvest"}
+    for month, turn in harvests.items():
+        first = max(1, month - 3)
+        assert turn.messages[0]["role"] == "system" and turn.messages[1]["content"].startswith(f"Month {first} begins.")
+        text = shown_text(turn)
+        assert all((f"Month {k} begins." in text) is (first <= k <= month) for k in range(1, 9))
+    assert "Month 1 begins." in user_text(table, "agent_1")
+    # within a month a prompt extends the one before (a prefix cache reuses it)
+    own = [t for t in table.turns if t.role == "agent_0"]
+    j = next(i for i, t in enumerate(own) if t.metrics.get("month") == 6)
+    harvest, remark = own[j], own[j + 1]  # month 6: the harvest, then the first remark
+    assert remark.phase == "discuss" and remark.messages[: len(harvest.messages)] == harvest.messages
+    # memory_months = None (the legacy protocol's) shows the whole game
+    for cfg in ({"memory_months": None}, {"protocol": "legacy"}):
+        _, _, table = play({"*": "sustainable"}, months=8, **cfg)
+        last = [t for t in table.turns if t.role == "agent_1" and t.phase == "harvest"][-1]
+        assert shown_text(last).startswith("Month 1 ") and "Month 8 " in shown_text(last)
+
+
+def test_limit_extractor_reads_only_this_months_minutes():
+    # The original's framework model is given the month's conversation and nothing else.
+    _, _, table = play({"*": "sustainable"}, months=3)
+    summaries = [t for t in table.turns if t.phase == "summary"]
+    assert len(summaries) == 3
+    for month, turn in enumerate(summaries, 1):
+        assert len(turn.messages) == 1 and turn.messages[0]["role"] == "user"
+        assert f"meeting in month {month}:" in turn.messages[0]["content"]
+    _, _, table = play({"*": "sustainable"}, months=3, summariser_memory="all")
+    last = [t for t in table.turns if t.phase == "summary"][-1]
+    assert "meeting in month 1:" in shown_text(last) and "meeting in month 3:" in shown_text(last)
+
+
+def test_earlier_decisions_are_shown_condensed():
+    # The original keeps no reasoning in memory: later months show an agent's earlier answers as
+    # "Answer: N" only, and earlier prompts without their instructions; within a month the
+    # transcript grows as it is written. earlier_decisions = "verbatim" (legacy) shows all as written.
+    _, _, table = play({"*": Reasoning()}, months=3)
+    turns = [t for t in table.turns if t.role == "agent_2"]
+    first_remark = next(t for t in turns if t.phase == "discuss")
+    assert "Let me think about month 1." in shown_text(first_remark)
+    last_harvest = [t for t in turns if t.phase == "harvest"][-1]
+    assert "Let me think" not in shown_text(last_harvest) and shown_text(last_harvest).count("Answer: 10") == 2
+    # earlier prompts are shown without their instructions (each decision repeats its own)
+    assert shown_text(last_harvest).count("Answer: N") == 1 and shown_text(last_harvest).count("Month") == 3
+    assert "Let me think about month 1." in "\n".join(m["content"] for m in table.transcripts["agent_2"])  # kept whole
+    _, _, table = play({"*": Reasoning()}, months=3, earlier_decisions="verbatim")
+    last_harvest = [t for t in table.turns if t.role == "agent_2" and t.phase == "harvest"][-1]
+    assert "Let me think about month 1." in shown_text(last_harvest) and "Let me think about month 2." in shown_text(last_harvest)
+    assert shown_text(last_harvest).count("Answer: N") == 3
+
+
+def test_table_marks_inside_a_merged_message_and_keeps_the_transcript_whole():
+    table = Table({"a": Commons.strategies["sustainable"]()}, seed=1, system={"a": "rules"})
+    table.tell("a", "old news")
+    mark = table.mark("a")
+    table.tell("a", "new news")  # merged into the same user message
+    assert len(table.transcripts["a"]) == 2
+    table.forget_before("a", mark)
+    assert table.shown("a") == [{"role": "system", "content": "rules"}, {"role": "user", "content": "new news"}]
+    assert table.transcripts["a"][1]["content"] == "old news\n\nnew news"

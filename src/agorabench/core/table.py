@@ -3,7 +3,9 @@
 A game asks a role for a decision with :meth:`Table.ask` (or several roles at once with
 :meth:`Table.ask_each`), tells a role what it observes with :meth:`Table.tell`, and draws
 nature's randomness only from :attr:`Table.rng`. Each role keeps its own append-only transcript (system
-message, then user/assistant turns): what an LLM player sees is exactly that transcript.
+message, then user/assistant turns): what an LLM player sees is exactly that transcript, or, once
+the game has called :meth:`Table.forget_before`, its system message and the part after the mark
+the game gave (a bounded memory; the transcript itself stays whole).
 
 Invalid answers are re-asked with the validation error, up to ``max_retries`` times; after that
 the turn is recorded as invalid and ``ask`` returns the caller's fallback. A player that does
@@ -32,6 +34,9 @@ class Prompt:
     text: str
     observation: dict[str, Any] = field(default_factory=dict)
     phase: str = ""
+    #: The end of ``text`` that only says what to answer and how (the task, the answer format);
+    #: once the decision is condensed (:meth:`Table.condense_before`) it is shown without it.
+    instructions: str = ""
 
 
 @dataclass
@@ -123,6 +128,14 @@ class Table:
         self._player_rngs = {role: random.Random(f"{seed}:{role}") for role in players}
         self.max_retries = max_retries
         self.transcripts: dict[str, list[dict[str, str]]] = {role: [] for role in players}
+        #: role -> (message index, character offset): where the part a role is shown begins.
+        self._shown_from: dict[str, tuple[int, int]] = {}
+        #: role -> message index before which its answers are shown as the action they settled on.
+        self._condensed_before: dict[str, int] = {}
+        #: role -> {index of an assistant message: its parsed action in the action's own format}.
+        self._final: dict[str, dict[int, str]] = {}
+        #: role -> {index of a user message: where the instructions it ends with begin}.
+        self._instructions_at: dict[str, dict[int, int]] = {}
         for role, text in (system or {}).items():
             self.set_system(role, text)
         self.turns: list[TurnRecord] = []
@@ -146,18 +159,69 @@ class Table:
         else:
             transcript.append({"role": "user", "content": text})
 
+    def mark(self, role: str) -> tuple[int, int]:
+        """The point the role's transcript has reached: what is told from now on lies after it.
+
+        A point inside the last user message (later observations are merged into it) is kept as
+        a character offset, so a mark never splits the transcript into two user messages."""
+        transcript = self.transcripts.setdefault(role, [])
+        if transcript and transcript[-1]["role"] == "user":
+            return len(transcript) - 1, len(transcript[-1]["content"])
+        return len(transcript), 0
+
+    def forget_before(self, role: str, mark: tuple[int, int]) -> None:
+        """From the role's next decision on, show it only its system message and what follows
+        ``mark`` (from :meth:`mark`). The transcript itself is kept whole."""
+        self._shown_from[role] = mark
+
+    def condense_before(self, role: str, mark: tuple[int, int]) -> None:
+        """From the role's next decision on, show its decisions before ``mark`` condensed: each
+        answer as the action it settled on, written in the action's own format (``Answer: 10``),
+        without the reasoning around it, and each prompt without its ``instructions``. Answers
+        that could not be used are shown as given."""
+        self._condensed_before[role] = mark[0]
+
+    def shown(self, role: str) -> list[dict[str, str]]:
+        """The messages the role is shown at a decision (see :meth:`forget_before` and
+        :meth:`condense_before`)."""
+        transcript = self.transcripts.setdefault(role, [])
+        upto = self._condensed_before.get(role, 0)
+        if upto:
+            final, cut = self._final.get(role, {}), self._instructions_at.get(role, {})
+            transcript = [
+                {"role": "assistant", "content": final[i]} if i in final and i < upto
+                else {"role": m["role"], "content": m["content"][: cut[i]].rstrip()} if i in cut and i < upto
+                else m
+                for i, m in enumerate(transcript)
+            ]
+        mark = self._shown_from.get(role)
+        if mark is None:
+            return list(transcript)
+        index, offset = mark
+        head = transcript[:1] if transcript and transcript[0]["role"] == "system" else []
+        if index < len(head):
+            index, offset = len(head), 0
+        rest = transcript[index:]
+        if rest and offset:
+            text = rest[0]["content"][offset:].lstrip("\n")
+            rest = ([{"role": rest[0]["role"], "content": text}] if text else []) + rest[1:]
+        return head + rest
+
     async def ask(self, role: str, prompt: Prompt, action_type: type[A], fallback: A | None = None) -> A | None:
         """Ask one role for a decision; return the action, or ``fallback`` if it stays invalid."""
         player = self.players[role]
         self.tell(role, prompt.text)
+        if prompt.instructions and prompt.text.endswith(prompt.instructions):
+            last = self.transcripts[role][-1]["content"]
+            self._instructions_at.setdefault(role, {})[len(self.transcripts[role]) - 1] = len(last) - len(prompt.instructions)
         retries, error = 0, None
         raw = ""
         usage = Usage()
         latency = 0.0
         cached = True
-        messages_at_ask = list(self.transcripts[role])  # messages are never changed in place, only replaced
+        messages_at_ask = self.shown(role)  # messages are never changed in place, only replaced
         while True:
-            request = TurnRequest(role, list(self.transcripts[role]), prompt, action_type, retries, self._player_rngs[role], error)
+            request = TurnRequest(role, self.shown(role), prompt, action_type, retries, self._player_rngs[role], error)
             started = time.perf_counter()
             reply = await player.act(request)
             latency += reply.latency or (time.perf_counter() - started)
@@ -175,6 +239,7 @@ class Table:
                 action = reply.action if reply.action is not None else action_type.parse(raw)
                 if not isinstance(action, action_type):
                     raise ParseError(f"Expected a {action_type.__name__}.")
+                self._final.setdefault(role, {})[len(self.transcripts[role]) - 1] = action.render()
                 shown = "; ".join(reply.errors) or None  # a person's corrected form errors
                 self._record(role, prompt, messages_at_ask, raw, action, True, retries, shown, usage, latency, cached)
                 return action

@@ -26,12 +26,23 @@ capacity 100, collapse threshold C = 5, growth ×2):
 6. **Regrowth**: h(t+1) = min(capacity, rate·left) (``multiply``) or min(capacity, left + a)
    (``add``, trash).
 
+**Memory** (what a prompt shows of earlier months; the original is stateless: each prompt is the
+system text, the date, at most 10 memories retrieved by recency, importance and relevance (5 per
+focal point in the chat) and the task; a month's chat memories expire 63 days later). Each agent
+is shown its system message and its own transcript from the start of month t − 3 on
+(``memory_months``; None: the whole game). Within a month the transcript is shown as written, so
+it stays append-only for a prefix cache; at each month start the earlier decisions are condensed
+(``earlier_decisions``): an answer becomes the answer it settled on ("Answer: 10"), without its
+reasoning, and a prompt loses its instructions (task and answer format). The limit extractor
+reads only the month's minutes (``summariser_memory``), as the original's framework model.
+
 ``protocol = "legacy"`` restores this project's earlier protocol as a named variant (a field set
 explicitly in the config still wins): the system prompt states the collapse threshold, the month
 line the horizon ("Month t of T") and the chat its length; every speaker is asked for a
 proposed limit besides its remark (``ask_proposal``); harvest → public report with the stock → collapse check (no
 chat in the collapse month or after the last month) → chat with a random first speaker → no
-limit extraction unless ``summariser = true``; no private outcome message.
+limit extraction unless ``summariser = true``; no private outcome message; every agent (and
+the extractor) is shown its whole transcript as written.
 
 Other variants of the original: ``system_prompt`` picks a scenario's system text (``default``,
 ``legacy``, ``paraphrase_1..3`` where the data file has them), ``communication = false`` is the
@@ -220,6 +231,9 @@ LEGACY = {
     "private_outcome": False,
     "summariser": False,
     "ask_proposal": True,
+    "memory_months": None,
+    "summariser_memory": "all",
+    "earlier_decisions": "verbatim",
 }
 
 
@@ -263,6 +277,21 @@ class CommonsConfig(GameConfig):
     ask_proposal: bool = False
     allocation: Literal["stochastic", "proportional"] = "stochastic"
     harvest_order: Literal["concurrent", "sequential"] = "concurrent"
+    #: How many earlier months each agent is shown besides the current one: its transcript from
+    #: the start of month t − memory_months on (after its system message). 3: the original's
+    #: horizon (its memories of a month's chat expire 63 days later, so a harvest can recall at
+    #: most the three months before; it retrieves at most 10 of them); None: the whole game.
+    memory_months: int | None = Field(3, ge=0)
+    #: What the limit extractor reads: ``month``, only this month's minutes (the original);
+    #: ``all``: every earlier month's minutes and answers too (this project's earlier protocol).
+    summariser_memory: Literal["month", "all"] = "month"
+    #: ``condensed``: from the next month on, an agent is shown its earlier decisions so: each
+    #: answer as the answer it settled on ("Answer: 10", the remark's JSON), without the reasoning
+    #: written before it (the original keeps no reasoning in memory), and each prompt without its
+    #: instructions (the task and answer format, which every decision repeats); within a month
+    #: the transcript is shown as written. ``verbatim``: as written (this project's earlier
+    #: protocol).
+    earlier_decisions: Literal["condensed", "verbatim"] = "condensed"
     #: The last seat joins only from this month on, with a profit-only goal (original: outsider).
     newcomer_month: int | None = Field(None, ge=2)
     #: ``strict``: collapse when left < C (paper text; original code); ``inclusive``: left ≤ C.
@@ -512,7 +541,15 @@ class Commons(Game):
         history: list[dict[str, Any]] = []
         agreed: int | None = None
         collapsed = False
+        month_starts: list[dict[str, tuple[int, int]]] = []  # where each month begins in each transcript
         for month in range(1, c.months + 1):
+            month_starts.append({r: table.mark(r) for r in roles})
+            if c.earlier_decisions == "condensed" and month > 1:
+                for r in roles:
+                    table.condense_before(r, month_starts[-1][r])
+            if c.memory_months is not None and month - c.memory_months > 1:
+                for r in roles:  # keep the current month and the memory_months before it
+                    table.forget_before(r, month_starts[month - 1 - c.memory_months][r])
             present = [r for r in roles if r != newcomer or month >= (c.newcomer_month or 0)]
             f = s.sustainable_total(stock)
             share = self._share(f, len(present))
@@ -598,7 +635,8 @@ class Commons(Game):
 
         def request(role: str, available: int) -> tuple[Prompt, type[Harvest], Harvest]:
             text = self._render("harvest", month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
-            return Prompt(text, {**obs, "stock": available, "me": role}, phase="harvest"), Harvest, Harvest(amount=0)
+            task = self._render("harvest_task", stock=available)
+            return Prompt(text + "\n" + task, {**obs, "stock": available, "me": role}, phase="harvest", instructions=task), Harvest, Harvest(amount=0)
 
         if c.harvest_order == "sequential":
             requested, collected = {}, {}
@@ -658,10 +696,11 @@ class Commons(Game):
                 "messages": [dict(m) for m in said],
                 "history": [_public(h) for h in history],
             }
-            text = self._render("discuss_turn", name=names[speaker])
+            task = self._render("discuss_format")
+            text = self._render("discuss_turn", name=names[speaker]) + "\n" + task
             kind = Utterance if c.ask_proposal else Remark
             fallback = kind(message="", end_conversation=False)
-            u = await table.ask(speaker, Prompt(text, obs, phase="discuss"), kind, fallback)
+            u = await table.ask(speaker, Prompt(text, obs, phase="discuss", instructions=task), kind, fallback)
             u = u or fallback
             entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": _last_valid(table, speaker)}
             said.append(entry)
@@ -690,6 +729,8 @@ class Commons(Game):
         minutes = "\n".join(self._say(speaker=m["name"], message=m["message"])("heard") for m in said if m["message"]) or "-"
         obs = {"phase": "summary", "month": month, "messages": [dict(m) for m in said if not m.get("report")], "agreed_limit": agreed, "history": [_public(h) for h in history]}
         text = self._render("summary", month=month, minutes=minutes)
+        if self.config.summariser_memory == "month":
+            table.forget_before("manager", table.mark("manager"))
         answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))
         limit = answer.limit if answer is not None and answer.limit > 0 else None
         if limit is not None:
