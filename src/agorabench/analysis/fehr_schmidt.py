@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import optimize, special
 from threadpoolctl import threadpool_limits
 
 PARAMS = ("alpha", "beta", "lam")
@@ -525,7 +525,7 @@ def _fit(data: ChoiceSet, ci: str | None, level: float, bounds: Bounds, n_boot: 
 
 def _profile_interval(data: ChoiceSet, box, free: list[int], theta: np.ndarray, best: float, j: int, level: float) -> tuple[float, float]:
     """Ends of {θ_j : 2·(best − ℓ_p(θ_j)) ≤ χ²₁(level)} (log λ for j = 2)."""
-    cut = 0.5 * stats.chi2.ppf(level, 1)
+    cut = special.gammaincinv(0.5, level)  # ½·χ²₁ quantile: the χ²_k quantile is 2·P⁻¹(k/2, level)
     others = [i for i in free if i != j]
 
     last = theta  # each maximisation starts from the last one's optimum (brentq's points close in)
