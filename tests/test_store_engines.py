@@ -95,6 +95,29 @@ def test_store_round_trip(make_db):
         store.dispose()
 
 
+
+def test_column_reads_match_the_row_reads(make_db):
+    """``game_columns`` / ``turn_columns`` (the driver's rows, each column's result processor run
+    by hand) give the values and types that ``games`` / ``turns`` give per row: booleans as bool
+    (SQLite stores 0/1), floats, big integers, text and decoded JSON."""
+    store = Store(make_db("columns"))
+    try:
+        common = dict(study="s", game="envy.points", config={"matrix": "M1", "list": [1, 2]}, seats={"focal": "m"}, repeat=0, seed=2**40, prompt_version="v1", started=1.0)
+        cached = TurnRecord(1, "focal", "status", [{"role": "user", "content": "b"}], "Answer: B", None, False, 2, "no answer", 3, 1, 0.5, 0.01, True, None)
+        store.save_game(id="g1", status="done", outcome={"t1": 0.5}, metrics={"t1": 0.5}, error=None, turn_records=[turn(0, "a"), cached], **common)
+        store.save_game(id="g2", status="error", outcome=None, metrics=None, error="backend down", turn_records=[], **common)
+        for columns, rows in ((store.game_columns("s"), store.games("s")), (store.turn_columns("s"), store.turns("s"))):
+            assert columns and all(len(v) == len(rows) for v in columns.values())
+            for name, values in columns.items():
+                expected = [r[name] for r in rows]
+                assert values == expected, name
+                assert [type(v) for v in values] == [type(v) for v in expected], name
+        valid = store.turn_columns("s")["valid"]
+        assert valid == [True, False] and all(type(v) is bool for v in valid)
+        assert store.turn_columns("s")["cached"] == [False, True]
+    finally:
+        store.dispose()
+
 def test_run_resume_export_and_report(make_db, write_study, tmp_path):
     path = write_study(SCRIPTED)
     db = make_db("scripted")

@@ -73,7 +73,8 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
         cols = store.turn_columns(study)  # columns straight from the store: no dict per turn
     if ids is not None:
         keep = [g in ids for g in cols["game_id"]]
-        cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in cols.items()}
+        if not all(keep):  # (the usual case keeps every turn: no copy)
+            cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in cols.items()}
     if not cols["game_id"]:
         return pd.DataFrame()
     df = pd.DataFrame({k: cols[k] for k in fields})
