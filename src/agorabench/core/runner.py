@@ -24,6 +24,7 @@ from typing import Any
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
+from ..loop import run as run_loop
 from ..redact import redact
 from ..store.store import CLAIM_TTL, GameWriter, SQLCache, Store, StoreError, claim_owner
 from .agents import LLMAgent
@@ -397,7 +398,7 @@ def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str 
     cache_store = Store(cache_db) if cache_db else store
     runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=progress, probe=probe)
     try:
-        stats = asyncio.run(runner.run())
+        stats = run_loop(runner.run())
     finally:
         store.dispose()
         if cache_store is not store:
