@@ -753,14 +753,30 @@ _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
 
 def _safe(value: Any) -> Any:
     """What may be written: secrets redacted, and lone surrogates and NUL (which neither UTF-8
-    nor PostgreSQL text can hold) replaced by U+FFFD, in every string of a JSON-like value."""
+    nor PostgreSQL text can hold) replaced by U+FFFD, in every string of a JSON-like value.
+    Strings and plain scalars inside dicts and lists are handled in place, without a call per
+    value (a finished game holds hundreds of them)."""
+    kind = type(value)
+    if kind is str:
+        return _safe_text(value)
+    if kind is dict or isinstance(value, dict):
+        return {(_safe_text(k) if type(k) is str else _safe(k)): (_safe_text(v) if type(v) is str else v if type(v) in _SCALARS else _safe(v)) for k, v in value.items()}
+    if kind is list or isinstance(value, (list, tuple)):
+        return [_safe_text(v) if type(v) is str else v if type(v) in _SCALARS else _safe(v) for v in value]
     if isinstance(value, str):
-        return _UNSTORABLE.sub("\ufffd", redact(value))
-    if isinstance(value, dict):
-        return {_safe(k): _safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_safe(v) for v in value]
+        return _safe_text(value)
     return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _safe_text(text: str) -> str:
+    text = redact(text)
+    # an ASCII string holds no surrogate (isascii is a flag test), so only NUL is looked for
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def _as_text(cols: list[sa.Column]) -> list[Any]:
