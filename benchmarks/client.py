@@ -7,10 +7,11 @@ flight:
 1. ``raw``: keep-alive HTTP/1.1 on bare asyncio sockets with the same request body: the most any
    Python client on this machine could get from this server (the server's ceiling here);
 2. ``sdk``: the official ``openai`` SDK (aiohttp transport) called directly;
-3. ``lean``: our lean transport (aiohttp + orjson) called directly;
-4. ``model``: ``Model.complete`` over the lean transport (limits, retries, accounting; no cache);
-5. ``study``: a whole envy study (table, prompts, parsing, response cache, SQLite store) with
-   C games in flight, every game three model calls.
+3. ``aiohttp``: the aiohttp transport (one aiohttp session, orjson bodies) called directly;
+4. ``lean``: the default transport (our HTTP/1.1 client, orjson bodies) called directly;
+5. ``model``: ``Model.complete`` over the lean transport (limits, retries, accounting; no cache);
+6. ``study``: a whole envy study (table, prompts, parsing, response cache, SQLite store) with
+   C games in flight, every game three model calls, on each of the three transports.
 
 Each line gives calls/s (counted by the server) and the share of the ideal C / 100 ms. All
 traffic goes to 127.0.0.1; each measurement is bounded (a fixed number of calls, and a time cap).
@@ -48,7 +49,7 @@ from agorabench.core.study import load_study  # noqa: E402
 from agorabench import loop as event_loop  # noqa: E402
 from agorabench.models.base import GenerationSettings  # noqa: E402
 from agorabench.models.model import Model  # noqa: E402
-from agorabench.models.openai_compat import LeanOpenAIBackend  # noqa: E402
+from agorabench.models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend  # noqa: E402
 from agorabench.store.store import SQLCache, Store  # noqa: E402
 
 LATENCY = 0.1
@@ -152,8 +153,8 @@ async def sdk_direct(url: str, n: int, c: int) -> None:
     await client.close()
 
 
-async def lean_direct(url: str, n: int, c: int) -> None:
-    backend = LeanOpenAIBackend("fake", base_url=url)
+async def lean_direct(url: str, n: int, c: int, cls=LeanOpenAIBackend) -> None:
+    backend = cls("fake", base_url=url)
     settings = GenerationSettings()
     await _bounded(n, c, lambda _i: backend.complete(MESSAGES, settings))
     await backend.aclose()
@@ -282,8 +283,10 @@ def main() -> None:
                         "raw": measure(port, lambda: run(raw_sockets(port, n, c))),
                         "sdk": measure(port, lambda: run(sdk_direct(url, n, c))),
                         "lean": measure(port, lambda: run(lean_direct(url, n, c))),
+                        "aiohttp": measure(port, lambda: run(lean_direct(url, n, c, AiohttpOpenAIBackend))),
                         "model": measure(port, lambda: run(model_lean(url, n, c))),
                         "study": measure(port, lambda: whole_study(url, c, games, tmp, run=run)),
+                        "study_aiohttp": measure(port, lambda: whole_study(url, c, games, tmp, transport="aiohttp", run=run)),
                         "study_sdk": measure(port, lambda: whole_study(url, c, games, tmp, transport="sdk", run=run)),
                     }
                     rows.append((c, name, ideal, cells))
@@ -307,11 +310,11 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    keys = ("raw", "sdk", "lean", "model", "study", "study_sdk")
+    keys = ("raw", "sdk", "aiohttp", "lean", "model", "study", "study_aiohttp", "study_sdk")
     kind = "plain" if args.plain_server else "fast (uvloop, orjson bodies)"
     print(f"\n{load_line()}; 100 ms server ({kind}) in its own process; calls/s counted by the server (share of ideal C/L); client CPU ms per call; {args.rounds} rounds\n")
-    print("| in flight | event loop | ideal C/L | raw sockets | bare `openai` SDK | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (SDK) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| in flight | event loop | ideal C/L | raw sockets | bare `openai` SDK | aiohttp transport | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (aiohttp) | whole study (SDK) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c, name, ideal, cells in rows:
         print(f"| {c} | {name} | {ideal:.0f}/s | " + " | ".join(f"{cells[k][0]:.0f}/s ({cells[k][0] / ideal:.0%})" for k in keys) + " |")
         print(f"| {c}: client CPU per call | {name} | | " + " | ".join(f"{cells[k][1]:.2f} ms" for k in keys) + " |")

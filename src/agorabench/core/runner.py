@@ -50,9 +50,9 @@ def build_backend(entry: ModelEntry):
 
         return AnthropicBackend(model_name, base_url=entry.base_url, api_key_env=entry.api_key_env if entry.api_key_env != "OPENAI_API_KEY" else "ANTHROPIC_API_KEY", timeout=entry.timeout, prompt_caching=entry.prompt_caching)
     if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
-        from ..models.openai_compat import LeanOpenAIBackend, OpenAICompatBackend
+        from ..models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend
 
-        cls = LeanOpenAIBackend if entry.transport == "lean" else OpenAICompatBackend
+        cls = {"lean": LeanOpenAIBackend, "aiohttp": AiohttpOpenAIBackend}.get(entry.transport, OpenAICompatBackend)
         return cls(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout, dialect="llamacpp" if provider == "llamacpp" else "openai")
     raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL")
 
