@@ -272,6 +272,10 @@ class Runner:
             view = self.progress if isinstance(self.progress, ProgressView) else ProgressView()
             view.start(self.study.name)
         reporter = asyncio.create_task(self._report_progress(view, len(todo))) if view else None
+        # finished games and new answers are written on a worker thread while the loop goes on;
+        # a cache of another kind that needs flushing keeps every write on the loop's thread
+        if isinstance(self.cache, SQLCache) or getattr(self.cache, "flush", None) is None:
+            self.writer.write_in_background(self.cache if isinstance(self.cache, SQLCache) else None)
         beat = asyncio.create_task(self._heartbeat())
         committer = asyncio.create_task(self._commit_periodically())
         try:
@@ -344,7 +348,7 @@ class Runner:
             await asyncio.sleep(self.writer.interval / 2)
             if self.writer.due():
                 try:
-                    self.writer.flush()
+                    self.writer.commit()
                 except StoreError as exc:
                     self.failure = self.failure or exc
                     return
