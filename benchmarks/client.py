@@ -218,13 +218,14 @@ def load_line() -> str:
 
 
 CATEGORIES = [
-    ("HTTP client (aiohttp, openai SDK, yarl, multidict)", ("aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
-    ("JSON (orjson, json)", ("orjson", "/json/")),
-    ("store and response cache (SQLAlchemy, sqlite3)", ("sqlalchemy", "sqlite3", "store/store.py")),
-    ("cache key (hashing the prompt)", ("hashlib", "models/model.py")),
+    ("HTTP client (our HTTP/1.1 client, transport; aiohttp, openai SDK where used)", ("models/http11.py", "models/openai_compat.py", "aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
+    ("JSON (orjson, json: stored columns, cache key, bodies)", ("orjson", "/json/")),
+    ("store and response cache (SQLAlchemy, sqlite3, store.py)", ("sqlalchemy", "sqlite3", "store/store.py", "redact.py")),
+    ("Model.complete (cache key hashing, retries, limits, sanitising)", ("hashlib", "models/model.py", "models/limits.py", "models/base.py")),
     ("prompt rendering (jinja2, games)", ("jinja2", "games/", "core/game.py")),
     ("table, actions, parsing (pydantic, re)", ("core/table.py", "core/actions.py", "pydantic", "/re/", "core/agents.py")),
-    ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl")),
+    ("runner (claims, progress, workers)", ("core/runner.py", "core/study.py", "core/progress.py")),
+    ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl", "uvloop")),
 ]
 
 
@@ -236,7 +237,7 @@ def breakdown(profile: Path) -> list[tuple[str, float]]:
         name = filename.replace("\\", "/")
         if filename == "~":  # built-ins: attribute by name
             name = func
-        cat = "other (runner, builtins, rest)"
+        cat = "builtins and the rest (isinstance, len, dataclasses, ...)"
         for label, keys in CATEGORIES:
             if any(k in name for k in keys):
                 cat = label

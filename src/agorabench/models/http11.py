@@ -3,7 +3,7 @@ over keep-alive connections (plain or TLS) on asyncio protocols.
 
 It exists for speed: against a fast backend the client's CPU per call sets how long every
 response waits behind the others that arrive with it (benchmarks/README.md), and a general
-client (aiohttp) spends several times what this one does per request. It does only what a
+client (aiohttp) spends two to three times what this one does per request. It does only what a
 chat-completions call needs:
 
 - request: ``POST`` with ``Content-Length``, fixed headers rendered once;
