@@ -7,16 +7,22 @@ flight:
 1. ``raw``: keep-alive HTTP/1.1 on bare asyncio sockets with the same request body: the most any
    Python client on this machine could get from this server (the server's ceiling here);
 2. ``sdk``: the official ``openai`` SDK (aiohttp transport) called directly;
-3. ``lean``: our lean transport (aiohttp + orjson) called directly;
-4. ``model``: ``Model.complete`` over the lean transport (limits, retries, accounting; no cache);
-5. ``study``: a whole envy study (table, prompts, parsing, response cache, SQLite store) with
-   C games in flight, every game three model calls.
+3. ``aiohttp``: the aiohttp transport (one aiohttp session, orjson bodies) called directly;
+4. ``lean``: the default transport (our HTTP/1.1 client, orjson bodies) called directly;
+5. ``model``: ``Model.complete`` over the lean transport (limits, retries, accounting; no cache);
+6. ``study``: a whole envy study (table, prompts, parsing, response cache, SQLite store) with
+   C games in flight, every game three model calls, on each of the three transports.
 
 Each line gives calls/s (counted by the server) and the share of the ideal C / 100 ms. All
 traffic goes to 127.0.0.1; each measurement is bounded (a fixed number of calls, and a time cap).
 
-Run: ``.venv/bin/python benchmarks/client.py [--c 64 256] [--profile]``. ``--profile`` runs the
-study at the first C under cProfile and prints where the client's CPU time goes.
+Run: ``.venv/bin/python benchmarks/client.py [--c 64 256] [--rounds 12] [--loop uvloop asyncio]
+[--plain-server] [--profile]``. Every column runs once per event loop named (``agorabench.loop``:
+uvloop, as ``agora run`` uses where installed, or asyncio's own). The server runs with ``--fast``
+(uvloop, orjson request bodies) unless ``--plain-server``. A study plays whole waves of games:
+its number of games is a multiple of C and of the 48 configurations, about rounds x C / 3.
+``--profile`` runs the study at the first C under cProfile and prints where the client's CPU
+time goes.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import math
 import urllib.request
 from pathlib import Path
 
@@ -39,9 +46,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from agorabench.core.runner import Runner  # noqa: E402
 from agorabench.core.study import load_study  # noqa: E402
+from agorabench import loop as event_loop  # noqa: E402
 from agorabench.models.base import GenerationSettings  # noqa: E402
 from agorabench.models.model import Model  # noqa: E402
-from agorabench.models.openai_compat import LeanOpenAIBackend  # noqa: E402
+from agorabench.models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend  # noqa: E402
 from agorabench.store.store import SQLCache, Store  # noqa: E402
 
 LATENCY = 0.1
@@ -86,8 +94,9 @@ def server_count(port: int) -> int:
         return json.loads(r.read())["requests"]
 
 
-def start_server(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), "--latency", str(LATENCY)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_server(port: int, fast: bool = True) -> subprocess.Popen:
+    extra = ["--fast"] if fast else []
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), "--latency", str(LATENCY), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(150):
         try:
             server_count(port)
@@ -144,8 +153,8 @@ async def sdk_direct(url: str, n: int, c: int) -> None:
     await client.close()
 
 
-async def lean_direct(url: str, n: int, c: int) -> None:
-    backend = LeanOpenAIBackend("fake", base_url=url)
+async def lean_direct(url: str, n: int, c: int, cls=LeanOpenAIBackend) -> None:
+    backend = cls("fake", base_url=url)
     settings = GenerationSettings()
     await _bounded(n, c, lambda _i: backend.complete(MESSAGES, settings))
     await backend.aclose()
@@ -157,30 +166,50 @@ async def model_lean(url: str, n: int, c: int) -> None:
     await model.aclose()
 
 
-def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean", profile: Path | None = None) -> None:
+def study_games(c: int, rounds: int) -> int:
+    """Games of a study at C in flight: whole waves (a multiple of C) of whole repeats of the 48
+    configurations, as near rounds x C / 3 as that allows (at least one wave)."""
+    unit = math.lcm(48, c)
+    return max(1, round(rounds * c / 3 / unit)) * unit
+
+
+def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean", profile: Path | None = None, run=asyncio.run) -> None:
     path = tmp / f"client_{c}_{transport}.toml"
     path.write_text(STUDY.format(url=url, c=c, repeats=max(1, games // 48), transport=transport))
     study = load_study(path)
     store = Store(tmp / f"client_{c}_{transport}_{time.time_ns()}.db")
     runner = Runner(study, store, concurrency=c, cache=SQLCache(store), progress=False)
     if profile is not None:
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time)  # CPU time: the idle wait in the loop is not counted
         prof.enable()
-    asyncio.run(runner.run())
+    run(runner.run())
     if profile is not None:
         prof.disable()
         prof.dump_stats(profile)
     store.dispose()
 
 
-def measure(port: int, fn) -> tuple[float, float]:
-    """(calls/s counted by the server, client CPU milliseconds per call)."""
-    before = server_count(port)
+SERVER_PID = 0
+
+
+def server_cpu() -> float:
+    """The server process's CPU seconds so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{SERVER_PID}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def measure(port: int, fn) -> tuple[float, float, float]:
+    """(calls/s counted by the server, client CPU milliseconds per call, server CPU
+    milliseconds per call)."""
+    before, server_before = server_count(port), server_cpu()
     started, cpu = time.perf_counter(), time.process_time()
     fn()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     calls = server_count(port) - before
-    return calls / wall, 1000 * cpu / max(calls, 1)
+    return calls / wall, 1000 * cpu / max(calls, 1), 1000 * (server_cpu() - server_before) / max(calls, 1)
 
 
 def load_line() -> str:
@@ -189,13 +218,14 @@ def load_line() -> str:
 
 
 CATEGORIES = [
-    ("HTTP client (aiohttp, openai SDK, yarl, multidict)", ("aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
-    ("JSON (orjson, json)", ("orjson", "/json/")),
-    ("store and response cache (SQLAlchemy, sqlite3)", ("sqlalchemy", "sqlite3", "store/store.py")),
-    ("cache key (hashing the prompt)", ("hashlib", "models/model.py")),
+    ("HTTP client (our HTTP/1.1 client, transport; aiohttp, openai SDK where used)", ("models/http11.py", "models/openai_compat.py", "aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
+    ("JSON (orjson, json: stored columns, cache key, bodies)", ("orjson", "/json/")),
+    ("store and response cache (SQLAlchemy, sqlite3, store.py)", ("sqlalchemy", "sqlite3", "store/store.py", "redact.py")),
+    ("Model.complete (cache key hashing, retries, limits, sanitising)", ("hashlib", "models/model.py", "models/limits.py", "models/base.py")),
     ("prompt rendering (jinja2, games)", ("jinja2", "games/", "core/game.py")),
     ("table, actions, parsing (pydantic, re)", ("core/table.py", "core/actions.py", "pydantic", "/re/", "core/agents.py")),
-    ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl")),
+    ("runner (claims, progress, workers)", ("core/runner.py", "core/study.py", "core/progress.py")),
+    ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl", "uvloop")),
 ]
 
 
@@ -207,7 +237,7 @@ def breakdown(profile: Path) -> list[tuple[str, float]]:
         name = filename.replace("\\", "/")
         if filename == "~":  # built-ins: attribute by name
             name = func
-        cat = "other (runner, builtins, rest)"
+        cat = "builtins and the rest (isinstance, len, dataclasses, ...)"
         for label, keys in CATEGORIES:
             if any(k in name for k in keys):
                 cat = label
@@ -222,12 +252,22 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--c", type=int, nargs="+", default=[64, 256])
     p.add_argument("--rounds", type=int, default=8, help="calls per measurement = rounds x C")
+    p.add_argument("--loop", nargs="+", choices=["uvloop", "asyncio"], default=["uvloop", "asyncio"], help="event loops of the client (each gets its rows)")
+    p.add_argument("--plain-server", action="store_true", help="the test server as the tests run it (asyncio loop, json request bodies)")
     p.add_argument("--profile", action="store_true")
     args = p.parse_args()
     port = free_port()
-    server = start_server(port)
+    server = start_server(port, fast=not args.plain_server)
+    global SERVER_PID
+    SERVER_PID = server.pid
     url = f"http://127.0.0.1:{port}/v1"
     rows = []
+    runs = {}
+    for name in args.loop:
+        os.environ[event_loop.ENV] = name
+        if event_loop.loop_name() != name:
+            sys.exit(f"the {name} event loop is not available here")
+        runs[name] = event_loop.run
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
@@ -235,25 +275,34 @@ def main() -> None:
             print(f"before: {load_line()}", file=sys.stderr)
             for c in args.c:
                 n = c * args.rounds
+                games = study_games(c, args.rounds)
                 ideal = c / LATENCY
-                cells = {
-                    "raw": measure(port, lambda: asyncio.run(raw_sockets(port, n, c))),
-                    "sdk": measure(port, lambda: asyncio.run(sdk_direct(url, n, c))),
-                    "lean": measure(port, lambda: asyncio.run(lean_direct(url, n, c))),
-                    "model": measure(port, lambda: asyncio.run(model_lean(url, n, c))),
-                    "study": measure(port, lambda: whole_study(url, c, n // 3, tmp)),
-                    "study_sdk": measure(port, lambda: whole_study(url, c, n // 3, tmp, transport="sdk")),
-                }
-                rows.append((c, ideal, cells))
-                print(f"C={c}: " + ", ".join(f"{k} {v:.0f}/s {ms:.2f} ms" for k, (v, ms) in cells.items()), file=sys.stderr)
+                for name in args.loop:
+                    os.environ[event_loop.ENV] = name
+                    run = runs[name]
+                    cells = {
+                        "raw": measure(port, lambda: run(raw_sockets(port, n, c))),
+                        "sdk": measure(port, lambda: run(sdk_direct(url, n, c))),
+                        "lean": measure(port, lambda: run(lean_direct(url, n, c))),
+                        "aiohttp": measure(port, lambda: run(lean_direct(url, n, c, AiohttpOpenAIBackend))),
+                        "model": measure(port, lambda: run(model_lean(url, n, c))),
+                        "study": measure(port, lambda: whole_study(url, c, games, tmp, run=run)),
+                        "study_aiohttp": measure(port, lambda: whole_study(url, c, games, tmp, transport="aiohttp", run=run)),
+                        "study_sdk": measure(port, lambda: whole_study(url, c, games, tmp, transport="sdk", run=run)),
+                    }
+                    rows.append((c, name, ideal, cells))
+                    print(f"C={c} {name} ({games} games, {3 * games} study calls): " + ", ".join(f"{k} {v:.0f}/s {ms:.2f} ms (server {sms:.2f} ms)" for k, (v, ms, sms) in cells.items()), file=sys.stderr)
             print(f"after: {load_line()}", file=sys.stderr)
             if args.profile:
+                c, name = args.c[0], args.loop[0]
+                os.environ[event_loop.ENV] = name
                 prof = tmp / "study.prof"
-                whole_study(url, args.c[0], args.c[0] * args.rounds // 3, tmp, profile=prof)
+                games = study_games(c, args.rounds)
+                whole_study(url, c, games, tmp, profile=prof, run=runs[name])
                 st = pstats.Stats(str(prof))
                 total = sum(v for _, v in breakdown(prof))
-                calls = args.c[0] * args.rounds // 3 // 48 * 48 * 3
-                print(f"\nProfile of the whole study at C={args.c[0]} ({calls} calls, {total:.2f} s own time in total, {1000 * total / calls:.2f} ms per call):\n")
+                calls = 3 * games
+                print(f"\nProfile of the whole study at C={c} on {name} ({calls} calls, {total:.2f} s own time in total, {1000 * total / calls:.2f} ms per call):\n")
                 print("| where | share of client CPU | ms per call |\n|---|---|---|")
                 for cat, t in breakdown(prof):
                     print(f"| {cat} | {t / total:.0%} | {1000 * t / calls:.2f} |")
@@ -262,13 +311,15 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    keys = ("raw", "sdk", "lean", "model", "study", "study_sdk")
-    print(f"\n{load_line()}; 100 ms server in its own process; calls/s counted by the server (share of ideal C/L); client CPU ms per call\n")
-    print("| in flight | ideal C/L | raw sockets | bare `openai` SDK | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (SDK) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for c, ideal, cells in rows:
-        print(f"| {c} | {ideal:.0f}/s | " + " | ".join(f"{cells[k][0]:.0f}/s ({cells[k][0] / ideal:.0%})" for k in keys) + " |")
-        print(f"| {c}: client CPU per call | | " + " | ".join(f"{cells[k][1]:.2f} ms" for k in keys) + " |")
+    keys = ("raw", "sdk", "aiohttp", "lean", "model", "study", "study_aiohttp", "study_sdk")
+    kind = "plain" if args.plain_server else "fast (uvloop, orjson bodies)"
+    print(f"\n{load_line()}; 100 ms server ({kind}) in its own process; calls/s counted by the server (share of ideal C/L); client CPU ms per call; {args.rounds} rounds\n")
+    print("| in flight | event loop | ideal C/L | raw sockets | bare `openai` SDK | aiohttp transport | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (aiohttp) | whole study (SDK) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for c, name, ideal, cells in rows:
+        print(f"| {c} | {name} | {ideal:.0f}/s | " + " | ".join(f"{cells[k][0]:.0f}/s ({cells[k][0] / ideal:.0%})" for k in keys) + " |")
+        print(f"| {c}: client CPU per call | {name} | | " + " | ".join(f"{cells[k][1]:.2f} ms" for k in keys) + " |")
+        print(f"| {c}: server CPU per call | {name} | | " + " | ".join(f"{cells[k][2]:.2f} ms" for k in keys) + " |")
 
 
 if __name__ == "__main__":

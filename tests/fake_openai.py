@@ -21,6 +21,8 @@ the request's messages, so tests know what a study must produce. Faults:
 - ``--never-answer``: every API request (``/models`` too) waits for ever; ``/stats`` answers;
 - ``--max-in-flight N``: a request arriving while N others are being answered gets a 429 (a
   provider's concurrency limit; adaptive clients settle below it);
+- ``--fast``: no fault, a leaner server for benchmarks (benchmarks/client.py): uvloop as its
+  event loop where installed, request bodies read with orjson; answers are the same;
 - ``--prefix-cache``: simulates a prompt cache and reports hits, chat-completions style
   (``usage.prompt_tokens_details.cached_tokens``: the longest prefix of whole messages seen
   before) and Anthropic style (``cache_read_input_tokens`` for the longest prefix ending at a
@@ -84,6 +86,11 @@ def _plain(content) -> str:
 
 def make_app(opts: argparse.Namespace) -> web.Application:
     state = {"n": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": []}
+    loads = json.loads
+    if opts.fast:
+        import orjson
+
+        loads = orjson.loads
     seen: set[str] = set()  # prefix cache: digests of prompt prefixes
 
     def refuse_key(request: web.Request) -> web.Response:
@@ -130,7 +137,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         refused = await admit("openai", request)
         if refused is not None:
             return refused
-        body = await request.json()
+        body = loads(await request.read())
         return await answering(_completion(body, state["n"]))
 
     async def _completion(body: dict, n: int) -> web.Response:
@@ -241,8 +248,17 @@ def main() -> None:
     p.add_argument("--never-answer", action="store_true")
     p.add_argument("--max-in-flight", type=int, default=0)
     p.add_argument("--prefix-cache", action="store_true")
+    p.add_argument("--fast", action="store_true", help="benchmark server: uvloop where installed, orjson request bodies")
     opts = p.parse_args()
-    web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None, shutdown_timeout=1.0)
+    loop = None
+    if opts.fast:
+        try:
+            import uvloop
+
+            loop = uvloop.new_event_loop()
+        except ImportError:
+            pass
+    web.run_app(make_app(opts), host="127.0.0.1", port=opts.port, print=None, access_log=None, shutdown_timeout=1.0, loop=loop)
 
 
 if __name__ == "__main__":

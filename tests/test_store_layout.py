@@ -186,3 +186,71 @@ def test_group_commit_inside_a_run_immediate_commit_outside(tmp_path):
     assert [t["messages"] for t in store.turns("s", game_id="g0")] == [[msg(1)]]
     save(3)  # outside a group (a game played on its own): stored at once
     assert "g3" in store.done_ids("s") and len(writer) == 0
+
+
+LLM_STUDY = """
+name = "threads"
+game = "envy.points"
+matchups = "seats"
+seats = [{ focal = "remote", peer = "b" }]
+repeats = 3
+[grid]
+matrix = ["M1", "M2"]
+peer_status = ["leading"]
+margin = ["marginal"]
+peer_move = ["A", "D"]
+[[models]]
+name = "remote"
+spec = "openai/fake"
+base_url = "URL"
+[[models]]
+name = "b"
+spec = "strategy/always-b"
+"""
+
+
+def test_a_run_writes_games_and_answers_on_a_worker_thread(tmp_path, write_study, fake_openai, monkeypatch):
+    """Inside a run, groups of games and the cache's answers are written off the event loop's
+    thread, answers before the games of their group; everything is stored and a replay from
+    the cache makes no call. An in-memory database keeps every write on the caller's thread."""
+    import threading
+
+    url, _ = fake_openai()
+    where: list[tuple[str, int, int]] = []
+    real_games, real_answers = Store.save_games, SQLCache.write
+
+    def save_games(self, batch):
+        where.append(("games", threading.get_ident(), len(batch)))
+        return real_games(self, batch)
+
+    def write(self, rows):
+        where.append(("answers", threading.get_ident(), len(rows)))
+        return real_answers(self, rows)
+
+    monkeypatch.setattr(Store, "save_games", save_games)
+    monkeypatch.setattr(SQLCache, "write", write)
+    study = load_study(write_study(LLM_STUDY.replace("URL", url)))
+    store = Store(tmp_path / "t.db")
+    runner = Runner(study, store, concurrency=4, cache=SQLCache(store), progress=False, probe=False)
+    runner.writer.batch = 3  # several groups
+    loop_thread = []
+
+    async def go():
+        loop_thread.append(threading.get_ident())
+        return await runner.run()
+
+    stats = asyncio.run(go())
+    assert stats.done == 12 and len(store.done_ids("threads")) == 12
+    background = [w for w in where if w[1] != loop_thread[0]]
+    assert sum(n for kind, _, n in background if kind == "games") >= 9  # the last group may be written on leaving
+    assert any(kind == "answers" for kind, _, _ in background)
+    assert where.index(next(w for w in where if w[0] == "answers")) < where.index(next(w for w in where if w[0] == "games"))
+    assert sqlite3.connect(tmp_path / "t.db").execute("select count(*) from cache").fetchone()[0] == 12 * 3
+    # replayed into a fresh database from the cache: no call reaches the server
+    again = Runner(study, Store(tmp_path / "u.db"), concurrency=4, cache=SQLCache(store), progress=False, probe=False)
+    asyncio.run(again.run())
+    assert sum(m.calls for m in again.models.values()) == 0 and again.stats.done == 12
+    # in memory, a second thread would see another database: nothing moves off the caller's thread
+    memory = Store(":memory:")
+    assert not GameWriter(memory).write_in_background(SQLCache(memory))
+    store.dispose()

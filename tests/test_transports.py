@@ -14,7 +14,7 @@ from agorabench.core.study import load_study
 from agorabench.models.anthropic import AnthropicBackend, to_messages_api
 from agorabench.models.base import BackendError, GenerationSettings
 from agorabench.models.model import Model, Pricing
-from agorabench.models.openai_compat import LeanOpenAIBackend, OpenAICompatBackend, status_error
+from agorabench.models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend, status_error
 
 TRANSCRIPT = [
     {"role": "system", "content": "You play a game of points."},
@@ -34,7 +34,7 @@ def _complete(backend, messages, settings=None):
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("cls", [LeanOpenAIBackend, OpenAICompatBackend])
+@pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
 def test_both_transports_give_the_servers_answer(cls, fake_openai):
     url, _ = fake_openai()
     c = _complete(cls("fake", base_url=url), TRANSCRIPT)
@@ -43,7 +43,7 @@ def test_both_transports_give_the_servers_answer(cls, fake_openai):
     assert c.cached_tokens == 0 and c.finish_reason == "stop"
 
 
-@pytest.mark.parametrize("cls", [LeanOpenAIBackend, OpenAICompatBackend])
+@pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
 def test_prompt_cache_hits_are_reported(cls, fake_openai):
     url, _ = fake_openai("--prefix-cache")
 
@@ -59,7 +59,7 @@ def test_prompt_cache_hits_are_reported(cls, fake_openai):
     assert second.cached_tokens == sum(len(m["content"].split()) for m in TRANSCRIPT[:2])  # the earlier prompt
 
 
-@pytest.mark.parametrize("cls", [LeanOpenAIBackend, OpenAICompatBackend])
+@pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
 def test_both_transports_classify_failures_alike(cls, fake_openai):
     url, _ = fake_openai("--always-fail")
     with pytest.raises(BackendError) as err:
@@ -159,7 +159,7 @@ spec = "strategy/always-b"
 """
 
 
-@pytest.mark.parametrize("spec,extra", [("openai/fake", 'transport = "sdk"'), ("openai/fake", 'transport = "lean"\nrequests_per_minute = 6000\ntokens_per_minute = 1000000'), ("anthropic/claude-fake", "price_input = 3.0\nprice_cached_input = 0.3")])
+@pytest.mark.parametrize("spec,extra", [("openai/fake", 'transport = "sdk"'), ("openai/fake", 'transport = "aiohttp"'), ("openai/fake", 'transport = "lean"\nrequests_per_minute = 6000\ntokens_per_minute = 1000000'), ("anthropic/claude-fake", "price_input = 3.0\nprice_cached_input = 0.3")])
 def test_studies_run_on_every_transport(spec, extra, tmp_path, write_study, fake_openai):
     url, stats = fake_openai("--prefix-cache")
     if spec.startswith("anthropic"):

@@ -18,7 +18,6 @@ and their seeds do not depend on the executor, so the dataset is that of a one-p
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import tempfile
@@ -27,6 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..loop import run as run_loop
 from .study import GameSpec, StudyError, load_study
 
 
@@ -62,7 +62,7 @@ def play_share(study_path: str, models: list[str] | None, db: str, ids: list[str
         if tag:
             runner.owner = claim_owner(tag)
             store.release_tag(tag)
-        stats = asyncio.run(runner.run())
+        stats = run_loop(runner.run())
     finally:
         store.dispose()
         if cache_store is not store:

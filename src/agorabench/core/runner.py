@@ -24,6 +24,7 @@ from typing import Any
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
+from ..loop import run as run_loop
 from ..redact import redact
 from ..store.store import CLAIM_TTL, GameWriter, SQLCache, Store, StoreError, claim_owner
 from .agents import LLMAgent
@@ -49,9 +50,9 @@ def build_backend(entry: ModelEntry):
 
         return AnthropicBackend(model_name, base_url=entry.base_url, api_key_env=entry.api_key_env if entry.api_key_env != "OPENAI_API_KEY" else "ANTHROPIC_API_KEY", timeout=entry.timeout, prompt_caching=entry.prompt_caching)
     if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
-        from ..models.openai_compat import LeanOpenAIBackend, OpenAICompatBackend
+        from ..models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend
 
-        cls = LeanOpenAIBackend if entry.transport == "lean" else OpenAICompatBackend
+        cls = {"lean": LeanOpenAIBackend, "aiohttp": AiohttpOpenAIBackend}.get(entry.transport, OpenAICompatBackend)
         return cls(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout, dialect="llamacpp" if provider == "llamacpp" else "openai")
     raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL")
 
@@ -271,6 +272,10 @@ class Runner:
             view = self.progress if isinstance(self.progress, ProgressView) else ProgressView()
             view.start(self.study.name)
         reporter = asyncio.create_task(self._report_progress(view, len(todo))) if view else None
+        # finished games and new answers are written on a worker thread while the loop goes on;
+        # a cache of another kind that needs flushing keeps every write on the loop's thread
+        if isinstance(self.cache, SQLCache) or getattr(self.cache, "flush", None) is None:
+            self.writer.write_in_background(self.cache if isinstance(self.cache, SQLCache) else None)
         beat = asyncio.create_task(self._heartbeat())
         committer = asyncio.create_task(self._commit_periodically())
         try:
@@ -343,7 +348,7 @@ class Runner:
             await asyncio.sleep(self.writer.interval / 2)
             if self.writer.due():
                 try:
-                    self.writer.flush()
+                    self.writer.commit()
                 except StoreError as exc:
                     self.failure = self.failure or exc
                     return
@@ -397,7 +402,7 @@ def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str 
     cache_store = Store(cache_db) if cache_db else store
     runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=progress, probe=probe)
     try:
-        stats = asyncio.run(runner.run())
+        stats = run_loop(runner.run())
     finally:
         store.dispose()
         if cache_store is not store:

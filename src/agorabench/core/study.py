@@ -94,7 +94,7 @@ class ModelEntry(BaseModel):
     #: Dollars per million prompt tokens read from the server's prompt cache (None: price_input).
     price_cached_input: float | None = Field(None, ge=0)
     #: OpenAI-compatible endpoints: ``lean`` (aiohttp + orjson, default) or ``sdk`` (the openai SDK).
-    transport: Literal["lean", "sdk"] = "lean"
+    transport: Literal["lean", "aiohttp", "sdk"] = "lean"
     #: The provider's budgets; calls are paced to stay within them (None: no limit).
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)

@@ -1,9 +1,11 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp server, Ollama,
-OpenRouter, DeepSeek, ...), by one of two transports speaking the same wire format:
+OpenRouter, DeepSeek, ...), by one of three transports speaking the same wire format:
 
-- ``lean`` (default): one aiohttp session, request and response bodies through orjson, no
-  response models. About a third of the client CPU per call of the SDK (benchmarks/README.md),
-  which matters when a fast backend answers hundreds of calls per second.
+- ``lean`` (default): our keep-alive HTTP/1.1 client (:mod:`agorabench.models.http11`),
+  request and response bodies through orjson, no response models: a small fraction of the
+  SDK's client CPU per call (benchmarks/README.md), which matters when a fast backend answers
+  hundreds or thousands of calls per second;
+- ``aiohttp``: the same requests over one aiohttp session (the default before ``lean``);
 - ``sdk``: the official ``openai`` SDK with its aiohttp transport.
 
 Retries are never the transport's: :class:`agorabench.models.model.Model` retries, telling rate
@@ -167,41 +169,38 @@ def completion_from_json(data: Mapping[str, Any], latency: float) -> Completion:
 
 
 class LeanOpenAIBackend(OpenAICompatBackend):
-    """The same requests as :class:`OpenAICompatBackend`, sent over one aiohttp session with
-    orjson bodies. The session is opened on first use, inside the running event loop."""
+    """The same requests as :class:`OpenAICompatBackend`, with orjson bodies, sent by our own
+    keep-alive HTTP/1.1 client (:mod:`agorabench.models.http11`). The client is made on first
+    use, inside the running event loop."""
 
     def _connect(self, api_key: str, timeout: float) -> None:
         self.url = (self.client_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": self.basic_auth or f"Bearer {api_key}", "Content-Type": "application/json"}
         self.timeout = timeout
-        self._session = None
+        self._client = None
 
-    def _open(self):
-        import aiohttp
+    async def _post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        """(status, headers, body bytes); BackendError for a failure of the connection."""
+        from .http11 import ConnectError, ConnectionLost, HTTP11Client, ProtocolError
 
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout), headers=self.headers, json_serialize=lambda v: _dumps(v).decode())
-        return self._session
+        if self._client is None:
+            self._client = HTTP11Client(self.url, self.headers, self.timeout)
+        try:
+            return await self._client.post(body)
+        except asyncio.TimeoutError:
+            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
+        except ConnectError as exc:
+            raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
+        except (ConnectionLost, ProtocolError) as exc:
+            raise BackendError(f"the server's answer was cut off or malformed ({exc})", retryable=True) from None
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
-        import aiohttp
-
         started = time.perf_counter()
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": settings.temperature, "max_tokens": settings.max_tokens, "seed": settings.seed}
         extra = self._constraint(settings)
         body.update(extra.pop("extra_body", {}))
         body.update(extra)
-        session = self._session or self._open()
-        try:
-            async with session.post(self.url, data=_dumps(body)) as resp:
-                raw = await resp.read()
-                status, headers = resp.status, resp.headers
-        except asyncio.TimeoutError:
-            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
-        except aiohttp.ClientError as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
+        status, headers, raw = await self._post(_dumps(body))
         try:
             data = _loads(raw)
         except ValueError:
@@ -214,6 +213,37 @@ class LeanOpenAIBackend(OpenAICompatBackend):
         if not isinstance(data, dict):
             raise BackendError("the server's answer was cut off or malformed (not a JSON object; an HTML page?)", retryable=True)
         return completion_from_json(data, time.perf_counter() - started)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class AiohttpOpenAIBackend(LeanOpenAIBackend):
+    """:class:`LeanOpenAIBackend` over one aiohttp session instead of our HTTP/1.1 client
+    (``transport = "aiohttp"``): the default before that client, kept for comparison and for
+    servers our client would not understand."""
+
+    def _connect(self, api_key: str, timeout: float) -> None:
+        super()._connect(api_key, timeout)
+        self._session = None
+
+    async def _post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        import aiohttp
+
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout), headers=self.headers)
+        try:
+            async with self._session.post(self.url, data=body) as resp:
+                return resp.status, resp.headers, await resp.read()
+        except asyncio.TimeoutError:
+            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
+        except aiohttp.ClientError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}", retryable=True) from None
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -525,11 +525,19 @@ class GameWriter:
     Outside :meth:`grouped` every game is written at once (a game played on its own, e.g. by the
     web app, is in the store when ``save_game`` returns). Inside it, games are written together
     when ``batch`` of them wait or the oldest has waited ``interval`` seconds, by :meth:`flush`
-    (which the runner also calls periodically), and when the block ends. A
+    (which the runner also calls periodically, through :meth:`commit`), and when the block ends. A
     game is in flight until its group is committed: a kill loses at most the games being played
     and those finished within the last ``interval``, and a resume plays exactly those again.
     ``before_commit`` runs first (the runner flushes the response cache there, so every stored
     game's answers are in the cache).
+
+    With :meth:`write_in_background` (the runner's choice for file and server databases), a
+    group inside :meth:`grouped` is written on a worker thread: the games and the cache's
+    buffered answers are taken on the caller's thread, then written there, answers first, while
+    the event loop goes on reading responses. One group is written at a time (a group that is
+    due while the previous one is still being written waits for it, so groups are the same as
+    without the thread); a failed write raises its ``StoreError`` at the next ``save_game``,
+    :meth:`commit` or :meth:`flush`.
     """
 
     def __init__(self, store: Store, batch: int = 256, interval: float = 0.5, before_commit: Callable[[], None] | None = None) -> None:
@@ -540,6 +548,22 @@ class GameWriter:
         self._pending: list[dict[str, Any]] = []
         self._oldest = 0.0
         self._grouping = 0
+        self._cache: SQLCache | None = None
+        self._background = False
+        self._executor: Any = None
+        self._future: Any = None
+
+    def write_in_background(self, cache: SQLCache | None) -> bool:
+        """Write groups on a worker thread from now on, ``cache``'s buffered answers first (the
+        cache then leaves its writing to this writer). False, and nothing changes, where a
+        second thread would not see the same database (SQLite in memory)."""
+        stores = [self.store] + ([cache.store] if cache is not None else [])
+        if any(isinstance(st.engine.pool, sa.pool.SingletonThreadPool) for st in stores):
+            return False
+        self._background, self._cache = True, cache
+        if cache is not None:
+            cache.auto_flush = False
+        return True
 
     @contextlib.contextmanager
     def grouped(self) -> Iterator[GameWriter]:
@@ -549,26 +573,77 @@ class GameWriter:
             yield self
         finally:
             self._grouping -= 1
-            self.flush()
+            try:
+                self.flush()
+            finally:
+                if not self._grouping and self._executor is not None:
+                    self._executor.shutdown(wait=True)
+                    self._executor = None
 
     def save_game(self, **fields: Any) -> None:
         if not self._pending:
             self._oldest = time.monotonic()
         self._pending.append(game_rows(**fields))
         if not self._grouping or len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.interval:
-            self.flush()
+            if self._threaded():
+                self._wait()
+                self._submit()
+            else:
+                self.flush()
 
     def due(self) -> bool:
-        """Whether the oldest waiting game has waited ``interval`` seconds."""
-        return bool(self._pending) and time.monotonic() - self._oldest >= self.interval
+        """Whether the oldest waiting game has waited ``interval`` seconds (or, writing in the
+        background, ``batch`` answers wait in the cache)."""
+        if self._pending and time.monotonic() - self._oldest >= self.interval:
+            return True
+        return self._threaded() and self._cache is not None and self._cache.waiting() >= self.batch
+
+    def commit(self) -> None:
+        """Write what waits: on the worker thread when writing in the background (if a write is
+        still running, a later call takes the rest), else at once."""
+        if not self._threaded():
+            self.flush()
+            return
+        if self._future is not None and not self._future.done():
+            return
+        self._wait()
+        self._submit()
 
     def flush(self) -> None:
+        """Write everything that waits, here and now (after the background write, if any)."""
+        self._wait()
         if self.before_commit is not None:
             self.before_commit()
         if not self._pending:
             return
         pending, self._pending = self._pending, []
         self.store.save_games(pending)
+
+    def _threaded(self) -> bool:
+        return self._background and self._grouping > 0
+
+    def _submit(self) -> None:
+        answers = self._cache.take() if self._cache is not None else []
+        games, self._pending = self._pending, []
+        if not games and not answers:
+            return
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agorabench-writer")
+        self._future = self._executor.submit(self._write, answers, games)
+
+    def _write(self, answers: list[dict[str, Any]], games: list[dict[str, Any]]) -> None:
+        if answers:
+            self._cache.write(answers)  # type: ignore[union-attr]
+        if games:
+            self.store.save_games(games)
+
+    def _wait(self) -> None:
+        """Wait for the background write; raise its error."""
+        future, self._future = self._future, None
+        if future is not None:
+            future.result()
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -633,7 +708,11 @@ class SQLCache:
         self.store = store
         self.batch = batch
         self.index_limit = index_limit
+        #: Whether :meth:`put` flushes by itself every ``batch`` answers (off when a
+        #: :class:`GameWriter` writes them in the background).
+        self.auto_flush = True
         self._pending: dict[str, dict[str, Any]] = {}
+        self._writing: dict[str, dict[str, Any]] = {}  # taken for a background write, not yet written
         self._known: set[int] | None = None
         self._indexed = False
         self._select = sa.select(cache.c.response).where(cache.c.key == sa.bindparam("k"))
@@ -649,7 +728,7 @@ class SQLCache:
         self._known = known
 
     def get(self, key: str) -> Completion | None:
-        pending = self._pending.get(key)
+        pending = self._pending.get(key) or self._writing.get(key)
         if pending is not None:
             r = pending["response"]
         else:
@@ -670,14 +749,22 @@ class SQLCache:
     def put(self, key: str, identity: str, c: Completion) -> None:
         response = {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency": c.latency, "finish_reason": c.finish_reason}
         self._pending[key] = {"key": key, "identity": redact(identity), "response": _safe(response), "created": time.time()}
-        if len(self._pending) >= self.batch:
+        if self.auto_flush and len(self._pending) >= self.batch:
             self.flush()
 
-    def flush(self) -> None:
-        """Write the buffered answers (replacing entries with the same key) in one transaction."""
-        if not self._pending:
-            return
-        rows = list(self._pending.values())
+    def waiting(self) -> int:
+        """Answers buffered and not yet taken for writing."""
+        return len(self._pending)
+
+    def take(self) -> list[dict[str, Any]]:
+        """The buffered answers, for :meth:`write` (on another thread); lookups still find them."""
+        taken, self._pending = self._pending, {}
+        self._writing.update(taken)
+        return list(taken.values())
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        """Write answers from :meth:`take` (replacing entries with the same key) in one
+        transaction."""
         try:
             with self.store.engine.begin() as conn:
                 conn.execute(sa.delete(cache).where(cache.c.key.in_([r["key"] for r in rows])))
@@ -686,7 +773,23 @@ class SQLCache:
             raise StoreError(f"could not write the response cache: {_problem(exc)}") from None
         if self._known is not None:
             self._known.update(_prefix(r["key"]) for r in rows)
-        self._pending.clear()
+        for r in rows:
+            if self._writing.get(r["key"]) is r:
+                self._writing.pop(r["key"], None)
+
+    def flush(self) -> None:
+        """Write the buffered answers (replacing entries with the same key) in one transaction;
+        if that fails they stay buffered."""
+        rows = self.take()
+        if not rows:
+            return
+        try:
+            self.write(rows)
+        except StoreError:
+            for r in rows:
+                self._pending.setdefault(r["key"], r)
+                self._writing.pop(r["key"], None)
+            raise
 
 
 def _prefix(key: str) -> int:
@@ -763,14 +866,30 @@ _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
 
 def _safe(value: Any) -> Any:
     """What may be written: secrets redacted, and lone surrogates and NUL (which neither UTF-8
-    nor PostgreSQL text can hold) replaced by U+FFFD, in every string of a JSON-like value."""
+    nor PostgreSQL text can hold) replaced by U+FFFD, in every string of a JSON-like value.
+    Strings and plain scalars inside dicts and lists are handled in place, without a call per
+    value (a finished game holds hundreds of them)."""
+    kind = type(value)
+    if kind is str:
+        return _safe_text(value)
+    if kind is dict or isinstance(value, dict):
+        return {(_safe_text(k) if type(k) is str else _safe(k)): (_safe_text(v) if type(v) is str else v if type(v) in _SCALARS else _safe(v)) for k, v in value.items()}
+    if kind is list or isinstance(value, (list, tuple)):
+        return [_safe_text(v) if type(v) is str else v if type(v) in _SCALARS else _safe(v) for v in value]
     if isinstance(value, str):
-        return _UNSTORABLE.sub("\ufffd", redact(value))
-    if isinstance(value, dict):
-        return {_safe(k): _safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_safe(v) for v in value]
+        return _safe_text(value)
     return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _safe_text(text: str) -> str:
+    text = redact(text)
+    # an ASCII string holds no surrogate (isascii is a flag test), so only NUL is looked for
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def _as_text(cols: list[sa.Column]) -> list[Any]:
