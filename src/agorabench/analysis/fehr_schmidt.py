@@ -146,8 +146,9 @@ def choice_probabilities(own: Sequence[float], peer: Sequence[float], alpha: flo
 # likelihood
 
 
-def _loglik_grad(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray]:
-    """Log-likelihood and its gradient in (α, β, log λ)."""
+def _choice_probabilities(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """λ, U = own − α·d − β·a, z = λ·U (−∞ for absent options), its row maxima, the row sums
+    s = Σ exp(z − max) and the logit probabilities p = exp(z − max) / s."""
     alpha, beta, loglam = theta
     lam = math.exp(loglam)
     present, own, d, a = data.filled
@@ -156,7 +157,13 @@ def _loglik_grad(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray]
     zmax = z.max(axis=1, keepdims=True)
     e = np.exp(z - zmax)
     s = e.sum(axis=1, keepdims=True)
-    p = e / s
+    return lam, u, z, zmax, s, e / s
+
+
+def _loglik_grad(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray]:
+    """Log-likelihood and its gradient in (α, β, log λ)."""
+    lam, u, z, zmax, s, p = _choice_probabilities(theta, data)
+    _, _, d, a = data.filled
     rows = np.arange(len(data.chosen))
     c = data.chosen
     w = data.weight
@@ -184,17 +191,11 @@ def _derivatives(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray,
     ahead), one decision adds g = x_c − E_p[x] and H = S_c − E_p[S] − Cov_p(x), where S_k =
     ∂²z_k/∂θ² has only the log λ entries S_αL = −λ·d_k, S_βL = −λ·a_k, S_LL = λ·U_k. The ridge
     adds −RIDGE·(α, β, 0) to g and −RIDGE to H_αα and H_ββ."""
-    alpha, beta, loglam = theta
-    lam = math.exp(loglam)
-    present, own, d, a = data.filled
+    alpha, beta, _ = theta
+    lam, u, _, zmax, s, p = _choice_probabilities(theta, data)
+    _, _, d, a = data.filled
     own_c, d_c, a_c = data.chosen_terms
     w = data.weight
-    u = own - alpha * d - beta * a
-    z = np.where(present, lam * u, -np.inf)
-    zmax = z.max(axis=1, keepdims=True)
-    e = np.exp(z - zmax)
-    s = e.sum(axis=1, keepdims=True)
-    p = e / s
     u_c = own_c - alpha * d_c - beta * a_c
     ll = float(w @ (lam * u_c - zmax[:, 0] - np.log(s[:, 0])))
     ed, ea, eu = (p * d).sum(axis=1), (p * a).sum(axis=1), (p * u).sum(axis=1)
