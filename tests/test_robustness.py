@@ -403,6 +403,31 @@ def test_two_processes_share_a_study_instead_of_both_playing_it(tmp_path, write_
     assert sqlite3.connect(shared).execute("select count(*) from claims").fetchone()[0] == 0
 
 
+OPEN_AT = """
+import sys, time
+from agorabench.store.store import Store
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+Store(sys.argv[1])
+"""
+
+
+def test_processes_opening_one_fresh_database_at_the_same_moment_all_succeed(tmp_path):
+    """Switching a new SQLite file to WAL does not wait for a lock: two runs started together
+    on a new database used to fail about one time in four with "database is locked"."""
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for i in range(10):
+        db = tmp_path / f"fresh{i}.db"
+        start = f"{time.time() + 1.5:.3f}"  # after both interpreters have imported the store
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(db), start], env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        errors = [p.communicate(timeout=60)[1] for p in procs]
+        assert all(p.returncode == 0 for p in procs), errors
+        assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
 def test_a_live_claim_is_left_alone_and_a_crashed_one_expires(tmp_path, write_study, capsys):
     path, db = write_study(SCRIPTED), tmp_path / "claims.db"
     from agorabench.core.study import load_study

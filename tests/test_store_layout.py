@@ -241,6 +241,7 @@ def test_a_run_writes_games_and_answers_on_a_worker_thread(tmp_path, write_study
 
     stats = asyncio.run(go())
     assert stats.done == 12 and len(store.done_ids("threads")) == 12
+    assert runner.cache.auto_flush  # after the run the cache writes its answers by itself again
     background = [w for w in where if w[1] != loop_thread[0]]
     assert sum(n for kind, _, n in background if kind == "games") >= 9  # the last group may be written on leaving
     assert any(kind == "answers" for kind, _, _ in background)

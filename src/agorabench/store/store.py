@@ -33,6 +33,7 @@ import math
 import os
 import re
 import socket
+import sqlite3
 import time
 import uuid
 from urllib.parse import quote
@@ -576,9 +577,14 @@ class GameWriter:
             try:
                 self.flush()
             finally:
-                if not self._grouping and self._executor is not None:
-                    self._executor.shutdown(wait=True)
-                    self._executor = None
+                if not self._grouping:
+                    if self._executor is not None:
+                        self._executor.shutdown(wait=True)
+                        self._executor = None
+                    # background writing lasts one block: the cache flushes by itself again
+                    if self._cache is not None:
+                        self._cache.auto_flush = True
+                    self._background, self._cache = False, None
 
     def save_game(self, **fields: Any) -> None:
         if not self._pending:
@@ -797,10 +803,24 @@ def _prefix(key: str) -> int:
     return hash(key)
 
 
+#: Tries at switching a SQLite file to WAL (about 10 s in all, see :func:`_sqlite_pragmas`).
+WAL_ATTEMPTS = 28
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=30000")  # first: another process may hold the file
-    cur.execute("PRAGMA journal_mode=WAL")
+    # Switching a new file to WAL takes a lock for which SQLite does not wait (busy_timeout is
+    # not consulted): two processes opening one fresh database at once saw "database is
+    # locked". The switch is retried for a while; once one process has made it, it is a no-op.
+    for attempt in range(WAL_ATTEMPTS):
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(min(0.5, 0.01 * 2**attempt))
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
