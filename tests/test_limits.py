@@ -181,3 +181,14 @@ def test_rate_limits_reach_the_model_as_backoffs_not_failures():
 
     model, c = asyncio.run(go())
     assert c.text == "ok" and model.rate_limited == 2 and model.retries == 2 and model.limit.backoffs == 2
+
+
+def test_a_servers_retry_after_is_waited_at_least_and_spread_out():
+    """Calls refused together must not all come back at the same instant (against a server
+    that refuses every Nth request, lock-step retries can hit the refusal again and again)."""
+    from agorabench.models.base import BackendError
+
+    err = BackendError("429", retryable=True, retry_after=0.2, rate_limited=True)
+    waits = [RetryPolicy().delay(1, err) for _ in range(200)]
+    assert all(0.2 <= w <= 0.25 for w in waits)
+    assert max(waits) - min(waits) > 0.02

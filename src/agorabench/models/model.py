@@ -4,7 +4,7 @@ per-minute budgets -> backend.
 Cache key: backend identity, full messages, generation settings and the sample index, so a
 study replayed from the cache makes no calls and yields the same outcomes at any concurrency.
 Retries: transient faults and rate limits are retried with exponential backoff; a rate limit's
-Retry-After is honoured; non-retryable errors fail at once; a fatal one (a rejected key) fails
+Retry-After is honoured (waited at least, with a little jitter so refused calls spread out); non-retryable errors fail at once; a fatal one (a rejected key) fails
 every later call of the model at once.
 Replies are sanitised here, at the boundary (:func:`~agorabench.models.base.sanitize_text`).
 Limits: see :mod:`agorabench.models.limits` (AIMD on rate limits, requests/tokens per minute).
@@ -38,8 +38,11 @@ class RetryPolicy:
     max_delay: float = 30.0
 
     def delay(self, attempt: int, error: BackendError) -> float:
+        """Seconds before the next attempt: a server's Retry-After w, lengthened by up to a
+        quarter (w·(1 + U/4), U uniform on [0, 1)) so that calls refused together do not come
+        back together; else exponential backoff base·2^(attempt−1), capped, times U' ∈ [½, 1)."""
         if error.retry_after is not None:
-            return min(error.retry_after, self.max_delay * 4)
+            return min(error.retry_after * (1 + random.random() / 4), self.max_delay * 4)
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
