@@ -140,8 +140,8 @@ def test_missing_files_give_one_line_errors(tmp_path):
 def test_model_option_replaces_the_study_models(tmp_path, write_study):
     path = write_study(SCRIPTED)
     db = tmp_path / "m.db"
-    res = run_agora("run", str(path), "--db", str(db), "--model", "strategy/spiteful", "--quiet")
+    res = run_agora("run", str(path), "--db", str(db), "--model", "strategy/spiteful", "--model", "strategy/self-max", "--quiet")
     assert res.returncode == 0, res.stderr
     con = sqlite3.connect(db)
     seats = {row[0] for row in con.execute("select seats from games")}
-    assert seats == {'{"focal": "strategy/spiteful", "peer": "strategy/spiteful"}'}
+    assert seats == {'{"focal": "strategy/spiteful", "peer": "strategy/self-max"}', '{"focal": "strategy/self-max", "peer": "strategy/spiteful"}'}

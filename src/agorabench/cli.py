@@ -24,7 +24,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .core.runner import run_study
     from .redact import redact
 
+    from .core.coverage import one_model_for_pairs
+
     study = load_study(args.study, models=args.model)
+    problem = one_model_for_pairs(study) if args.model else None
+    if problem:
+        raise StudyError(problem)
     study.expand()  # a design without games is an error before any database is touched
     db = args.db or _default_db(args.study)
     if args.executor == "ray":
@@ -82,23 +87,57 @@ def _store(args: argparse.Namespace):
 
 def _require_study(store, name: str, db: str) -> None:
     """A study with no stored games is an error naming the studies the database does hold."""
-    if store.games(name):
+    if store.game_ids(name):
         return
     held = sorted({g["study"] for g in store.games()})
     raise StudyError(f"no games of study {name!r} in {db}" + (f" (it holds: {', '.join(held)})" if held else " (it holds no games)"))
 
 
-def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int]:
-    """Study name, the game ids to cover (None: all stored) and how many stored games that
-    leaves out. A study file limits the games to its current design unless ``--all``."""
-    if not Path(args.study).exists():
-        return args.study, None, 0
-    study = load_study(args.study)
+def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int, dict | None]:
+    """Study name, the game ids to cover (None: all stored), how many stored games that leaves
+    out, and the study as a dict (the study file, or the stored one) whose ``models`` are those
+    of every seating in scope. A study without stored games is an error. A study file limits
+    the games to its current design (its grid under its own seating and every seating it was
+    run with: ``--model``, the dashboard, participants) unless ``--all``; if that leaves no
+    game, the error says how many are outside."""
+    from .core.coverage import design
+    from .web.play import participant_games
+
+    db = args.db or _default_db(args.study)
+    study = load_study(args.study) if Path(args.study).exists() else None
+    name = study.name if study else args.study
+    _require_study(store, name, db)
+    runs = store.recorded_runs(name)
+    if study is None:
+        from .analysis.report import study_spec
+
+        spec = study_spec(store, name) or None
+        if spec is not None:
+            spec = {**spec, "models": _merged(spec.get("models") or [], [m for r in runs for m in r.get("models") or []])}
+        return name, None, 0, spec
+    spec = study.file.model_dump(mode="json")
     if getattr(args, "all", False):
-        return study.name, None, 0
-    ids = {s.id for s in study.expand()}
-    stored = store.game_ids(study.name)
-    return study.name, ids, len(stored - ids)
+        spec["models"] = _merged(spec["models"], [m for r in runs for m in r.get("models") or []])
+        return name, None, 0, spec
+    stored = store.game_ids(name)
+    ids, models = design(study, runs, stored)
+    ids |= {game for game, base in participant_games(store, name).items() if base in ids}
+    spec["models"] = _merged(models, spec["models"])
+    covered = stored & ids
+    if not covered:
+        raise StudyError(
+            f"all {len(stored)} stored game(s) of study {name!r} are outside the study file's current design "
+            f"(its grid or models were changed since they were played); --all includes them"
+        )
+    return name, ids, len(stored - ids), spec
+
+
+def _merged(first: list[dict], more: list[dict]) -> list[dict]:
+    """Model entries by name, the first of each name kept."""
+    out: dict[str, dict] = {}
+    for entry in [*first, *more]:
+        out.setdefault(entry["name"], entry)
+    return list(out.values())
 
 
 def _left_out(n: int) -> None:
@@ -120,8 +159,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise StudyError(f"--out {args.out} is a file; the report needs a folder (it writes OUT/index.html)")
     store = _store(args)
-    name, ids, left_out = _scope(args, store)
-    spec = load_study(args.study).file.model_dump(mode="json") if Path(args.study).is_file() else None
+    name, ids, left_out, spec = _scope(args, store)
     try:
         path = build_report(store, name, args.out, spec=spec, ids=ids, left_out=left_out)
     except ValueError as exc:
@@ -136,8 +174,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _check_out_file(args.out)
     store = _store(args)
-    name, ids, left_out = _scope(args, store)
-    _require_study(store, name, args.db or _default_db(args.study))
+    name, ids, left_out, _ = _scope(args, store)
     try:
         n = export(store, name, args.table, args.format, args.out, ids=ids)
     except ValueError as exc:
@@ -153,7 +190,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .analysis.transcript import render_game
 
     store = _store(args)
-    name, ids, _ = _scope(args, store)
+    name, ids, _, _ = _scope(args, store)
     games = [g for g in store.games(name) if ids is None or g["id"] in ids]
     games.sort(key=lambda g: (g.get("started") or 0.0, g["id"]))
     if args.model:
@@ -183,13 +220,13 @@ def _roles_of(games: list[dict], game_id: str, model: str) -> set[str]:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from .analysis.frames import games_df
-    from .analysis.report import named_models_only, study_spec
+    from .analysis.report import named_models_only
     from .games.glee.analyze import analyze_glee
 
     store = _store(args)
-    name, ids, left_out = _scope(args, store)
+    name, ids, left_out, spec = _scope(args, store)
     _left_out(left_out)
-    spec = load_study(args.study).file.model_dump(mode="json") if Path(args.study).is_file() else study_spec(store, name)
+    spec = spec or {}
     games = named_models_only(games_df(store, name, ids=ids), spec)
     if games.empty:
         raise StudyError(f"no finished games stored for study {name!r}")

@@ -139,12 +139,14 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None) -> int:
     """Write the games or turns table (of the games ``ids``, or all) as CSV or Parquet; returns
-    the number of rows."""
+    the number of rows. A table without rows is a ValueError and writes no file."""
     if table not in ("games", "turns"):
         raise ValueError(f"unknown table {table!r}: use games or turns")
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown format {fmt!r}: use csv or parquet")
     df = games_df(store, study, status=None, ids=ids) if table == "games" else turns_df(store, study, ids=ids)
+    if df.empty:  # nothing is written: an empty file would pass for a result
+        raise ValueError(f"no {table} of study {study!r} to export" + (" (its games in scope have no stored turns)" if table == "turns" else "") + "; nothing written")
     if fmt == "csv":
         df.to_csv(out, index=False)
     else:

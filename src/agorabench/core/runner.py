@@ -28,6 +28,7 @@ from ..loop import run as run_loop
 from ..redact import redact
 from ..store.store import CLAIM_TTL, GameWriter, SQLCache, Store, StoreError, claim_owner
 from .agents import LLMAgent
+from .coverage import run_seating
 from .game import Prompts
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
@@ -238,6 +239,7 @@ class Runner:
         if self.only is not None:
             specs = [s for s in specs if s.id in self.only]
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
+        self.store.record_run(self.study.name, run_seating(self.study))  # reports count its games as the study's
         done = self.store.done_ids(self.study.name)
         specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
         todo = [s for s in specs if s.id not in done]

@@ -124,10 +124,16 @@ class ModelEntry(BaseModel):
         """The name players are shown for this entry in seat ``seat`` (0, 1, ...): the display
         name if set, else the model's name; a scripted player or a person without a display name
         is a neutral "Player A", "Player B", ... so the name never tells which strategy it plays
-        or that a person sits there."""
+        or that a person sits there, and so is a model whose name is a provider spec or a URL
+        (``--model openai/gpt-4o-mini`` names it so): a spec never reaches a prompt."""
         if self.display_name:
             return self.display_name
-        return f"Player {chr(ord('A') + seat)}" if self.is_strategy or self.is_human else self.name
+        return f"Player {chr(ord('A') + seat)}" if self.is_strategy or self.is_human or self.name_is_spec else self.name
+
+    @property
+    def name_is_spec(self) -> bool:
+        """Whether the name is the entry's spec, or looks like one (``PROVIDER/MODEL``, a URL)."""
+        return self.name == self.spec or any(c in self.name for c in "/@:")
 
     @property
     def is_strategy(self) -> bool:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import math
 import os
@@ -132,6 +133,19 @@ claims = sa.Table(
     sa.Column("study", sa.String(200), nullable=False),
     sa.Column("owner", sa.String(64), nullable=False),
     sa.Column("heartbeat", sa.Float, nullable=False),
+)
+
+#: Every seating a study was run with (the models, their matchups and seats, as one JSON value),
+#: once per distinct value: reports and exports re-expand the study file's current grid with each
+#: of them, so games played with ``--model`` or from the dashboard count as part of its design.
+study_runs = sa.Table(
+    "study_runs",
+    metadata,
+    sa.Column("study", sa.String(200), primary_key=True),
+    sa.Column("key", sa.String(64), primary_key=True),  # SHA-256 of the seating's sorted-key JSON
+    sa.Column("seating", sa.JSON, nullable=False),
+    sa.Column("first", sa.Float, nullable=False),
+    sa.Column("last", sa.Float, nullable=False),
 )
 
 #: Seconds after its last heartbeat when a claim counts as abandoned (its process crashed).
@@ -327,6 +341,35 @@ class Store:
                 time.sleep(0.05 * (attempt + 1))
             except DB_ERRORS as exc:
                 raise StoreError(f"could not store study {name!r}: {_problem(exc)}") from None
+
+    def record_run(self, study: str, seating: dict[str, Any]) -> None:
+        """Remember that ``study`` was run with ``seating`` (one row per distinct seating; a run
+        with a seating already recorded only updates its ``last`` time)."""
+        value = _safe(seating)
+        key = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+        now = time.time()
+        for attempt in range(5):
+            try:
+                with self.engine.begin() as conn:
+                    done = conn.execute(sa.update(study_runs).where(study_runs.c.study == study, study_runs.c.key == key).values(last=now)).rowcount
+                    if not done:
+                        conn.execute(sa.insert(study_runs).values(study=study, key=key, seating=value, first=now, last=now))
+                return
+            except sa.exc.IntegrityError as exc:  # another process recorded the same seating just now
+                if attempt == 4:
+                    raise StoreError(f"could not record the run of study {study!r}: {_problem(exc)}") from None
+                time.sleep(0.05 * (attempt + 1))
+            except DB_ERRORS as exc:
+                raise StoreError(f"could not record the run of study {study!r}: {_problem(exc)}") from None
+
+    def recorded_runs(self, study: str) -> list[dict[str, Any]]:
+        """The seatings ``study`` was run with, oldest first; none in a database written before
+        runs were recorded (it has no ``study_runs`` table, and a read-only store creates none)."""
+        if not sa.inspect(self.engine).has_table("study_runs"):
+            return []
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(study_runs.c.seating).where(study_runs.c.study == study).order_by(study_runs.c.first, study_runs.c.key))
+            return [r[0] for r in rows]
 
     # games -----------------------------------------------------------------
     def done_ids(self, study: str) -> set[str]:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core.actions import Action
 from ..core.agents import Human, HumanAnswer
+from ..core.coverage import run_seating
 from ..core.game import Game
 from ..core.runner import Runner
 from ..core.study import GameSpec, Study, StudyError
@@ -223,6 +224,17 @@ web_turns = sa.Table(
 )
 
 
+def participant_games(store: Store, study: str) -> dict[str, str]:
+    """Participants' game ids of ``study`` -> the id of the study game each one plays (its
+    ``base_spec``, whose human seat the participant fills); empty for a database that was never
+    served (no ``web_participants`` table)."""
+    if not sa.inspect(store.engine).has_table("web_participants"):
+        return {}
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(participants.c.game_id, participants.c.base_spec).where(participants.c.study == study))
+        return {game_id: base for game_id, base in rows}
+
+
 def pid_hash(study: str, participant: str) -> str:
     """Pseudonym of a participant within a study (``model_<role>`` = ``human:<this>``)."""
     return hashlib.sha256(f"{study}\x00{participant}".encode()).hexdigest()[:16]
@@ -334,6 +346,7 @@ class Manager:
         self.settings = web_settings(study)
         self.runner = runner or Runner(study, store, progress=False)
         web_metadata.create_all(store.engine)
+        store.record_run(study.name, run_seating(study))  # the seating participants' games are played with
         specs = study.expand()
         self.human_specs = [s for s in specs if self._human_roles(s)]
         if not self.human_specs:
