@@ -98,6 +98,11 @@ def test_an_edited_study_leaves_out_the_old_grid_with_its_count_and_keeps_model_
     path, db = write_study(ENVY), tmp_path / "e.db"
     assert agora(capsys, "run", str(path), "--db", str(db), "--quiet")[0] == 0  # 4 configs x 2 pairs = 8
     assert agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--model", "strategy/self-max", "--model", "strategy/spiteful")[0] == 0  # 8 more
+    # by study name (as the dashboard's report): every stored game, the earlier run's models too
+    rc, out, err = agora(capsys, "report", "cover", "--db", str(db), "--out", str(tmp_path / "byname"))
+    assert rc == 0, err
+    page = (tmp_path / "byname" / "index.html").read_text(encoding="utf-8")
+    assert "16 games played" in page and "strategy/spiteful" in page and ">fs<" in page
     path.write_text(path.read_text().replace('matrix = ["M1", "M2"]', 'matrix = ["M1"]'))
     rc, out, err = agora(capsys, "export", str(path), "--db", str(db), "--out", str(tmp_path / "now.csv"))
     assert rc == 0 and "wrote 8 rows" in out and "left out 8 stored game(s)" in err, out + err

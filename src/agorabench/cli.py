@@ -2,8 +2,10 @@
 
 Errors in what the user gave (a malformed study file, an unknown model, a missing database)
 and failures of the database or the file system end with a one-line message and exit status 2,
-never a traceback. ``report``, ``export`` and ``show`` open the database read-only and cover
-the games of the study file's current design (``--all``: every game stored for the study).
+never a traceback. ``report``, ``export``, ``show`` and ``analyze`` open the database read-only
+and cover the games of the study file's current design: its grid under every seating the study
+was run with (:mod:`agorabench.core.coverage`; ``--all``: every game stored for the study). One
+that would cover nothing is an error saying why.
 """
 
 from __future__ import annotations
@@ -107,14 +109,11 @@ def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int, 
     study = load_study(args.study) if Path(args.study).exists() else None
     name = study.name if study else args.study
     _require_study(store, name, db)
-    runs = store.recorded_runs(name)
     if study is None:
         from .analysis.report import study_spec
 
-        spec = study_spec(store, name) or None
-        if spec is not None:
-            spec = {**spec, "models": _merged(spec.get("models") or [], [m for r in runs for m in r.get("models") or []])}
-        return name, None, 0, spec
+        return name, None, 0, study_spec(store, name) or None
+    runs = store.recorded_runs(name)
     spec = study.file.model_dump(mode="json")
     if getattr(args, "all", False):
         spec["models"] = _merged(spec["models"], [m for r in runs for m in r.get("models") or []])

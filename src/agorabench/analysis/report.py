@@ -67,10 +67,20 @@ def family_definitions(game: str) -> str:
 
 
 def study_spec(store: Store, study: str) -> dict:
-    """The stored study file (as saved by the runner or an importer), or {}."""
+    """The stored study file (as saved by the runner or an importer; the latest run's), or {};
+    its ``models`` also list the models of every earlier run of the study (first of each name
+    kept), so a later run with other models does not hide the games of an earlier one."""
     for row in store.studies():
         if row["name"] == study:
-            return row.get("spec") or {}
+            spec = row.get("spec") or {}
+            seen = {m.get("name") for m in spec.get("models") or []}
+            extra = []
+            for seating in store.recorded_runs(study) if spec.get("models") else []:
+                for entry in seating.get("models") or []:
+                    if entry.get("name") not in seen:
+                        seen.add(entry.get("name"))
+                        extra.append(entry)
+            return {**spec, "models": [*spec["models"], *extra]} if extra else spec
     return {}
 
 
