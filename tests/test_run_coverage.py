@@ -11,7 +11,6 @@ import sqlite3
 import pytest
 
 from agorabench.cli import main
-from agorabench.core.study import load_study
 from agorabench.store.store import Store
 
 ENVY = """
@@ -154,41 +153,43 @@ def test_one_model_option_for_a_design_of_distinct_pairs_is_an_error(tmp_path, w
 
 
 def test_a_served_studys_participant_games_are_exported_and_reported(tmp_path, capsys):
-    import asyncio
+    """Two participants play over HTTP, the dashboard starts the model-only game; then the study
+    file (unchanged) covers all three games."""
+    import re
+    import time
 
-    from web_support import study_text
+    import httpx
+    from test_web import Participant, _study
+    from web_support import TOKEN, AppServer
 
-    from agorabench.web.play import Manager
-
-    path = tmp_path / "served.toml"
     models = [{"name": "opponent", "spec": "strategy/always-reject"}, {"name": "spe", "spec": "strategy/spe"}]
-    seats = [{"alice": "participant", "bob": "opponent"}, {"alice": "spe", "bob": "opponent"}]
-    path.write_text(study_text("served", "glee.bargaining", seats, {"money": 100, "horizon": 2}, models, {"attention_checks": [], "quiz": []}))
-    study, db = load_study(path), tmp_path / "served.db"
-    store = Store(db)
-
-    async def play() -> None:
-        m = Manager(study, store)
+    path = _study(tmp_path, name="served", seats=[{"alice": "participant", "bob": "opponent"}, {"alice": "spe", "bob": "opponent"}], models=models, web={"attention_checks": [], "quiz": []})
+    db = tmp_path / "served.db"
+    with AppServer(path, db) as server:
         for pid in ("P1", "P2"):
-            token, _ = m.enter("link", pid, {})
-            row = m.get(token)
-            base, spec = m.spec_for(row)
-            entries = {r: study.models[x] for r, x in base.seats.items()}
-            person = study.game_cls.strategies["always-reject"]()  # answers in the participant's seat
-            assert await m.runner.play_one(spec, seated={row["role"]: person}, entries=entries) == "done"
-        await m.runner.run()  # the dashboard's model-only run: spe against opponent
-        m.runner.writer.flush()
-
-    asyncio.run(play())
-    store.dispose()
-    seats_stored = [json.loads(s) for (s,) in sqlite3.connect(db).execute("select seats from games")]
-    assert len(seats_stored) == 3 and sum(s["alice"].startswith("human:") for s in seats_stored) == 2
+            p = Participant(server.url, pid)
+            p.enter(), p.post("consent", agree="yes"), p.post("instructions")
+            p.post("play", seq=p.seq(), alice_gain="60", bob_gain="40")
+            p.post("play", seq=p.seq(), decision="accept")
+            p.until("submit-questionnaire")
+        r = httpx.Client(base_url=server.url, follow_redirects=True, timeout=60, headers={"Authorization": f"Bearer {TOKEN}"})
+        csrf = re.search(r'name="csrf" value="([^"]+)"', r.get("/dash").text).group(1)
+        assert r.post("/dash/run", data={"csrf": csrf}).status_code == 200
+        deadline = time.time() + 30
+        while "last model-only run: 1 played" not in r.get("/dash").text:
+            assert time.time() < deadline
+            time.sleep(0.1)
+    seats = [json.loads(s) for (s,) in sqlite3.connect(db).execute("select seats from games")]
+    assert len(seats) == 3 and sum(s["alice"].startswith("human:") for s in seats) == 2
     rc, out, err = agora(capsys, "export", str(path), "--db", str(db), "--out", str(tmp_path / "g.csv"))
     assert rc == 0 and "wrote 3 rows" in out and "left out" not in err, out + err
     assert sum(r["model_alice"].startswith("human:") for r in _rows(tmp_path / "g.csv")) == 2
     rc, out, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(tmp_path / "rep"))
     assert rc == 0 and "left out" not in err, err
     assert "3 games played" in (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    # the served grid edited away: the participants' games are left out with the rest, and counted
+    path.write_text(path.read_text().replace("money = 100", "money = 200"))
+    one_line_error(*agora(capsys, "export", str(path), "--db", str(db), "--out", str(tmp_path / "none.csv"))[::2], "all 3 stored game(s)", "--all")
 
 
 GAMES = [
