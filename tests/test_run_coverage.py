@@ -219,3 +219,18 @@ def test_no_stored_prompt_holds_a_model_spec(game, matchups, design, tmp_path, w
     text = "\n".join(m["content"] for t in turns for m in t["messages"])
     for spec in ("openai/fake-a", "openai/fake-b", "fake-a", "fake-b", url, "127.0.0.1"):
         assert spec not in text, (game, spec)
+
+
+def test_a_seating_is_recorded_once_per_distinct_value(make_db):
+    store = Store(make_db("runs"))
+    try:
+        one = {"models": [{"name": "a", "spec": "strategy/random"}], "matchups": "same_model", "seats": []}
+        two = {**one, "matchups": "all_pairs"}
+        store.record_run("s", one)
+        store.record_run("s", two)
+        store.record_run("s", one)  # again: no new row
+        store.record_run("t", one)
+        assert store.recorded_runs("s") == [one, two]
+        assert store.recorded_runs("t") == [one] and store.recorded_runs("u") == []
+    finally:
+        store.dispose()
