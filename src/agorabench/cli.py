@@ -9,8 +9,11 @@ the games of the study file's current design (``--all``: every game stored for t
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .core.study import StudyError, load_study
@@ -350,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     from .store.store import StoreError
 
     args = build_parser().parse_args(argv)
+    previous = _stop_on_sigterm()
     try:
         return args.func(args)
     except (StudyError, StoreError) as exc:
@@ -366,6 +370,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agora: interrupted; finished games are stored, run again to resume", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM stops a command as Ctrl-C does (same message, finished games stored, status
+    130): it calls whatever handles SIGINT now (the event loop's, which cancels the run, or
+    Python's, which raises KeyboardInterrupt). Returns the handler it replaced (None: not the
+    main thread, nothing installed)."""
+
+    def on_term(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # SIGINT ignored or default at the C level: stop all the same
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, on_term)
 
 
 if __name__ == "__main__":

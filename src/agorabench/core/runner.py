@@ -264,6 +264,8 @@ class Runner:
                     if not claimed:
                         return
                     await self.play_one(claimed.popleft())
+                    # a game of scripted players never waits: yield, so Ctrl-C (a cancellation) lands
+                    await asyncio.sleep(0)
                 except StoreError as exc:
                     self.failure = self.failure or exc
 
@@ -284,11 +286,11 @@ class Runner:
                     await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
             except StoreError as exc:
                 self.failure = self.failure or exc
-            try:
+        finally:
+            try:  # also when stopped (Ctrl-C, SIGTERM): the games not played are free at once
                 self.store.release_all(self.owner)
             except Exception:  # the claims expire by themselves
                 pass
-        finally:
             beat.cancel()
             committer.cancel()
             if reporter:

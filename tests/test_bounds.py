@@ -1,0 +1,100 @@
+"""Issue 22: bounded studies and clean stops. An oversized design is refused in one line before
+it is expanded; a study of scripted players stops on SIGINT or SIGTERM, keeps what it stored and
+resumes; a damaged database is named as such; strategy parameters must be finite numbers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agorabench.cli import main
+from conftest import ROOT
+
+SCRIPTED = """
+name = "{name}"
+game = "envy.points"
+matchups = "ordered_pairs"
+repeats = {repeats}
+
+[grid]
+matrix = ["M1", "M2", "M3"]
+
+[fixed]
+peer_status = "leading"
+margin = "marginal"
+peer_move = "B"
+
+[[models]]
+name = "always-b"
+spec = "strategy/always-b"
+
+[[models]]
+name = "self-max"
+spec = "strategy/self-max"
+"""
+
+
+def agora(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(rc: int, err: str, *words: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("agora: error: "), err
+    for w in words:
+        assert w.lower() in lines[0].lower(), (w, lines[0])
+    return lines[0]
+
+
+def _stored(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=30) as conn:
+            return conn.execute("select count(*) from games where status = 'done'").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def _agora_process(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen([sys.executable, "-m", "agorabench", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+# item 5: Ctrl-C and SIGTERM stop a study of scripted players ---------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_scripted_study_stops_on_a_signal_keeps_its_games_and_resumes(sig, tmp_path):
+    study, db = tmp_path / "many.toml", tmp_path / "many.db"
+    study.write_text(SCRIPTED.format(name="many", repeats=2000))  # 12,000 games of scripted players
+    proc = _agora_process("run", str(study), "--db", str(db), "--quiet")
+    deadline = time.monotonic() + 180
+    while _stored(db) == 0 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the study ended before it could be stopped"
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=20)  # generous: a stop lands within a second
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"{sig.name} did not stop the study within 20 s")
+    assert proc.returncode == 130, err
+    assert "interrupted; finished games are stored" in err and "Traceback" not in err
+    stored = _stored(db)
+    assert 0 < stored < 12_000
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("select count(*) from claims").fetchone()[0] == 0  # released on the way out
+    if sig == signal.SIGINT:  # a rerun plays exactly the rest
+        rerun = _agora_process("run", str(study), "--db", str(db), "--quiet")
+        out, err = rerun.communicate(timeout=600)
+        assert rerun.returncode == 0, err
+        assert f"12000 games, {stored} already done, {12_000 - stored} played" in out
