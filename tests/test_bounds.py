@@ -98,3 +98,64 @@ def test_a_scripted_study_stops_on_a_signal_keeps_its_games_and_resumes(sig, tmp
         out, err = rerun.communicate(timeout=600)
         assert rerun.returncode == 0, err
         assert f"12000 games, {stored} already done, {12_000 - stored} played" in out
+
+
+# item 9: strategy parameters are finite numbers ----------------------------------------------
+
+GLEE_SCRIPTED = """
+name = "glee"
+game = "glee.negotiation"
+matchups = "seats"
+seats = [{ alice = "t", bob = "acc" }]
+
+[fixed]
+horizon = 1
+messages = false
+
+[[models]]
+name = "t"
+spec = "strategy/truthful"
+params = { factor = PARAM }
+
+[[models]]
+name = "acc"
+spec = "strategy/always-accept"
+"""
+
+
+@pytest.mark.parametrize(
+    "strategy,param,value",
+    [
+        ("fehr-schmidt", "alpha", "inf"),
+        ("fehr-schmidt", "beta", "-inf"),
+        ("fehr-schmidt", "alpha", "nan"),
+        ("fehr-schmidt", "alpha", '"nan"'),  # text that reads as NaN
+        ("fehr-schmidt", "beta", '"-Infinity"'),
+        ("fehr-schmidt-logit", "lam", "nan"),
+        ("fehr-schmidt-logit", "lam", '"inf"'),
+    ],
+)
+def test_infinite_or_nan_strategy_parameters_are_one_line_errors(strategy, param, value, tmp_path, capsys):
+    text = SCRIPTED.format(name="p", repeats=1).replace('spec = "strategy/self-max"', f'spec = "strategy/{strategy}"\nparams = {{ {param} = {value} }}')
+    study, db = tmp_path / "p.toml", tmp_path / "p.db"
+    study.write_text(text)
+    line = one_line_error(*agora(capsys, "run", str(study), "--db", str(db), "--quiet")[::2], param, "finite")
+    assert value.strip('"').lower().lstrip("-")[:3] in line.lower()
+    if db.exists():  # refused before any game
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("select count(*) from games").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", '"-inf"'])
+def test_infinite_or_nan_glee_strategy_parameters_are_one_line_errors(value, tmp_path, capsys):
+    study = tmp_path / "g.toml"
+    study.write_text(GLEE_SCRIPTED.replace("PARAM", value))
+    one_line_error(*agora(capsys, "run", str(study), "--db", str(tmp_path / "g.db"), "--quiet")[::2], "factor", "finite")
+
+
+def test_finite_strategy_parameters_still_play(tmp_path, capsys):
+    text = SCRIPTED.format(name="ok", repeats=1).replace('spec = "strategy/self-max"', 'spec = "strategy/fehr-schmidt-logit"\nparams = { alpha = 1e300, beta = "0.5", lam = 2 }')
+    study = tmp_path / "ok.toml"
+    study.write_text(text)
+    rc, out, err = agora(capsys, "run", str(study), "--db", str(tmp_path / "ok.db"), "--quiet")
+    assert rc == 0 and "6 games, 0 already done, 6 played, 0 errors" in out, err

@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,14 @@ class ModelEntry(BaseModel):
             data = {**data, "spec": spec.strip(), "base_url": url.strip() or None}
         return data
 
+    @field_validator("params")
+    @classmethod
+    def _finite_params(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """Every number in ``params`` is finite, as every other setting is (no inf, no NaN)."""
+        for key, value in v.items():
+            _check_finite(f"params.{key}", value)
+        return v
+
     @property
     def label(self) -> str:
         return self.display_name or self.name
@@ -137,6 +146,18 @@ class ModelEntry(BaseModel):
     def is_human(self) -> bool:
         """A seat for a person (``spec = "human"``), played through ``agora serve``."""
         return self.spec == "human"
+
+
+def _check_finite(name: str, value: Any) -> None:
+    """ValueError naming ``name`` for a float that is infinite or NaN (in lists and tables too)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(f"{name}.{key}", item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_finite(f"{name}[{i}]", item)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} = {value} is not a finite number")
 
 
 MATCHUPS = ("ordered_pairs", "all_pairs", "same_model", "seats")
