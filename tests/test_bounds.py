@@ -159,3 +159,52 @@ def test_finite_strategy_parameters_still_play(tmp_path, capsys):
     study.write_text(text)
     rc, out, err = agora(capsys, "run", str(study), "--db", str(tmp_path / "ok.db"), "--quiet")
     assert rc == 0 and "6 games, 0 already done, 6 played, 0 errors" in out, err
+
+
+# item 6: a damaged database is named as such ------------------------------------------------
+
+@pytest.fixture
+def played(tmp_path, capsys):
+    """A finished study of 120 scripted games: (study file, database)."""
+    study, db = tmp_path / "done.toml", tmp_path / "done.db"
+    study.write_text(SCRIPTED.format(name="done", repeats=20))
+    rc, out, err = agora(capsys, "run", str(study), "--db", str(db), "--quiet")
+    assert rc == 0 and "120 played" in out, err
+    with sqlite3.connect(db) as conn:
+        conn.execute("pragma wal_checkpoint(truncate)")
+    return study, db
+
+
+def _break_page(db: Path, table: str) -> None:
+    """Overwrite the cell pointers of ``table``'s root page (an interior page: the table spans
+    several pages), as a torn write or a bad disk sector would."""
+    with sqlite3.connect(db) as conn:
+        page_size = conn.execute("pragma page_size").fetchone()[0]
+        root = conn.execute("select rootpage from sqlite_master where name = ?", (table,)).fetchone()[0]
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * page_size)
+        assert f.read(1) == b"\x05"  # an interior table page
+        f.seek((root - 1) * page_size + 12)
+        f.write(b"\xff" * 32)
+
+
+def test_a_database_that_fails_the_integrity_check_is_refused_in_one_line(played, tmp_path, capsys):
+    study, db = played
+    _break_page(db, "turns")  # the games table, read by `run`, is intact
+    before = db.read_bytes()
+    line = one_line_error(*agora(capsys, "run", str(study), "--db", str(db), "--quiet")[::2], "damaged", str(db), ".recover")
+    assert "already done" not in line
+    assert db.read_bytes() == before  # nothing written to it
+    one_line_error(*agora(capsys, "report", str(study), "--db", str(db), "--out", str(tmp_path / "rep"))[::2], "damaged", ".recover")
+    one_line_error(*agora(capsys, "export", str(study), "--db", str(db), "--out", str(tmp_path / "g.csv"))[::2], "damaged")
+
+
+def test_undecodable_text_in_a_database_is_named_damage_not_a_traceback(played, tmp_path, capsys):
+    study, db = played
+    with sqlite3.connect(db) as conn:
+        conn.execute("update turns set raw = cast(x'41ff42' as text) where rowid in (select rowid from turns limit 2)")
+        conn.execute("update games set error = cast(x'c3' as text) where rowid in (select rowid from games limit 1)")
+        conn.commit()
+        conn.execute("pragma wal_checkpoint(truncate)")
+    one_line_error(*agora(capsys, "report", str(study), "--db", str(db), "--out", str(tmp_path / "rep"))[::2], "damaged", "decode", ".recover")
+    one_line_error(*agora(capsys, "export", str(study), "--db", str(db), "--table", "turns", "--out", str(tmp_path / "t.csv"))[::2], "damaged")

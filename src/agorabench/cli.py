@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -350,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     import sqlalchemy
 
     from .redact import redact
-    from .store.store import StoreError
+    from .store.store import StoreError, damaged, is_damage
 
     args = build_parser().parse_args(argv)
     previous = _stop_on_sigterm()
@@ -359,8 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     except (StudyError, StoreError) as exc:
         print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
-    except sqlalchemy.exc.SQLAlchemyError as exc:
-        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+    except (sqlalchemy.exc.SQLAlchemyError, sqlite3.Error) as exc:
+        detail = (str(getattr(exc, "orig", None) or exc).splitlines() or [type(exc).__name__])[0]
+        if is_damage(detail):  # e.g. text that is not UTF-8, a page that does not fit
+            print(f"agora: error: {damaged(getattr(args, 'db', None) or 'the database', detail)}", file=sys.stderr)
+            return 2
         print(f"agora: error: database: {redact(detail)} (is --db a complete agorabench database?)", file=sys.stderr)
         return 2
     except OSError as exc:
