@@ -208,3 +208,106 @@ def test_undecodable_text_in_a_database_is_named_damage_not_a_traceback(played, 
         conn.execute("pragma wal_checkpoint(truncate)")
     one_line_error(*agora(capsys, "report", str(study), "--db", str(db), "--out", str(tmp_path / "rep"))[::2], "damaged", "decode", ".recover")
     one_line_error(*agora(capsys, "export", str(study), "--db", str(db), "--table", "turns", "--out", str(tmp_path / "t.csv"))[::2], "damaged")
+
+
+# item 2: a study's size is bounded, counted before it is expanded ----------------------------
+
+def _models(names) -> str:
+    return "".join(f'[[models]]\nname = "{n}"\nspec = "strategy/self-max"\n' for n in names)
+
+
+OVERSIZED = {
+    # 10,000 models in ordered pairs: 3 x 9,999 x 10,000 games
+    "models": (SCRIPTED.format(name="huge", repeats=1).split("[[models]]")[0] + _models(f"m{i}" for i in range(10_000)), "299,970,000 games"),
+    # a grid of 10^10 configurations (never built)
+    "grid": (
+        SCRIPTED.format(name="grid", repeats=1).replace('matrix = ["M1", "M2", "M3"]', "\n".join(f"k{j} = [{', '.join(str(v) for v in range(100))}]" for j in range(5))),
+        "10,000,000,000 configurations",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OVERSIZED))
+def test_an_oversized_study_is_refused_in_one_line_before_it_is_expanded(kind, tmp_path):
+    """In a process limited to 1.5 GB of address space: expanding first (the old way) runs out
+    of memory long before the end."""
+    text, count = OVERSIZED[kind]
+    study, db = tmp_path / "huge.toml", tmp_path / "huge.db"
+    study.write_text(text)
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000));"
+        "from agorabench.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", code, "run", str(study), "--db", str(db), "--quiet"], env=env, capture_output=True, text=True, timeout=120)
+    line = one_line_error(proc.returncode, proc.stderr, count, "max_games = 10,000,000")
+    assert "Traceback" not in proc.stderr and not db.exists(), line
+
+
+def test_max_games_is_set_in_the_study_file(tmp_path, capsys):
+    text = SCRIPTED.format(name="capped", repeats=2)  # 2 pairs x 3 matrices x 2 repeats = 12 games
+    study, db = tmp_path / "capped.toml", tmp_path / "capped.db"
+    study.write_text(text.replace("repeats = 2", "repeats = 2\nmax_games = 11"))
+    one_line_error(*agora(capsys, "run", str(study), "--db", str(db), "--quiet")[::2], "12 games", "max_games = 11")
+    assert not db.exists()
+    study.write_text(text.replace("repeats = 2", "repeats = 2\nmax_games = 12"))
+    rc, out, err = agora(capsys, "run", str(study), "--db", str(db), "--quiet")
+    assert rc == 0 and "12 games, 0 already done, 12 played" in out, err
+    study.write_text(text.replace("repeats = 2", "repeats = 2\nmax_games = 0"))
+    one_line_error(*agora(capsys, "run", str(study), "--db", str(db), "--quiet")[::2], "max_games")
+
+
+def test_parts_count_together_against_max_games(tmp_path, capsys):
+    text = """
+name = "two"
+max_games = 10
+[[parts]]
+game = "envy.points"
+[parts.grid]
+matrix = ["M1", "M2", "M3"]
+[[parts]]
+game = "envy.points"
+[parts.grid]
+matrix = ["M1", "M2", "M3"]
+peer_status = ["lagging"]
+""" + _models(["a", "b"])
+    study = tmp_path / "two.toml"
+    study.write_text(text)  # 6 games per part, 12 in all
+    one_line_error(*agora(capsys, "run", str(study), "--db", str(tmp_path / "two.db"), "--quiet")[::2], "12 games", "max_games = 10")
+
+
+SAMPLED_SEATS = """
+name = "samp"
+game = "glee.bargaining"
+matchups = "{matchups}"
+seats = [{{ alice = "a", bob = "b" }}, {{ alice = "b", bob = "a" }}, {{ alice = "a", bob = "b" }}]
+sample = 3
+seed = 5
+repeats = 2
+[grid]
+delta_a = [0.8, 0.9, 0.95]
+delta_b = [0.8, 0.9]
+money = [100, 1000]
+[[models]]
+name = "a"
+spec = "strategy/spe"
+[[models]]
+name = "b"
+spec = "strategy/always-accept"
+[[models]]
+name = "c"
+spec = "strategy/spe"
+"""
+
+
+@pytest.mark.parametrize("study", sorted((ROOT / "studies").glob("*.toml")) + ["seats", "all_pairs", "ordered_pairs"], ids=str)
+def test_the_count_is_the_number_of_games_expanded(study, tmp_path):
+    from agorabench.core.study import load_study
+
+    if isinstance(study, str):
+        path = tmp_path / f"{study}.toml"
+        path.write_text(SAMPLED_SEATS.format(matchups=study))
+        study = path
+    loaded = load_study(study)
+    specs = loaded.expand()
+    assert loaded.count_games() == len(specs) == len({s.id for s in specs})

@@ -29,7 +29,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .redact import redact
 
     study = load_study(args.study, models=args.model)
-    study.expand()  # a design without games is an error before any database is touched
+    study.check_size()  # a design without games, or too large, is an error before any database is touched
     db = args.db or _default_db(args.study)
     if args.executor == "ray":
         return _run_ray(args, study.name, db)

@@ -146,26 +146,30 @@ class Runner:
                 raise StudyError(f"strategy/{key}: bad parameters {entry.params}: {str(exc).splitlines()[0]}") from None
         return LLMAgent(self._model(entry), sample=spec.id, constrained=entry.constrained)
 
-    def check_models(self) -> None:
-        """Fail fast, before any game, on an unknown model or strategy (one-line errors)."""
-        specs = self.study.expand()
-        if not specs:
-            return
-        first = {}
+    def check_models(self, specs: list[GameSpec] | None = None) -> None:
+        """Fail fast, before any game, on an unknown model or strategy (one-line errors);
+        ``specs``: the study's games when already expanded."""
+        if specs is None:
+            specs = self.study.expand()
+        first: dict[str, GameSpec] = {}
+        used: dict[str, set[str]] = {}
         for s in specs:
             first.setdefault(s.game, s)
+            used.setdefault(s.game, set()).update(s.seats.values())
         for game, spec in first.items():
-            for role_model in {m for s in specs if s.game == game for m in s.seats.values()}:
+            for role_model in used[game]:
                 if not self.study.models[role_model].is_human:
                     self._player(self.study.models[role_model], spec)
 
     async def probe_models(self, specs: list[GameSpec]) -> None:
         """One cheap request per hosted model the games need; StudyError naming every dead
         backend (unreachable, unauthorised, wrong model name) before any game starts."""
+        names = sorted({m for s in specs for m in s.seats.values()})
+        if all(self.study.models[name].is_strategy for name in names):
+            return  # nothing to probe (and no HTTP client to import: a second before the first game)
         from ..models.openai_compat import OpenAICompatBackend
         from ..models.probe import probe_openai
 
-        names = sorted({m for s in specs for m in s.seats.values()})
         checks = {}
         for name in names:
             entry = self.study.models[name]
@@ -234,16 +238,16 @@ class Runner:
         return status
 
     async def run(self) -> RunStats:
-        specs = self.study.expand()
-        if self.only is not None:
-            specs = [s for s in specs if s.id in self.only]
+        everything = self.study.expand()  # once: a 100,000-game design takes about a second
+        specs = everything if self.only is None else [s for s in everything if s.id in self.only]
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         done = self.store.done_ids(self.study.name)
-        specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
+        if any(entry.is_human for entry in self.study.models.values()):
+            specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
         todo = [s for s in specs if s.id not in done]
         self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))
         try:
-            self.check_models()
+            self.check_models(everything)
             if self.probe and todo:
                 await self.probe_models(todo)
         except BaseException:
