@@ -248,7 +248,7 @@ class StudyFile(BaseModel):
         return list(dict.fromkeys(p.game for p in self.parts)) if self.parts else [self.game]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GameSpec:
     """One game to play: the game, its configuration, who sits where, which repeat."""
 
@@ -505,10 +505,11 @@ class Study:
             # the JSON texts of game_digest and nature_seed, built around the repeat from parts dumped once
             ident = _json_around({**fixed, "config": cfg_json, "seats": _json({r: entries[m] for r, m in seats.items()})}, "repeat")
             situation = _json_around({"game": fixed["game"], "config": cfg_json, "seed": fixed["seed"]}, "repeat")
+            seats = dict(seats)  # one dict shared by the cell's repeats (as ``cfg`` is), never changed
             for repeat in range(self.file.repeats):
                 digest = hashlib.sha256(f"{ident[0]}{repeat}{ident[1]}".encode()).hexdigest()[:24]
                 nature = int(hashlib.sha256(f"{situation[0]}{repeat}{situation[1]}".encode()).hexdigest()[:16], 16)
-                yield GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed, nature)
+                yield GameSpec(digest, part.game, cfg, seats, repeat, int(digest[:12], 16) ^ self.file.seed, nature)
 
 
 def _expand_seats(seat: dict[str, str], roles: tuple[str, ...]) -> dict[str, str]:
