@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     from .store.store import StoreError, damaged, is_damage
 
     args = build_parser().parse_args(argv)
-    previous = _stop_on_sigterm()
+    previous = _stop_on_sigterm() if args.command == "run" else None  # `serve` has its own
     try:
         return args.func(args)
     except (StudyError, StoreError) as exc:
