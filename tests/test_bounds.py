@@ -311,3 +311,30 @@ def test_the_count_is_the_number_of_games_expanded(study, tmp_path):
     loaded = load_study(study)
     specs = loaded.expand()
     assert loaded.count_games() == len(specs) == len({s.id for s in specs})
+
+
+def test_a_large_allowed_study_streams_instead_of_expanding_first(tmp_path):
+    """5.4 million games (6 strategies in 30 ordered pairs x 3 matrices x 60,000 repeats), in a
+    process limited to 1.5 GB of address space: the games are generated as they are claimed, so
+    the first ones are stored and a stop keeps them (expanding first needs several GB)."""
+    names = ["always-b", "self-max", "spiteful", "random", "fehr-schmidt", "fehr-schmidt-logit"]
+    study, db = tmp_path / "large.toml", tmp_path / "large.db"
+    study.write_text(SCRIPTED.format(name="large", repeats=60_000).split("[[models]]")[0] + "".join(f'[[models]]\nname = "{n}"\nspec = "strategy/{n}"\n' for n in names))
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000));"
+        "from agorabench.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", code, "run", str(study), "--db", str(db), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # generous: the first games are stored within seconds
+    while _stored(db) < 100 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    running = proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    assert running and proc.returncode == 130, err
+    assert _stored(db) >= 100 and "Traceback" not in err

@@ -438,6 +438,23 @@ class Study:
             raise StudyError(self._no_games())
         return specs
 
+    def first_games(self) -> dict[str, tuple[GameSpec, set[str]]]:
+        """Per game the study plays: its first game and the models seated in any of its games,
+        found without expanding the design (every model when the study does not list seats)."""
+        out: dict[str, tuple[GameSpec, set[str]]] = {}
+        for part in self._parts():
+            first = next(iter(self._expand_part(part)), None)
+            if first is None:
+                continue
+            if self.file.matchups == "seats":
+                game_cls = self.game_class(part.game)
+                roles = {game_cls.roles(c) for c in self.configurations(part)}
+                names = {m for r in roles for seat in self._seat_list(r) for m in seat.values()}
+            else:
+                names = set(self.models)
+            out.setdefault(part.game, (first, set()))[1].update(names)
+        return out
+
     def check_size(self) -> int:
         """The number of games, counted without expanding the design; StudyError for a design
         with no game or more than ``max_games``."""
