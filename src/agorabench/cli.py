@@ -11,8 +11,12 @@ that would cover nothing is an error saying why.
 from __future__ import annotations
 
 import argparse
+import signal
+import sqlite3
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .core.study import StudyError, load_study
@@ -32,7 +36,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     problem = one_model_for_pairs(study) if args.model else None
     if problem:
         raise StudyError(problem)
-    study.expand()  # a design without games is an error before any database is touched
+    study.check_size()  # a design without games, or too large, is an error before any database is touched
     db = args.db or _default_db(args.study)
     if args.executor == "ray":
         return _run_ray(args, study.name, db)
@@ -383,16 +387,20 @@ def main(argv: list[str] | None = None) -> int:
     import sqlalchemy
 
     from .redact import redact
-    from .store.store import StoreError
+    from .store.store import StoreError, damaged, is_damage
 
     args = build_parser().parse_args(argv)
+    previous = _stop_on_sigterm() if args.command == "run" else None  # `serve` has its own
     try:
         return args.func(args)
     except (StudyError, StoreError) as exc:
         print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
-    except sqlalchemy.exc.SQLAlchemyError as exc:
-        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+    except (sqlalchemy.exc.SQLAlchemyError, sqlite3.Error) as exc:
+        detail = (str(getattr(exc, "orig", None) or exc).splitlines() or [type(exc).__name__])[0]
+        if is_damage(detail):  # e.g. text that is not UTF-8, a page that does not fit
+            print(f"agora: error: {damaged(getattr(args, 'db', None) or 'the database', detail)}", file=sys.stderr)
+            return 2
         print(f"agora: error: database: {redact(detail)} (is --db a complete agorabench database?)", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -402,6 +410,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agora: interrupted; finished games are stored, run again to resume", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM stops a command as Ctrl-C does (same message, finished games stored, status
+    130): it calls whatever handles SIGINT now (the event loop's, which cancels the run, or
+    Python's, which raises KeyboardInterrupt). Returns the handler it replaced (None: not the
+    main thread, nothing installed)."""
+
+    def on_term(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # SIGINT ignored or default at the C level: stop all the same
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, on_term)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ people (through a desk: the web app's view of one participant)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -39,11 +40,34 @@ class LLMAgent:
         return Reply(text=c.text, usage=Usage(c.prompt_tokens, c.completion_tokens, cost), latency=c.latency, cached=c.cached)
 
 
+def check_finite(name: str, value: Any) -> None:
+    """A parameter that is a number, or text that reads as one, must be finite: ValueError
+    naming the parameter and the value for infinity and NaN (in lists and tables too)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_finite(f"{name}.{key}", item)
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_finite(f"{name}[{i}]", item)
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return
+    if not math.isfinite(number):
+        raise ValueError(f"{name} = {value!r} is not a finite number")
+
+
 class Strategy:
     """A scripted player. Subclasses implement :meth:`decide` from ``request.prompt.observation``
     (and ``request.rng`` for randomised strategies); parameters come from the study file."""
 
     def __init__(self, **params: Any) -> None:
+        for key, value in params.items():
+            check_finite(key, value)
         self.params = params
 
     def decide(self, request: TurnRequest) -> Action:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
@@ -148,25 +149,23 @@ class Runner:
         return LLMAgent(self._model(entry), sample=spec.id, constrained=entry.constrained)
 
     def check_models(self) -> None:
-        """Fail fast, before any game, on an unknown model or strategy (one-line errors)."""
-        specs = self.study.expand()
-        if not specs:
-            return
-        first = {}
-        for s in specs:
-            first.setdefault(s.game, s)
-        for game, spec in first.items():
-            for role_model in {m for s in specs if s.game == game for m in s.seats.values()}:
+        """Fail fast, before any game, on an unknown model or strategy (one-line errors): each
+        model seated in a game of the study is built once for that game."""
+        for spec, used in self.study.first_games().values():
+            for role_model in used:
                 if not self.study.models[role_model].is_human:
                     self._player(self.study.models[role_model], spec)
 
-    async def probe_models(self, specs: list[GameSpec]) -> None:
-        """One cheap request per hosted model the games need; StudyError naming every dead
-        backend (unreachable, unauthorised, wrong model name) before any game starts."""
+    async def probe_models(self, specs: list[GameSpec] | None = None, names: set[str] | None = None) -> None:
+        """One cheap request per hosted model the games need (those seated in ``specs``, or
+        ``names``); StudyError naming every dead backend (unreachable, unauthorised, wrong model
+        name) before any game starts."""
+        names = sorted(names if names is not None else {m for s in specs or [] for m in s.seats.values()})
+        if all(self.study.models[name].is_strategy for name in names):
+            return  # nothing to probe (and no HTTP client to import: a second before the first game)
         from ..models.openai_compat import OpenAICompatBackend
         from ..models.probe import probe_openai
 
-        names = sorted({m for s in specs for m in s.seats.values()})
         checks = {}
         for name in names:
             entry = self.study.models[name]
@@ -235,26 +234,38 @@ class Runner:
         return status
 
     async def run(self) -> RunStats:
-        specs = self.study.expand()
-        if self.only is not None:
-            specs = [s for s in specs if s.id in self.only]
+        streamed = self.only is None and not any(entry.is_human for entry in self.study.models.values())
+        if streamed:
+            # the games are counted, not listed, and generated as the workers claim them: a
+            # design of 10^7 games starts at once and holds only the ids already done
+            total = self.study.check_size()
+        else:  # an executor's share, or people in seats (they play through `agora serve`)
+            specs = self.study.expand()
+            if self.only is not None:
+                specs = [s for s in specs if s.id in self.only]
+            specs = [s for s in specs if not self.study.has_human(s)]
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         self.store.record_run(self.study.name, run_seating(self.study))  # reports count its games as the study's
         done = self.store.done_ids(self.study.name)
-        specs = [s for s in specs if not self.study.has_human(s)]  # people play through `agora serve`
-        todo = [s for s in specs if s.id not in done]
-        self.stats = RunStats(total=len(specs), skipped=len(specs) - len(todo))
+        source: Iterator[GameSpec]
+        if streamed:
+            # the design's games already done: one pass over the ids (none for a fresh study)
+            skipped = sum(1 for s in self.study.iter_specs() if s.id in done) if done else 0
+            source = (s for s in self.study.iter_specs() if s.id not in done)
+            n_todo, names = total - skipped, {m for _, used in self.study.first_games().values() for m in used}
+        else:
+            todo = [s for s in specs if s.id not in done]
+            total, skipped, n_todo, source = len(specs), len(specs) - len(todo), len(todo), iter(todo)
+            names = {m for s in todo for m in s.seats.values()}
+        self.stats = RunStats(total=total, skipped=skipped)
         try:
             self.check_models()
-            if self.probe and todo:
-                await self.probe_models(todo)
+            if self.probe and n_todo:
+                await self.probe_models(names=names)
         except BaseException:
             for model in self.models.values():
                 await model.aclose()
             raise
-        queue: asyncio.Queue[GameSpec] = asyncio.Queue()
-        for s in todo:
-            queue.put_nowait(s)
 
         claimed: collections.deque[GameSpec] = collections.deque()
 
@@ -262,10 +273,12 @@ class Runner:
             while self.failure is None:
                 try:
                     if not claimed:
-                        self._claim_batch(queue, claimed)
+                        self._claim_batch(source, claimed)
                     if not claimed:
                         return
                     await self.play_one(claimed.popleft())
+                    # a game of scripted players never waits: yield, so Ctrl-C (a cancellation) lands
+                    await asyncio.sleep(0)
                 except StoreError as exc:
                     self.failure = self.failure or exc
 
@@ -273,7 +286,7 @@ class Runner:
         if self.progress:
             view = self.progress if isinstance(self.progress, ProgressView) else ProgressView()
             view.start(self.study.name)
-        reporter = asyncio.create_task(self._report_progress(view, len(todo))) if view else None
+        reporter = asyncio.create_task(self._report_progress(view, n_todo)) if view else None
         # finished games and new answers are written on a worker thread while the loop goes on;
         # a cache of another kind that needs flushing keeps every write on the loop's thread
         if isinstance(self.cache, SQLCache) or getattr(self.cache, "flush", None) is None:
@@ -283,14 +296,14 @@ class Runner:
         try:
             try:
                 with self.writer.grouped():  # group commit while the study runs; the rest on leaving
-                    await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+                    await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, n_todo)))))
             except StoreError as exc:
                 self.failure = self.failure or exc
-            try:
+        finally:
+            try:  # also when stopped (Ctrl-C, SIGTERM): the games not played are free at once
                 self.store.release_all(self.owner)
             except Exception:  # the claims expire by themselves
                 pass
-        finally:
             beat.cancel()
             committer.cancel()
             if reporter:
@@ -304,7 +317,7 @@ class Runner:
                 except StoreError as exc:
                     self.failure = self.failure or exc
             if view:
-                view.show(self.snapshot(len(todo)), final=True)
+                view.show(self.snapshot(n_todo), final=True)
                 view.stop()
         if self.failure is not None:
             raise StoreError(
@@ -313,15 +326,17 @@ class Runner:
             )
         return self.stats
 
-    def _claim_batch(self, queue: asyncio.Queue[GameSpec], claimed: collections.deque[GameSpec]) -> None:
-        """Take the next games off ``queue`` and claim them in one transaction (at most
-        ``CLAIM_BATCH`` and the run's concurrency), until one is ours to play or the queue is empty. Games another live
+    def _claim_batch(self, source: Iterator[GameSpec], claimed: collections.deque[GameSpec]) -> None:
+        """Take the next games from ``source`` and claim them in one transaction (at most
+        ``CLAIM_BATCH`` and the run's concurrency), until one is ours to play or ``source`` is exhausted. Games another live
         process holds are left to it; games finished meanwhile (by another process) are skipped.
         A claim is kept until the run ends: with group commit a played game may still wait to be
         written, and a released claim would let another process play it again."""
-        while not claimed and not queue.empty():
+        while not claimed:
             # no more ahead than the games in flight: other processes sharing the study get their part
-            batch = [queue.get_nowait() for _ in range(min(CLAIM_BATCH, max(1, self.concurrency), queue.qsize()))]
+            batch = list(itertools.islice(source, min(CLAIM_BATCH, max(1, self.concurrency))))
+            if not batch:
+                return
             ids = [s.id for s in batch]
             try:
                 mine = self.store.claim_many(ids, self.study.name, self.owner, self.claim_ttl)

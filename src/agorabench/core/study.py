@@ -40,13 +40,15 @@ the new cells.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import json
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Iterator, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -63,8 +65,10 @@ class StudyError(ValueError):
     """A study file that cannot be used; the message names the problem."""
 
 
-#: Most games one study may expand to (a typo like ``repeats = 100000000`` fails at once).
-MAX_GAMES = 1_000_000
+#: Most games one study may expand to unless its file sets ``max_games`` (a typo like
+#: ``repeats = 100000000`` or 10,000 models in ordered pairs fails at once, counted before
+#: anything that grows with the design is allocated).
+MAX_GAMES = 10_000_000
 
 
 class ModelEntry(BaseModel):
@@ -116,6 +120,14 @@ class ModelEntry(BaseModel):
             data = {**data, "spec": spec.strip(), "base_url": url.strip() or None}
         return data
 
+    @field_validator("params")
+    @classmethod
+    def _finite_params(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """Every number in ``params`` is finite, as every other setting is (no inf, no NaN)."""
+        for key, value in v.items():
+            _check_finite(f"params.{key}", value)
+        return v
+
     @property
     def label(self) -> str:
         return self.display_name or self.name
@@ -143,6 +155,18 @@ class ModelEntry(BaseModel):
     def is_human(self) -> bool:
         """A seat for a person (``spec = "human"``), played through ``agora serve``."""
         return self.spec == "human"
+
+
+def _check_finite(name: str, value: Any) -> None:
+    """ValueError naming ``name`` for a float that is infinite or NaN (in lists and tables too)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(f"{name}.{key}", item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_finite(f"{name}[{i}]", item)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} = {value} is not a finite number")
 
 
 MATCHUPS = ("ordered_pairs", "all_pairs", "same_model", "seats")
@@ -190,6 +214,8 @@ class StudyFile(BaseModel):
     sample: int | None = Field(None, ge=1)
     prompts: str | None = None
     max_retries: int = Field(2, ge=0, le=20)
+    #: Most games the study may expand to; a larger design is refused before it is expanded.
+    max_games: int = Field(MAX_GAMES, ge=1, le=10**12)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     configs: list[dict[str, Any]] = Field(default_factory=list)
@@ -228,7 +254,7 @@ class StudyFile(BaseModel):
         return list(dict.fromkeys(p.game for p in self.parts)) if self.parts else [self.game]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GameSpec:
     """One game to play: the game, its configuration, who sits where, which repeat."""
 
@@ -335,40 +361,120 @@ class Study:
 
     def seatings(self, config: Any, game_cls: type[Game] | None = None) -> list[dict[str, str]]:
         """Role -> model name assignments for one configuration."""
-        roles = (game_cls or self.game_cls).roles(config)
+        return list(self._seatings((game_cls or self.game_cls).roles(config)))
+
+    def _seatings(self, roles: tuple[str, ...]) -> Iterator[dict[str, str]]:
+        """The seatings of a configuration with these roles, one at a time (10,000 models make
+        10^8 ordered pairs: they are never all in memory)."""
         names = list(self.models)
         mode = self.file.matchups
         if mode == "seats":
-            out = []
-            for seat in self.file.seats:
-                expanded = _expand_seats(seat, roles)
-                unknown = set(expanded.values()) - set(names)
-                if unknown:
-                    raise StudyError(f"study {self.name!r}: seats name unknown model(s) {sorted(unknown)}")
-                out.append(expanded)
-            return out
-        if mode == "same_model" or len(names) == 1:
-            return [{r: n for r in roles} for n in names]
-        if len(roles) == 1:
-            return [{roles[0]: n} for n in names]
-        if mode == "ordered_pairs":
-            return [dict(zip(roles, combo)) for combo in itertools.permutations(names, len(roles))]
-        return [dict(zip(roles, combo)) for combo in itertools.product(names, repeat=len(roles))]
+            yield from self._seat_list(roles)
+        elif mode == "same_model" or len(names) == 1:
+            yield from ({r: n for r in roles} for n in names)
+        elif len(roles) == 1:
+            yield from ({roles[0]: n} for n in names)
+        elif mode == "ordered_pairs":
+            yield from (dict(zip(roles, combo)) for combo in itertools.permutations(names, len(roles)))
+        else:
+            yield from (dict(zip(roles, combo)) for combo in itertools.product(names, repeat=len(roles)))
+
+    def _seat_list(self, roles: tuple[str, ...]) -> list[dict[str, str]]:
+        """The study file's ``seats`` for these roles (``matchups = "seats"``), checked."""
+        out = []
+        for seat in self.file.seats:
+            expanded = _expand_seats(seat, roles)
+            unknown = set(expanded.values()) - set(self.models)
+            if unknown:
+                raise StudyError(f"study {self.name!r}: seats name unknown model(s) {sorted(unknown)}")
+            out.append(expanded)
+        return out
+
+    def _count_seatings(self, roles: tuple[str, ...]) -> int:
+        """How many seatings :meth:`_seatings` yields, by arithmetic."""
+        n, mode = len(self.models), self.file.matchups
+        if mode == "seats":
+            return len(self._seat_list(roles))
+        if mode == "same_model" or n == 1 or len(roles) == 1:
+            return n
+        return math.perm(n, len(roles)) if mode == "ordered_pairs" else n ** len(roles)
+
+    def count_games(self) -> int:
+        """How many games the design expands to, counted without expanding it: per part,
+        configurations × seatings × repeats (sampled: each seating's ``min(sample, its
+        configurations)``). StudyError, naming the count, when it exceeds ``max_games``; a grid
+        with more configurations than that is refused before its configurations are built."""
+        limit, total, parts = self.file.max_games, 0, self._parts()
+        for n, part in enumerate(parts, 1):
+            raw = (math.prod(len(v) for v in part.grid.values()) if part.grid else 0) + len(part.configs)
+            if raw > limit:
+                raise StudyError(f"study {self.name!r}: the grid of {part.game} has {raw:,} configurations, more than max_games = {limit:,}; shrink the grid or raise max_games")
+            total += self._count_cells(part, self.configurations(part))
+            games = total * self.file.repeats
+            if games > limit:
+                at_least = "at least " if n < len(parts) else ""
+                raise StudyError(f"study {self.name!r} expands to {at_least}{games:,} games, more than max_games = {limit:,}; lower repeats, the grid or the models (or raise max_games in the study file)")
+        return total * self.file.repeats
+
+    def _count_cells(self, part: StudyPart, configs: list[Any]) -> int:
+        """(configuration, seating) cells of one part, by arithmetic."""
+        game_cls = self.game_class(part.game)
+        by_roles = collections.Counter(game_cls.roles(c) for c in configs)
+        k = self._sample(part)
+        cells = 0
+        for roles, n_configs in by_roles.items():
+            if k is None:
+                cells += n_configs * self._count_seatings(roles)
+            elif self.file.matchups == "seats":  # a seating listed twice is sampled from twice the cells
+                seen = collections.Counter(_json(seat) for seat in self._seat_list(roles))
+                cells += sum(min(k, m * n_configs) for m in seen.values())
+            else:
+                cells += self._count_seatings(roles) * min(k, n_configs)
+        return cells
 
     def has_human(self, spec: GameSpec) -> bool:
         """Whether a person sits in one of the game's seats."""
         return any(m in self.models and self.models[m].is_human for m in spec.seats.values())
 
     def expand(self) -> list[GameSpec]:
-        """Every game of the study; a design that yields no game at all is a StudyError."""
-        specs = []
-        for part in self._parts():
-            specs += self._expand_part(part)
-            if len(specs) > MAX_GAMES:
-                raise StudyError(f"study {self.name!r} expands to more than {MAX_GAMES:,} games; lower repeats or the grid")
+        """Every game of the study; a design that yields no game at all, or more than
+        ``max_games``, is a StudyError (counted first, see :meth:`count_games`)."""
+        specs = list(self.iter_specs())
         if not specs:
             raise StudyError(self._no_games())
         return specs
+
+    def first_games(self) -> dict[str, tuple[GameSpec, set[str]]]:
+        """Per game the study plays: its first game and the models seated in any of its games,
+        found without expanding the design (every model when the study does not list seats)."""
+        out: dict[str, tuple[GameSpec, set[str]]] = {}
+        for part in self._parts():
+            first = next(iter(self._expand_part(part)), None)
+            if first is None:
+                continue
+            if self.file.matchups == "seats":
+                game_cls = self.game_class(part.game)
+                roles = {game_cls.roles(c) for c in self.configurations(part)}
+                names = {m for r in roles for seat in self._seat_list(r) for m in seat.values()}
+            else:
+                names = set(self.models)
+            out.setdefault(part.game, (first, set()))[1].update(names)
+        return out
+
+    def check_size(self) -> int:
+        """The number of games, counted without expanding the design; StudyError for a design
+        with no game or more than ``max_games``."""
+        n = self.count_games()
+        if n == 0:
+            raise StudyError(self._no_games())
+        return n
+
+    def iter_specs(self) -> Iterator[GameSpec]:
+        """Every game of the study, one at a time and in :meth:`expand`'s order, after the
+        design has been counted against ``max_games`` (StudyError before the first game)."""
+        self.count_games()
+        for part in self._parts():
+            yield from self._expand_part(part)
 
     def _no_games(self) -> str:
         part = self._parts()[0]
@@ -378,39 +484,55 @@ class Study:
             return why + " (--model replaces a seat-based study's seats by every ordering of the given models; edit the seats in the study file instead)"
         return why + ' (use matchups = "same_model" or "seats", or list more models)'
 
-    def _expand_part(self, part: StudyPart) -> list[GameSpec]:
-        """Every (configuration, seating, repeat) of the part; with ``sample = N`` each seating
-        plays only its own N configurations (:func:`sample_indices`)."""
+    def _cells(self, part: StudyPart, configs: list[Any]) -> Iterator[tuple[int, dict[str, str]]]:
+        """The part's (configuration index, seating) cells in order, one at a time; with
+        ``sample = N`` each seating keeps only its own N configurations (:func:`sample_indices`
+        over the cells it appears in), in configuration order, only the sampled cells held."""
         game_cls = self.game_class(part.game)
-        configs = self.configurations(part)
-        cells = [(i, seats) for i, config in enumerate(configs) for seats in self.seatings(config, game_cls)]
-        if len(cells) * self.file.repeats > MAX_GAMES:
-            raise StudyError(f"study {self.name!r} expands to more than {MAX_GAMES:,} games; lower repeats or the grid")
         k = self._sample(part)
-        if k is not None:
-            by_seating: dict[str, list[tuple[int, dict[str, str]]]] = {}
-            for cell in cells:
-                by_seating.setdefault(json.dumps(cell[1], sort_keys=True), []).append(cell)
-            cells = []
-            for group in by_seating.values():
-                picks = sample_indices(len(group), k, group[0][1], part.game, self.file.seed)
-                cells += [group[j] for j in picks]
-            cells.sort(key=lambda cell: cell[0])
-        specs = []
+        if k is None:
+            for i, config in enumerate(configs):
+                for seats in self._seatings(game_cls.roles(config)):
+                    yield i, seats
+            return
+        # a seating's cells: every configuration whose roles it fills, as often as it is listed
+        by_roles: dict[tuple[str, ...], list[int]] = {}
+        for i, config in enumerate(configs):
+            by_roles.setdefault(game_cls.roles(config), []).append(i)
+        order: dict[str, int] = {}  # seatings in the order they first appear in the unsampled cells
+        picked: dict[int, list[tuple[int, dict[str, str]]]] = {}
+        for roles, indices in sorted(by_roles.items(), key=lambda item: item[1][0]):
+            listed = list(self._seatings(roles))
+            times = collections.Counter(_json(seat) for seat in listed)
+            for seats in listed:
+                key = _json(seats)
+                if key in order:
+                    continue
+                order[key] = len(order)
+                m = times[key]
+                for j in sample_indices(len(indices) * m, k, seats, part.game, self.file.seed):
+                    picked.setdefault(indices[j // m], []).append((order[key], seats))
+        for i in sorted(picked):
+            for _, seats in sorted(picked[i], key=lambda pick: pick[0]):
+                yield i, seats
+
+    def _expand_part(self, part: StudyPart) -> Iterator[GameSpec]:
+        """Every (configuration, seating, repeat) of the part, one at a time."""
+        configs = self.configurations(part)
         entries = {m: self.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for m in self.models}
         dumped = [configs[i].model_dump(mode="json") for i in range(len(configs))]
         fixed = {"study": _json(self.name), "game": _json(part.game), "seed": _json(self.file.seed), "prompts": _json(self.file.prompts)}
-        for i, seats in cells:
+        for i, seats in self._cells(part, configs):
             cfg = dumped[i]
             cfg_json = _json(cfg)
             # the JSON texts of game_digest and nature_seed, built around the repeat from parts dumped once
             ident = _json_around({**fixed, "config": cfg_json, "seats": _json({r: entries[m] for r, m in seats.items()})}, "repeat")
             situation = _json_around({"game": fixed["game"], "config": cfg_json, "seed": fixed["seed"]}, "repeat")
+            seats = dict(seats)  # one dict shared by the cell's repeats (as ``cfg`` is), never changed
             for repeat in range(self.file.repeats):
                 digest = hashlib.sha256(f"{ident[0]}{repeat}{ident[1]}".encode()).hexdigest()[:24]
                 nature = int(hashlib.sha256(f"{situation[0]}{repeat}{situation[1]}".encode()).hexdigest()[:16], 16)
-                specs.append(GameSpec(digest, part.game, cfg, dict(seats), repeat, int(digest[:12], 16) ^ self.file.seed, nature))
-        return specs
+                yield GameSpec(digest, part.game, cfg, seats, repeat, int(digest[:12], 16) ^ self.file.seed, nature)
 
 
 def _expand_seats(seat: dict[str, str], roles: tuple[str, ...]) -> dict[str, str]:

@@ -223,6 +223,7 @@ class Table:
         while True:
             request = TurnRequest(role, self.shown(role), prompt, action_type, retries, self._player_rngs[role], error)
             started = time.perf_counter()
+            await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
             reply = await player.act(request)
             latency += reply.latency or (time.perf_counter() - started)
             usage.prompt_tokens += reply.usage.prompt_tokens

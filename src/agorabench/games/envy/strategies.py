@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ...core.agents import Strategy
+from ...core.agents import Strategy, check_finite
 from ...core.table import TurnRequest
 from .point_allocation import OPTIONS, Choice, PointAllocation
 
@@ -59,6 +59,7 @@ class FehrSchmidtLogit(FehrSchmidt):
 
     def __init__(self, alpha: float = 0.5, beta: float = 0.25, lam: float = 1.0) -> None:
         super().__init__(alpha=alpha, beta=beta)
+        check_finite("lam", lam)
         self.params["lam"] = lam
         self.lam = float(lam)
 
