@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ matchups = "ordered_pairs"
 seed = 0
 
 [grid]
-matrix = ["M1", "M2", "M3"]
+matrix = {matrices}
 peer_status = ["leading", "lagging"]
 margin = ["significant"]
 peer_move = ["B"]
@@ -71,6 +72,7 @@ class Result:
     replies: str
     turns: int
     load: float
+    stopped: bool = False
 
 
 def usable_cores() -> list[int]:
@@ -104,7 +106,8 @@ def replies_digest(db: Path) -> tuple[str, int]:
     return h.hexdigest()[:12], len(rows)
 
 
-def run_once(variant: Variant, study: Path, tmp: Path, busy: int, n: int) -> Result:
+def run_once(variant: Variant, study: Path, tmp: Path, busy: int, n: int, timeout: float | None = None) -> Result:
+    """One ``agora run`` in its own process; stopped after ``timeout`` seconds (then its wall time is a lower bound)."""
     db = tmp / f"{variant.label}_{busy}_{n}.db"
     env = {**os.environ, "PYTHONPATH": str(variant.src), **variant.env}
     cmd = [sys.executable, "-m", "agorabench", "run", str(study), "--db", str(db), "--quiet"]
@@ -114,16 +117,22 @@ def run_once(variant: Variant, study: Path, tmp: Path, busy: int, n: int) -> Res
         load = os.getloadavg()[0]
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        timer = threading.Timer(timeout, proc.kill) if timeout else None
+        if timer:
+            timer.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
+        if timer:
+            timer.cancel()
     finally:
         stop(hogs)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    timed_out = bool(timeout) and wall >= timeout and proc.returncode != 0
+    if proc.returncode != 0 and not timed_out:
         raise SystemExit(f"{variant.label}: agora run failed ({proc.returncode}): {err.strip()[-500:]}")
-    digest, turns = replies_digest(db)
-    return Result(variant.label, busy, wall, usage.ru_maxrss / 1024, digest, turns, load)
+    digest, turns = replies_digest(db) if not timed_out else ("(stopped)", 0)
+    return Result(variant.label, busy, wall, usage.ru_maxrss / 1024, digest, turns, load, timed_out)
 
 
 def extract_src(rev: str, tmp: Path) -> Path:
@@ -149,8 +158,10 @@ def main() -> None:
     p.add_argument("--env", action="append", default=[], help="LABEL:KEY=VALUE,... a variant of this checkout with extra environment")
     p.add_argument("--no-after", action="store_true", help="leave out the plain variant of this checkout")
     p.add_argument("--busy", type=int, nargs="+", default=[0, 2], help="busy-loop processes during a run (default 0 2)")
+    p.add_argument("--timeout", type=float, help="stop a run after this many seconds and report its time as a lower bound")
     p.add_argument("--repeat", type=int, default=1, help="runs of each variant at each load")
     p.add_argument("--full", action="store_true", help="the demo study (studies/demo.toml) instead of the reduced one")
+    p.add_argument("--matrices", type=int, choices=[1, 2, 3], default=3, help="reduced study: payoff matrices M1.. played (4 games each; default 3)")
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory() as d:
@@ -165,16 +176,16 @@ def main() -> None:
             study = ROOT / "studies" / "demo.toml"
         else:
             study = tmp / "demo_reduced.toml"
-            study.write_text(REDUCED)
+            study.write_text(REDUCED.replace("{matrices}", repr([f"M{i + 1}" for i in range(args.matrices)]).replace("'", '"')))
         results: list[Result] = []
         for n in range(args.repeat):
             for busy in args.busy:
                 for v in variants:
-                    r = run_once(v, study, tmp, busy, n)
+                    r = run_once(v, study, tmp, busy, n, args.timeout)
                     results.append(r)
-                    print(f"# {v.label} busy={busy}: {r.wall:.1f} s, peak RSS {r.peak_rss_mb:.0f} MB, load {r.load:.1f}, {r.turns} turns, replies {r.replies}", flush=True)
+                    print(f"# {v.label} busy={busy}: {'> ' if r.stopped else ''}{r.wall:.1f} s, peak RSS {r.peak_rss_mb:.0f} MB, load {r.load:.1f}, {r.turns} turns, replies {r.replies}", flush=True)
 
-    print(f"\n{len(usable_cores())} usable cores; study: {'studies/demo.toml' if args.full else 'reduced demo (12 games)'}; {args.repeat} run(s) each\n")
+    print(f"\n{len(usable_cores())} usable cores; study: {'studies/demo.toml' if args.full else f'reduced demo ({4 * args.matrices} games)'}; {args.repeat} run(s) each\n")
     print("| variant | busy loops | wall time (s) | × its idle time | peak RSS (MB) | load avg (1 min) at start |")
     print("|---|---|---|---|---|---|")
     for v in variants:
@@ -182,9 +193,10 @@ def main() -> None:
         for busy in args.busy:
             rs = [r for r in results if r.variant == v.label and r.busy == busy]
             wall = sum(r.wall for r in rs) / len(rs)
-            ratio = f"{wall / (sum(idle) / len(idle)):.2f}" if idle else "-"
-            print(f"| {v.label} | {busy} | {wall:.1f} | {ratio} | {max(r.peak_rss_mb for r in rs):.0f} | {sum(r.load for r in rs) / len(rs):.1f} |")
-    digests = {r.replies for r in results}
+            more = "> " if any(r.stopped for r in rs) else ""
+            ratio = f"{more}{wall / (sum(idle) / len(idle)):.2f}" if idle else "-"
+            print(f"| {v.label} | {busy} | {more}{wall:.1f} | {ratio} | {max(r.peak_rss_mb for r in rs):.0f} | {sum(r.load for r in rs) / len(rs):.1f} |")
+    digests = {r.replies for r in results if not r.stopped}
     print(f"\nstored replies identical in every run: {'yes' if len(digests) == 1 else 'NO: ' + ', '.join(sorted(digests))}")
 
 
