@@ -4,6 +4,8 @@ on the prefix-state cache (a study-file setting, an environment variable and a d
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -98,7 +100,27 @@ def test_cache_bound_from_the_study_file_reaches_llama_cpp(monkeypatch):
     backend = build_backend(ModelEntry(name="smol", spec="local", state_cache_mb=48))
     assert backend.state_cache_bytes == 48 << 20
     assert backend._model().cache.capacity_bytes == 48 << 20
-    assert os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" or "OMP_WAIT_POLICY" in os.environ
+
+
+WAITS = """
+from agorabench.models.embedded import EmbeddedBackend
+EmbeddedBackend(n_threads=1, state_cache_bytes=0)._model()
+"""
+
+
+@pytest.mark.llm
+@pytest.mark.parametrize(("policy", "spins"), [(None, "0"), ("ACTIVE", "30000000000")])
+def test_waiting_threads_sleep_unless_the_environment_says_otherwise(policy, spins):
+    """llama.cpp's OpenMP runtime reads its waiting policy once, when llama_cpp is first
+    imported: it must see PASSIVE (spin count 0) unless the user chose a policy. OpenMP's own
+    default spins for about 300,000 rounds, which stalls the demo on a busy machine."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"  # the runtime prints its settings when it loads
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    out = subprocess.run([sys.executable, "-c", WAITS], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"GOMP_SPINCOUNT = '{spins}'" in out.stderr, out.stderr
 
 
 def _messages(turns: int) -> list[dict[str, str]]:
