@@ -197,7 +197,8 @@ def main() -> None:
             ratio = f"{more}{wall / (sum(idle) / len(idle)):.2f}" if idle else "-"
             print(f"| {v.label} | {busy} | {more}{wall:.1f} | {ratio} | {max(r.peak_rss_mb for r in rs):.0f} | {sum(r.load for r in rs) / len(rs):.1f} |")
     digests = {r.replies for r in results if not r.stopped}
-    print(f"\nstored replies identical in every run: {'yes' if len(digests) == 1 else 'NO: ' + ', '.join(sorted(digests))}")
+    verdict = "not compared (no run finished)" if not digests else "yes" if len(digests) == 1 else "NO: " + ", ".join(sorted(digests))
+    print(f"\nstored replies identical in every finished run: {verdict}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def embedded_model_path() -> Path:
 
 #: Bound of the prefix-state cache in MiB unless a model entry's ``state_cache_mb`` or the
 #: environment variable ``AGORA_STATE_CACHE_MB`` says otherwise (0 turns the cache off).
-DEFAULT_STATE_CACHE_MB = 256
+DEFAULT_STATE_CACHE_MB = 128
 
 
 def usable_cores() -> int:
