@@ -94,7 +94,7 @@ def test_bad_cache_environment_stops_the_run_with_one_line(write_study, tmp_path
 
 
 @pytest.mark.llm
-def test_cache_bound_from_the_study_file_reaches_llama_cpp(monkeypatch):
+def test_cache_bound_from_the_study_file_reaches_llama_cpp():
     from agorabench.core.runner import build_backend
 
     backend = build_backend(ModelEntry(name="smol", spec="local", state_cache_mb=48))
