@@ -45,7 +45,7 @@ def build_backend(entry: ModelEntry):
     if spec == "local" or spec.startswith("local/"):
         from ..models.embedded import shared_embedded_backend
 
-        return shared_embedded_backend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"))
+        return shared_embedded_backend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"), state_cache_mb=entry.state_cache_mb)
     provider, sep, model_name = spec.partition("/")
     if sep and provider == "anthropic":
         from ..models.anthropic import AnthropicBackend

@@ -79,7 +79,7 @@ class ModelEntry(BaseModel):
 
     #: Fields that say how calls are made, not what a game is: left out of game ids, so changing
     #: them never replays finished games.
-    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "price_cached_input"})
+    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "price_cached_input", "state_cache_mb"})
 
     name: str = Field(min_length=1)
     spec: str = Field(min_length=1)
@@ -106,6 +106,8 @@ class ModelEntry(BaseModel):
     adaptive_concurrency: bool = True
     #: Anthropic: mark the append-only transcript for the server's prompt cache.
     prompt_caching: bool = True
+    #: The embedded model (``local``): MiB of saved prefix states kept (None: the default; 0: none).
+    state_cache_mb: int | None = Field(None, ge=0)
     params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
