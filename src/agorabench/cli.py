@@ -11,6 +11,7 @@ that would cover nothing is an error saying why.
 from __future__ import annotations
 
 import argparse
+import collections
 import signal
 import sqlite3
 import sys
@@ -295,6 +296,42 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """List stored commons games whose prompts carry another agent's turn line or text of another
+    language or scenario (the render memo defect before prompt version commons-5); exit status 1
+    when there are any. ``--forget`` deletes them so that the next ``run`` plays them again."""
+    from .games.commons.audit import problems
+    from .store.store import Store
+
+    db = args.db
+    if "://" not in db and not Path(db).exists():
+        raise StudyError(f"database not found: {db}")
+    store = Store(db, read_only=not args.forget)
+    try:
+        checked, bad, versions = 0, [], collections.Counter()
+        for gid, study, config, version, transcripts in store.game_transcripts("commons", args.study):
+            checked += 1
+            found = problems(config or {}, transcripts)
+            if found:
+                bad.append(gid)
+                versions[version] += 1
+                print(f"{gid}  {study}  {version}  {found[0]}" + (f"  (+{len(found) - 1} more)" if len(found) > 1 else ""))
+        if not checked:
+            print(f"no commons games stored in {db}" + (f" for study {args.study!r}" if args.study else ""))
+            return 0
+        by_version = ", ".join(f"{v or 'unversioned'}: {n}" for v, n in sorted(versions.items()))
+        print(f"{len(bad)} of {checked} commons game(s) have prompts of another agent, language or scenario" + (f" ({by_version})" if bad else ""))
+        if bad and args.forget:
+            n = store.forget_games(bad)
+            print(f"deleted {n} game(s); `agora run` on the study plays them again")
+            return 0
+        if bad:
+            print("run `agora check DB --forget` to delete them, then `agora run STUDY` to play them again", file=sys.stderr)
+        return 1 if bad else 0
+    finally:
+        store.dispose()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
     p.add_argument("--version", action="version", version=f"agora {__version__}")
@@ -366,6 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
     sv.set_defaults(func=cmd_serve)
+
+    ck = sub.add_parser("check", help="list stored commons games whose prompts belong to another agent, language or scenario")
+    ck.add_argument("db", help="SQLite path or database URL")
+    ck.add_argument("--study", help="only this study's games")
+    ck.add_argument("--forget", action="store_true", help="delete the affected games so that the next run plays them again")
+    ck.set_defaults(func=cmd_check)
 
     m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")
     m.add_argument("db", help="SQLite path or database URL")

@@ -92,21 +92,51 @@ class Prompts:
                 return path.read_text().strip()
         return "0"
 
-    def render(self, name: str, **values: Any) -> str:
+    def render(self, name: str, /, **values: Any) -> str:
         """The template ``name`` filled with ``values``. Rendering is a pure function of the
-        values, so recent results are reused (keyed by the values' repr): a large study renders
-        the same few prompts for thousands of games."""
-        key = (name, repr(sorted(values.items())))
-        text = self._rendered.get(key)
+        values, so recent results are reused when every value is plain data (text, numbers,
+        booleans, None, and lists, tuples and dicts of them), keyed by the values themselves
+        with their types (``1``, ``1.0``, ``True`` and ``"1"`` are four keys). A value of any other
+        kind (a function, an object) is rendered every time: its repr says nothing of what it
+        renders to, and a memory address that Python reuses once led to prompts meant for
+        another agent, language or scenario."""
+        key = _memo_key(name, values)
+        text = self._rendered.get(key) if key is not None else None
         if text is None:
             template = self._templates.get(name)
             if template is None:
                 template = self._templates[name] = self.env.get_template(f"{name}.j2")
             text = template.render(**values).strip()
-            if len(self._rendered) >= RENDER_MEMO:
-                self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
-            self._rendered[key] = text
+            if key is not None:
+                if len(self._rendered) >= RENDER_MEMO:
+                    self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
+                self._rendered[key] = text
         return text
+
+
+class _Unmemoisable(Exception):
+    """A render value that is not plain data."""
+
+
+def _plain(value: Any) -> Any:
+    """A hashable, type-tagged form of plain data; raises :class:`_Unmemoisable` otherwise."""
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool):
+        return (kind.__name__, value)
+    if kind in (list, tuple):
+        return (kind.__name__, tuple(_plain(v) for v in value))
+    if kind is dict:
+        return ("dict", tuple((_plain(k), _plain(v)) for k, v in value.items()))
+    raise _Unmemoisable(kind.__name__)
+
+
+def _memo_key(name: str, values: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The memo key of one render: the template name and every value in canonical form, or None
+    when some value is not plain data (then the render is not memoised)."""
+    try:
+        return (name, tuple((k, _plain(v)) for k, v in sorted(values.items())))
+    except _Unmemoisable:
+        return None
 
 
 #: Registry of games: key -> "module:Class" (imported on first use).

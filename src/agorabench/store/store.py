@@ -582,6 +582,30 @@ class Store:
         with self.engine.begin() as conn:
             return conn.execute(sa.delete(claims).where(claims.c.owner.endswith(":" + tag, autoescape=True))).rowcount
 
+    def game_transcripts(self, game: str, study: str | None = None) -> Iterator[tuple[str, str, dict[str, Any], str, dict[str, list[dict[str, str]]]]]:
+        """(id, study, config, prompt version, messages by role) of every stored game of kind
+        ``game`` (of one study if given), one game at a time."""
+        q = sa.select(games.c.id, games.c.study, games.c.config, games.c.prompt_version).where(games.c.game == game).order_by(games.c.id)
+        if study is not None:
+            q = q.where(games.c.study == study)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).all()
+            for gid, name, config, version in rows:
+                roles = {r: m for r, m in conn.execute(sa.select(transcripts.c.role, transcripts.c.messages).where(transcripts.c.game_id == gid))}
+                yield gid, name, config, version, roles
+
+    def forget_games(self, game_ids: list[str]) -> int:
+        """Delete these games with their turns, transcripts and claims (the next run plays them
+        again); the number of games deleted."""
+        n = 0
+        with self.engine.begin() as conn:
+            for start in range(0, len(game_ids), 500):
+                chunk = game_ids[start : start + 500]
+                for table in (turns, transcripts, claims):
+                    conn.execute(sa.delete(table).where(table.c.game_id.in_(chunk)))
+                n += conn.execute(sa.delete(games).where(games.c.id.in_(chunk))).rowcount
+        return n
+
     def studies(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(studies))]
