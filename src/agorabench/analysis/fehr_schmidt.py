@@ -544,7 +544,13 @@ def _profile_interval(data: ChoiceSet, box, free: list[int], theta: np.ndarray, 
         if excess(edge) <= 0:
             ends.append(edge)
         else:
-            ends.append(optimize.brentq(excess, edge, theta[j], xtol=1e-4) if edge != theta[j] else edge)
+            try:
+                ends.append(optimize.brentq(excess, edge, theta[j], xtol=1e-4) if edge != theta[j] else edge)
+            except ValueError:
+                # the profile does not cross the cut between the bound and the optimum (a flat or
+                # separated likelihood, where re-maximising at the optimum falls short of it):
+                # this end is not identified by the data
+                ends.append(math.nan)
     return (float(ends[0]), float(ends[1]))
 
 

@@ -73,7 +73,11 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
         for target, names in hooks.items():
             sub = games[games["game"].isin(names)]
             sub_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
-            rows = _hook(names[0])(sub.dropna(axis=1, how="all"), sub_turns)
+            try:
+                rows = _hook(names[0])(sub.dropna(axis=1, how="all"), sub_turns)
+            except Exception as exc:  # noqa: BLE001 - one family's failed estimate is a row saying so, not a lost profile
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                rows = pd.DataFrame([row(names[0], "not computed", "analysis", "", math.nan, note=reason)])
             if rows is None or rows.empty:
                 continue
             studies = ", ".join(sorted(sub["study"].unique()))

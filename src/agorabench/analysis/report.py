@@ -9,7 +9,7 @@ import html
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Union
 
 import pandas as pd
 
@@ -22,6 +22,27 @@ from .plots import artifacts, table_html
 class Section:
     title: str
     body: str
+
+
+def not_computed(title: str, exc: BaseException) -> Section:
+    """The section of an analysis that failed on this data: its title, the reason in one line,
+    and (inside :func:`~agorabench.analysis.plots.artifacts`) a CSV named after it that says so."""
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    link = table_html(pd.DataFrame({"section": [title], "not computed": [reason]}), name=f"{title} not computed")
+    return Section(f"{title} (not computed)", f"<p class='note'>Not computed for these games: {html.escape(reason)}</p>" + link)
+
+
+def guarded(title: str, build: Callable[[], Union[Section, list[Section], None]]) -> list[Section]:
+    """The sections ``build`` makes, or one :func:`not_computed` section if it fails: one
+    estimate that cannot be made on the data (too few games, no variation, a separated choice)
+    never costs the rest of the report."""
+    try:
+        made = build()
+    except Exception as exc:  # noqa: BLE001 - any failure of one analysis is reported in its place
+        return [not_computed(title, exc)]
+    if made is None:
+        return []
+    return [made] if isinstance(made, Section) else list(made)
 
 
 #: game name -> "module:function(games_df, turns_df) -> list[Section]"
@@ -174,7 +195,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
         family = family_sections(game)
         if family is not None and not done.empty:
-            sections += family(done, turns)
+            sections += guarded(f"{game} analyses", lambda: family(done, turns))
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{body}</body></html>"
     path = out / "index.html"

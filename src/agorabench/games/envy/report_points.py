@@ -16,7 +16,7 @@ import html
 
 from ...analysis import fehr_schmidt as fs
 from ...analysis.plots import bars_with_ci, heatmap, stacked_shares, table_html
-from ...analysis.report import Section
+from ...analysis.report import Section, guarded
 from ...analysis.stats import summarise
 from ...analysis.switching import choice_paths, switch_excerpts, switch_rates
 from .point_allocation import MATRICES, OPTIONS
@@ -96,8 +96,8 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         rates["invalid_rate"] = 1 - rates["valid_rate"]
         played = games.groupby("model_focal").agg(games=("game_id", "size"), all_turns_valid=("n_invalid", lambda v: (v == 0).mean())).reset_index()
         out.append(Section("Choices per turn", "\n".join(figs) + "<h3>Played and invalid rates</h3>" + table_html(played) + table_html(rates)))
-    out += dynamics_sections(turns)
-    out += fehr_schmidt_sections(turns)
+    out += guarded("Choice dynamics", lambda: dynamics_sections(turns))
+    out += guarded("Fehr–Schmidt preferences", lambda: fehr_schmidt_sections(turns))
     return out
 
 

@@ -28,7 +28,7 @@ from ...analysis.descriptive import corpus_stats, message_words
 from ...analysis.persuasion_beliefs import buyer_update, seller_lying
 from ...analysis.plots import bars_with_ci, forest, heatmap, histograms, table_html
 from ...analysis.regression import predictive_check
-from ...analysis.report import Section
+from ...analysis.report import Section, guarded
 from ...analysis.stats import mean_ci
 from . import analysis as ga
 
@@ -396,18 +396,17 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     for family in FAMILIES:
         sub = games[games["game"] == family] if "game" in games else games.iloc[0:0]
         if not sub.empty:
-            out += family_sections(family, sub, turns, ga.reference_model(sub, preferred))
+            label = FAMILIES[family]
+            out += guarded(label, lambda: family_sections(family, sub, turns, ga.reference_model(sub, preferred)))
             family_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             if family == "glee.persuasion":
-                out += persuasion_section(family_turns, sub)
+                out += guarded("Persuasion: lying and belief updating", lambda: persuasion_section(family_turns, sub))
             else:
-                out += acceptance_section(family, FAMILIES[family], family_turns)
+                out += guarded(f"{label}: responder acceptance", lambda: acceptance_section(family, label, family_turns))
     present = games[games["game"].isin(list(FAMILIES))] if "game" in games else games
     if len(present):
-        out.append(corpus_section(present, turns))
-        anchor = anchoring_section(present, turns)
-        if anchor is not None:
-            out.append(anchor)
+        out += guarded("Corpus statistics", lambda: corpus_section(present, turns))
+        out += guarded("Anchoring", lambda: anchoring_section(present, turns))
     return out
 
 
