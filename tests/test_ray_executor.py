@@ -253,3 +253,31 @@ def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_r
     keys = lambda db: sorted(k for (k,) in table(db, "select key from cache"))  # noqa: E731
     assert keys(url) == keys(one) and len(keys(one)) > 0
     assert claims() == []
+
+
+def test_ray_summary_counts_the_games_a_killed_attempt_stored(baseline, postgres):
+    """A worker killed once: Ray starts its share again, which skips the games its dead attempt
+    stored. Those count as played too, so the summary adds up to the games in the database
+    (it once said "0 already done, 378 played" for 576 stored games)."""
+    path, port, _ = baseline
+    url = postgres.new_database()
+    inside = f"postgresql://postgres@/{url.rsplit('/', 1)[1]}?host={postgres.dir}&port={postgres.port}"
+    proc = in_namespace(port, 0.3, "run", str(path), "--db", inside, "--quiet", "--executor", "ray", "--workers", "2", "--concurrency", "2", "--worker-retries", "2")
+    init = namespace_init(proc)
+
+    def busy_worker() -> int | None:
+        workers, held = share_workers(init), {}
+        for owner, _ in table(url, "select owner, game_id from claims"):
+            held[owner] = held.get(owner, 0) + 1
+        for owner, n in sorted(held.items()):
+            pid = int(owner.split(":")[1])
+            if n >= 3 and pid in workers:
+                return workers[pid]
+        return None
+
+    wait_for(lambda: len(finished(url)) >= 6 and busy_worker(), proc)
+    os.kill(busy_worker(), signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    stored = len(finished(url))
+    assert stored == 96 and "96 games, 0 already done, 96 played, 0 errors" in out, out

@@ -173,6 +173,34 @@ def test_disk_full_stops_the_run_cleanly_and_a_rerun_finishes(tmp_path, write_st
     assert rc == 0 and "24 games, 5 already done, 19 played, 0 errors" in out, out
 
 
+def test_after_a_store_failure_the_closing_count_is_what_committed(tmp_path, write_study, monkeypatch, capsys):
+    """Games wait for their group's transaction: when it fails, they were played but are not
+    stored, and the closing line counts only the committed ones (it once counted the played)."""
+    import re
+
+    from agorabench.store.store import GameWriter
+
+    path = write_study(SCRIPTED)
+    db = tmp_path / "full.db"
+    real = Store._save_games
+    saved = {"n": 0}
+
+    def fill_up(self, ids, batch):
+        if saved["n"] + len(ids) > 5:
+            raise sa.exc.OperationalError("INSERT INTO games", {}, sqlite3.OperationalError("database or disk is full"))
+        saved["n"] += len(ids)
+        return real(self, ids, batch)
+
+    monkeypatch.setattr(GameWriter.__init__, "__defaults__", (4, 30.0, None))  # groups of four games
+    monkeypatch.setattr(Store, "_save_games", fill_up)
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--concurrency", "4")
+    one_line_error(rc, err, "disk is full", "run the study again")
+    stored = sqlite3.connect(db).execute("select count(*) from games").fetchone()[0]
+    said = re.search(r"(\d+) game\(s\) finished in it are stored", err)
+    assert said and int(said.group(1)) == stored == 4, (err, stored)
+    assert "were not stored and will be played again" in err
+
+
 def test_a_value_sqlite_cannot_hold_is_a_store_error_not_a_crash(tmp_path):
     store = Store(tmp_path / "s.db")
     with pytest.raises(StoreError, match="could not store game"):

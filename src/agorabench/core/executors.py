@@ -161,17 +161,22 @@ def run_ray(
         finally:
             store.dispose()
         for ids, _, why in failed:
-            finished = sum(1 for g in ids if g in done)
-            counts["played"] += finished
-            counts["not_played"] += len(ids) - finished
+            counts["not_played"] += sum(1 for g in ids if g not in done)
             counts["failed"].append(why)
     for r in results:
-        counts["played"] += r["played"]
         counts["errors"] += r["errors"]
         counts["elsewhere"] += r["elsewhere"]
         for key in ("calls", "cache_hits", "tokens", "cost"):
             summary[key] += r[key]
         summary["error_messages"] += r["error_messages"]
+    # played = the games of this run now stored as done, counted in the store: a share that Ray
+    # started again skips what its killed attempt stored, and those games count here too
+    store = Store(db)
+    try:
+        done_now = store.done_ids(study.name)
+    finally:
+        store.dispose()
+    counts["played"] = sum(1 for s in todo if s.id in done_now)
     summary["workers"] = len({r["pid"] for r in results})
     summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]
     return counts, summary

@@ -69,6 +69,8 @@ class RunStats:
     claimed_elsewhere: int = 0
     turns: int = 0
     invalid: int = 0
+    #: Games played in this run whose transaction never committed (a database failure).
+    not_stored: int = 0
     started: float = field(default_factory=time.perf_counter)
     error_messages: list[str] = field(default_factory=list)
 
@@ -319,9 +321,15 @@ class Runner:
             if view:
                 view.show(self.snapshot(n_todo), final=True)
                 view.stop()
+        # the closing counts are what committed, not what was played: after a database failure
+        # the games still waiting for their group's transaction are not in the store
+        played = self.stats.done + self.stats.errors
+        self.stats.done, self.stats.errors = self.writer.committed["done"], self.writer.committed["error"]
+        self.stats.not_stored = played - self.stats.done - self.stats.errors
         if self.failure is not None:
+            lost = f" ({self.stats.not_stored} finished game(s) were not stored and will be played again)" if self.stats.not_stored else ""
             raise StoreError(
-                f"{self.failure}; the run stopped, {self.stats.done} game(s) finished in it are stored; "
+                f"{self.failure}; the run stopped, {self.stats.done} game(s) finished in it are stored{lost}; "
                 "fix the database (free disk space, ...) and run the study again to resume"
             )
         return self.stats

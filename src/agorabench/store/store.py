@@ -26,6 +26,8 @@ rewrites them in place (:func:`migrate`).
 
 from __future__ import annotations
 
+import collections
+
 import contextlib
 import gc
 import hashlib
@@ -653,6 +655,8 @@ class GameWriter:
         self._background = False
         self._executor: Any = None
         self._future: Any = None
+        #: Games whose transaction committed, by status: what a run's closing line counts.
+        self.committed: collections.Counter[str] = collections.Counter()
 
     def write_in_background(self, cache: SQLCache | None) -> bool:
         """Write groups on a worker thread from now on, ``cache``'s buffered answers first (the
@@ -724,6 +728,12 @@ class GameWriter:
             return
         pending, self._pending = self._pending, []
         self.store.save_games(pending)
+        self._count(pending)
+
+    def _count(self, batch: list[dict[str, Any]]) -> None:
+        """Count a batch whose transaction committed (``Counter`` updates are atomic enough for
+        the one writer thread and the loop's reads of a total)."""
+        self.committed.update(row["game"]["status"] for row in batch)
 
     def _threaded(self) -> bool:
         return self._background and self._grouping > 0
@@ -744,6 +754,7 @@ class GameWriter:
             self._cache.write(answers)  # type: ignore[union-attr]
         if games:
             self.store.save_games(games)
+            self._count(games)
 
     def _wait(self) -> None:
         """Wait for the background write; raise its error."""
