@@ -6,6 +6,7 @@ the request's messages, so tests know what a study must produce. Faults:
 
 - ``--latency S``: every answer waits S seconds;
 - ``--rate-limit N``: answers 429 with ``Retry-After: 0.2`` to every Nth request (N > 0);
+  ``--retry-after TEXT`` sends another value (``nan``, ``-5``, ``1e308``);
 - ``--fail-first N``: the first N requests get HTTP 500;
 - ``--always-fail``: every request gets HTTP 500;
 - ``--hang-first N``: the first N requests never answer within the client's timeout;
@@ -115,7 +116,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
             return error("injected failure", "api_error", 500)
         if opts.rate_limit and n % opts.rate_limit == 0:
             state["refused"] += 1
-            return error("slow down", "rate_limit_error", 429, {"Retry-After": "0.2"})
+            return error("slow down", "rate_limit_error", 429, {"Retry-After": opts.retry_after})
         if opts.max_in_flight and state["in_flight"] >= opts.max_in_flight:
             state["refused"] += 1
             return error("too many requests in flight", "rate_limit_error", 429, {"Retry-After": "0.05"})
@@ -236,6 +237,7 @@ def main() -> None:
     p.add_argument("port", type=int)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--rate-limit", type=int, default=0)
+    p.add_argument("--retry-after", default="0.2", help="the Retry-After header of --rate-limit's 429s (any text: nan, -5, 1e308)")
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--always-fail", action="store_true")
     p.add_argument("--hang-first", type=int, default=0)

@@ -9,6 +9,7 @@ import sys
 import time
 
 import pandas as pd
+import pytest
 
 from conftest import ROOT, free_port, run_agora, server_requests
 
@@ -150,3 +151,23 @@ def test_replay_from_cache_is_identical_at_concurrency_1_and_32(tmp_path, write_
     assert server_requests(stats) == calls
     a, b = games_table(first), games_table(second)
     assert len(a) == 96 and a.equals(b)
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "1e308", "inf", "Wed, 21 Oct 2015 07:28:00 GMT"])
+def test_a_retry_after_that_is_no_sensible_number_falls_back_to_backoff(value, tmp_path, write_study, fake_openai):
+    """``Retry-After: nan`` (or negative, absurd, a date) once made every game fail: such a value
+    is ignored and the call backs off as if the server had said nothing."""
+    url, stats = fake_openai("--rate-limit", "3", "--retry-after", value)
+    path = study(write_study, url, moves='["B"]', attempts=12)
+    res = run_agora("run", str(path), "--db", str(tmp_path / "r.db"), "--quiet")
+    assert res.returncode == 0 and "24 played, 0 errors" in res.stdout, res.stdout + res.stderr
+    assert server_requests(stats) >= 36 + 36 // 2 - 1  # the refusals happened and were retried
+
+
+def test_retry_after_values_are_taken_only_when_finite_and_sensible():
+    from agorabench.models.openai_compat import MAX_RETRY_AFTER, _retry_after_headers
+
+    assert _retry_after_headers({"Retry-After": "2.5"}) == 2.5
+    assert _retry_after_headers({"retry-after-ms": "250"}) == 0.25
+    for bad in ("nan", "-1", "inf", "1e308", str(MAX_RETRY_AFTER + 1), "soon", ""):
+        assert _retry_after_headers({"Retry-After": bad}) is None, bad

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 from dataclasses import dataclass
 from typing import Protocol
@@ -41,7 +42,7 @@ class RetryPolicy:
         """Seconds before the next attempt: a server's Retry-After w, lengthened by up to a
         quarter (w·(1 + U/4), U uniform on [0, 1)) so that calls refused together do not come
         back together; else exponential backoff base·2^(attempt−1), capped, times U' ∈ [½, 1)."""
-        if error.retry_after is not None:
+        if error.retry_after is not None and math.isfinite(error.retry_after) and error.retry_after >= 0:
             return min(error.retry_after * (1 + random.random() / 4), self.max_delay * 4)
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import os
 import time
 from typing import Any, Mapping
@@ -298,8 +299,15 @@ def _retry_after(exc: Any) -> float | None:
     return _retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))
 
 
+#: Longest Retry-After taken at its word (seconds); a longer, negative or non-finite one is
+#: ignored and the call backs off as if none had been given.
+MAX_RETRY_AFTER = 3600.0
+
+
 def _retry_after_headers(headers: Mapping[str, str] | None) -> float | None:
-    """The server's requested wait in seconds (``retry-after-ms`` or ``retry-after``)."""
+    """The server's requested wait in seconds (``retry-after-ms`` or ``retry-after``), if it is
+    a finite number from 0 to :data:`MAX_RETRY_AFTER`; None otherwise (``nan``, ``-1``,
+    ``1e308``, an HTTP date), so that the caller's own backoff decides."""
     headers = {k.lower(): v for k, v in (headers or {}).items()}
     for name in ("retry-after-ms", "retry-after"):
         value = headers.get(name)
@@ -307,7 +315,9 @@ def _retry_after_headers(headers: Mapping[str, str] | None) -> float | None:
             continue
         try:
             seconds = float(value)
-        except ValueError:
+        except (TypeError, ValueError):
             continue
-        return seconds / 1000 if name.endswith("-ms") else seconds
+        seconds = seconds / 1000 if name.endswith("-ms") else seconds
+        if math.isfinite(seconds) and 0 <= seconds <= MAX_RETRY_AFTER:
+            return seconds
     return None
