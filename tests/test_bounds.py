@@ -338,3 +338,38 @@ def test_a_large_allowed_study_streams_instead_of_expanding_first(tmp_path):
         _, err = proc.communicate()
     assert running and proc.returncode == 130, err
     assert _stored(db) >= 100 and "Traceback" not in err
+
+
+URL_STUDY = """
+name = "urls"
+game = "envy.points"
+matchups = "ordered_pairs"
+[[models]]
+name = "a"
+spec = "openai/x"
+base_url = "{url}"
+[[models]]
+name = "b"
+spec = "strategy/random"
+"""
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host/v1", "http://", "http://host:99999/v1", "127.0.0.1:8000/v1"])
+def test_a_base_url_that_is_no_http_url_is_one_line_in_the_file_and_on_the_command_line(url, tmp_path, capsys):
+    """``base_url = "not a url"`` once crashed the probe with a traceback."""
+    path = tmp_path / "urls.toml"
+    path.write_text(URL_STUDY.format(url=url), encoding="utf-8")
+    for args in (["run", str(path)], ["run", str(path), "--model", f"openai/x@{url}", "--model", "strategy/random"]):
+        rc = main([*args, "--db", str(tmp_path / "u.db"), "--quiet"])
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert rc == 2 and len(lines) == 1 and "is not an http(s) URL" in lines[0], err
+    assert not (tmp_path / "u.db").exists()
+
+
+def test_a_url_with_credentials_is_redacted_in_its_error(tmp_path, capsys):
+    path = tmp_path / "x.toml"
+    path.write_text(URL_STUDY.format(url="http://127.0.0.1:9/v1"), encoding="utf-8")
+    rc = main(["run", str(path), "--model", "openai/x@http://user:s3cret@host:99999/v1", "--model", "strategy/random"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "s3cret" not in err and "[redacted]" in err, err

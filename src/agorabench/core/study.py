@@ -58,6 +58,7 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
+from ..redact import redact
 from .game import Game, load_game
 
 
@@ -121,6 +122,24 @@ class ModelEntry(BaseModel):
                 raise ValueError(f"spec {data['spec']!r} names a URL and base_url names another")
             data = {**data, "spec": spec.strip(), "base_url": url.strip() or None}
         return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        """``base_url`` is an http(s) URL with a host (and a numeric port, if any)."""
+        if v is None:
+            return v
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(v.strip())
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"base_url {redact(v)!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
+        return v.strip()
 
     @field_validator("params")
     @classmethod
@@ -558,7 +577,11 @@ def parse_model_spec(spec: str) -> ModelEntry:
     if not spec:
         raise StudyError("empty model spec")
     name, _, url = spec.partition("@")
-    return ModelEntry(name=name, spec=name, base_url=url or None)
+    try:
+        return ModelEntry(name=name, spec=name, base_url=url or None)
+    except ValidationError as exc:
+        problem = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())
+        raise StudyError(f"--model {redact(spec)!r}: {problem}") from None
 
 
 def load_study(path: str | Path, models: list[str] | None = None) -> Study:
