@@ -29,7 +29,8 @@ the request's messages, so tests know what a study must produce. Faults:
   before) and Anthropic style (``cache_read_input_tokens`` for the longest prefix ending at a
   ``cache_control`` breakpoint written before; breakpoints write their prefix).
 
-Tokens are whitespace-separated words. ``GET /stats`` gives the number of requests, of 429s, the
+Tokens are whitespace-separated words. ``GET /stats`` gives the number of requests, of ``/models``
+listings (``listings``), of 429s, the
 most in flight at once, and with ``?times=1`` each request's arrival time (server clock).
 """
 
@@ -86,7 +87,7 @@ def _plain(content) -> str:
 
 
 def make_app(opts: argparse.Namespace) -> web.Application:
-    state = {"n": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": []}
+    state = {"n": 0, "listings": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": []}
     loads = json.loads
     if opts.fast:
         import orjson
@@ -212,6 +213,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         )
 
     async def models(request: web.Request) -> web.Response:
+        state["listings"] += 1
         if opts.never_answer:
             await asyncio.sleep(3600)
         if opts.echo_key:
@@ -219,7 +221,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in opts.models.split(",") if m]})
 
     async def stats(request: web.Request) -> web.Response:
-        out = {"requests": state["n"], "refused": state["refused"], "peak_in_flight": state["peak"]}
+        out = {"requests": state["n"], "listings": state["listings"], "refused": state["refused"], "peak_in_flight": state["peak"]}
         if request.query.get("times"):
             out["times"] = state["times"]
         return web.json_response(out)

@@ -171,3 +171,19 @@ def test_retry_after_values_are_taken_only_when_finite_and_sensible():
     assert _retry_after_headers({"retry-after-ms": "250"}) == 0.25
     for bad in ("nan", "-1", "inf", "1e308", str(MAX_RETRY_AFTER + 1), "soon", ""):
         assert _retry_after_headers({"Retry-After": bad}) is None, bad
+
+
+def test_the_probe_asks_each_server_once_and_checks_every_name_against_its_listing(tmp_path, write_study, fake_openai):
+    """10,000 entries on one endpoint once meant 10,000 simultaneous ``GET /models``: the server
+    refused them as unreachable. Now one listing per server and key serves every entry."""
+    import json
+    import urllib.request
+
+    url, stats = fake_openai("--models", ",".join(f"m{i}" for i in range(300)))
+    listings = lambda: json.load(urllib.request.urlopen(stats))["listings"]  # noqa: E731
+    models = "\n".join(f'[[models]]\nname = "m{i}"\nspec = "openai/m{i}@{url}"' for i in range(300))
+    path = write_study(f'name = "many"\ngame = "envy.workplace"\nmatchups = "same_model"\n{models}\n[[models]]\nname = "wrong"\nspec = "openai/nope@{url}"\n')
+    res = run_agora("run", str(path), "--db", str(tmp_path / "m.db"), "--quiet")
+    assert res.returncode == 2 and "model 'wrong': wrong model name: 'nope'" in res.stderr, res.stderr
+    assert "model 'm1'" not in res.stderr  # every listed name passed
+    assert listings() == 1

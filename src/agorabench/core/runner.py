@@ -166,17 +166,17 @@ class Runner:
         if all(self.study.models[name].is_strategy for name in names):
             return  # nothing to probe (and no HTTP client to import: a second before the first game)
         from ..models.openai_compat import OpenAICompatBackend
-        from ..models.probe import probe_openai
+        from ..models.probe import probe_many
 
-        checks = {}
+        targets = {}
         for name in names:
             entry = self.study.models[name]
             if entry.is_strategy:
                 continue
             backend = self._model(entry).backend
             if isinstance(backend, OpenAICompatBackend):
-                checks[name] = probe_openai(backend.base_url, backend.api_key, backend.model, timeout=min(10.0, entry.timeout))
-        problems = dict(zip(checks, await asyncio.gather(*checks.values())))
+                targets[name] = (backend.base_url, backend.api_key, backend.model, min(10.0, entry.timeout))
+        problems = await probe_many(targets)  # one listing per distinct server and key
         bad = [f"model {name!r}: {problem}" for name, problem in problems.items() if problem]
         if bad:
             raise StudyError("; ".join(bad) + " (no game was started; --no-probe skips this check)")

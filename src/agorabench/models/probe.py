@@ -14,8 +14,18 @@ from ..redact import redact
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-async def probe_openai(base_url: str | None, api_key: str | None, model: str, timeout: float = 10.0) -> str | None:
-    """``None`` if the server answers and serves ``model``, else a one-line problem."""
+#: Most bytes a ``/models`` listing may take (a listing of 10,000 models is about 1 MB).
+MAX_LISTING_BYTES = 8 * 1024 * 1024
+
+#: Listings fetched at once (one per distinct server and key).
+PROBE_CONCURRENCY = 4
+
+
+async def list_models(base_url: str | None, api_key: str | None, timeout: float = 10.0) -> tuple[str | None, list[str] | None]:
+    """(problem, model ids) of one ``GET <base_url>/models``: a one-line problem if the server
+    is unreachable, rejects the key, answers with more than :data:`MAX_LISTING_BYTES` or with
+    something that is not the OpenAI API; else the ids it lists (None when it has no such
+    route or answered 5xx: the games' own calls will tell)."""
     import aiohttp
 
     base = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -24,33 +34,66 @@ async def probe_openai(base_url: str | None, api_key: str | None, model: str, ti
     # credentials in the URL are sent by aiohttp itself (and exclude an Authorization header)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and "@" not in base.split("/")[2] else {}
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout), auto_decompress=True) as session:
             async with session.get(url, headers=headers) as resp:
                 status = resp.status
-                body = await resp.text(errors="replace")
+                raw = await resp.content.read(MAX_LISTING_BYTES + 1)
                 kind = resp.headers.get("Content-Type", "")
     except asyncio.TimeoutError:
-        return f"unreachable: {shown} accepted no request or sent no answer within {timeout:g} s"
+        return f"unreachable: {shown} accepted no request or sent no answer within {timeout:g} s", None
     except aiohttp.ClientConnectorError as exc:
         cause = exc.os_error
         if isinstance(cause, ConnectionRefusedError) or "refused" in str(exc).lower():
-            return f"unreachable: connection refused at {shown} (is the server running on that port?)"
-        return f"unreachable: cannot connect to {shown} ({redact(str(cause or exc))})"
+            return f"unreachable: connection refused at {shown} (is the server running on that port?)", None
+        return f"unreachable: cannot connect to {shown} ({redact(str(cause or exc))})", None
     except aiohttp.ClientError as exc:
-        return f"unreachable: {shown}: {type(exc).__name__}: {redact(str(exc))[:200]}"
+        return f"unreachable: {shown}: {type(exc).__name__}: {redact(str(exc))[:200]}", None
     if status in (401, 403):
-        return f"unauthorised: {shown} rejected the API key (HTTP {status}); check the key's environment variable"
-    if status == 404:
-        return None
+        return f"unauthorised: {shown} rejected the API key (HTTP {status}); check the key's environment variable", None
     if status >= 400:
-        return None  # e.g. a 5xx: the game's own retries decide
+        return None, None  # 404: no listing route; 5xx: the game's own retries decide
+    if len(raw) > MAX_LISTING_BYTES:
+        return f"answer too large: {shown}/models sent more than {MAX_LISTING_BYTES // 2**20} MiB", None
+    body = raw.decode("utf-8", errors="replace")
     try:
         data = json.loads(body)
     except ValueError:
         what = "an HTML page" if "html" in kind.lower() or body.lstrip()[:1] == "<" else "something that is not JSON"
-        return f"not an OpenAI-compatible API: {shown}/models answered with {what} (does the base URL end in /v1?)"
-    ids = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
-    if ids and model not in ids and not any(str(i).split(":")[0] == model for i in ids):  # Ollama tags
-        listed = ", ".join(str(i) for i in ids[:8]) + (", ..." if len(ids) > 8 else "")
-        return f"wrong model name: {model!r} is not served by {shown} (it serves: {listed})"
+        return f"not an OpenAI-compatible API: {shown}/models answered with {what} (does the base URL end in /v1?)", None
+    ids = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
+    return None, ids
+
+
+def model_problem(base_url: str | None, model: str, ids: list[str] | None) -> str | None:
+    """The problem of ``model`` against a server's listing ``ids`` (None: it is served, or the
+    server lists nothing to check against)."""
+    if ids and model not in ids and not any(i.split(":")[0] == model for i in ids):  # Ollama tags
+        listed = ", ".join(ids[:8]) + (", ..." if len(ids) > 8 else "")
+        return f"wrong model name: {model!r} is not served by {redact((base_url or DEFAULT_BASE_URL).rstrip('/'))} (it serves: {listed})"
     return None
+
+
+async def probe_openai(base_url: str | None, api_key: str | None, model: str, timeout: float = 10.0) -> str | None:
+    """``None`` if the server answers and serves ``model``, else a one-line problem."""
+    problem, ids = await list_models(base_url, api_key, timeout)
+    return problem or model_problem(base_url, model, ids)
+
+
+async def probe_many(targets: dict[str, tuple[str | None, str | None, str, float]]) -> dict[str, str | None]:
+    """Problems by name for ``name -> (base_url, api_key, model, timeout)``: each distinct server
+    and key is asked once (at most :data:`PROBE_CONCURRENCY` at a time) and every model name is
+    checked against that one listing (10,000 entries on one server are one request)."""
+    gate = asyncio.Semaphore(PROBE_CONCURRENCY)
+    endpoints = {(url, key): timeout for url, key, _, timeout in targets.values()}
+
+    async def one(url: str | None, key: str | None, timeout: float) -> tuple[str | None, list[str] | None]:
+        async with gate:
+            return await list_models(url, key, timeout)
+
+    keys = list(endpoints)
+    listings = dict(zip(keys, await asyncio.gather(*(one(u, k, endpoints[(u, k)]) for u, k in keys))))
+    out: dict[str, str | None] = {}
+    for name, (url, key, model, _) in targets.items():
+        problem, ids = listings[(url, key)]
+        out[name] = problem or model_problem(url, model, ids)
+    return out
