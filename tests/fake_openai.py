@@ -5,6 +5,8 @@ Run as ``python tests/fake_openai.py PORT [options]``. Its answer is a determini
 the request's messages, so tests know what a study must produce. Faults:
 
 - ``--latency S``: every answer waits S seconds;
+- ``--big-body gzip|endless|length``: chat answers too large to hold (a gzip bomb of 384 MiB, a
+  chunked body without end, a Content-Length of 1 GiB);
 - ``--rate-limit N``: answers 429 with ``Retry-After: 0.2`` to every Nth request (N > 0);
   ``--retry-after TEXT`` sends another value (``nan``, ``-5``, ``1e308``);
 - ``--fail-first N``: the first N requests get HTTP 500;
@@ -140,7 +142,28 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         if refused is not None:
             return refused
         body = loads(await request.read())
+        if opts.big_body:
+            return await big_body(request, opts.big_body)
         return await answering(_completion(body, state["n"]))
+
+    async def big_body(request: web.Request, kind: str) -> web.StreamResponse:
+        """A body no client should hold: ``gzip`` (a 0.4 MB gzip body of 384 MiB of zeros),
+        ``endless`` (chunks for ever), ``length`` (Content-Length of 1 GiB, then bytes for ever)."""
+        if kind == "gzip":
+            return web.Response(body=gzip_bomb(), headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        if kind == "length":
+            resp.content_length = 2**30
+        else:
+            resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        block = b"x" * 65536
+        try:
+            for _ in range(2**14):  # 1 GiB at most, so the loop ends by itself
+                await resp.write(block)
+        except (ConnectionError, RuntimeError):
+            pass  # the client gave up, as it should
+        return resp
 
     async def _completion(body: dict, n: int) -> web.Response:
         messages = body.get("messages", [])
@@ -234,11 +257,26 @@ def make_app(opts: argparse.Namespace) -> web.Application:
     return app
 
 
+_BOMB: list[bytes] = []
+
+
+def gzip_bomb() -> bytes:
+    """384 MiB of zeros as gzip (about 0.4 MB), made once."""
+    if not _BOMB:
+        import zlib
+
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        zeros = bytes(2**20)
+        _BOMB.append(b"".join([*(z.compress(zeros) for _ in range(384)), z.flush()]))
+    return _BOMB[0]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("port", type=int)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--rate-limit", type=int, default=0)
+    p.add_argument("--big-body", choices=["gzip", "endless", "length"], help="chat answers no client should hold whole")
     p.add_argument("--retry-after", default="0.2", help="the Retry-After header of --rate-limit's 429s (any text: nan, -5, 1e308)")
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--always-fail", action="store_true")

@@ -190,3 +190,20 @@ def test_bad_limits_are_one_line_errors(write_study):
     path = write_study(STUDY.format(spec="openai/fake", url="http://127.0.0.1:1/v1", extra='transport = "carrier-pigeon"'), name="t.toml")
     res = run_agora("run", str(path), "--quiet")
     assert res.returncode == 2 and "transport" in res.stderr
+
+
+@pytest.mark.parametrize("kind", ["gzip", "endless", "length"])
+@pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend])
+def test_an_answer_too_large_fails_the_call_without_holding_it(cls, kind, fake_openai):
+    """A 1 MB gzip body of 1 GiB, a body without end, a Content-Length of 1 GiB: the call fails
+    as "answer too large", not retried, and the client never holds more than its bound (a 1 GiB
+    bomb once took a run to 3.5 GB)."""
+    import resource
+
+    url, _ = fake_openai("--big-body", kind)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    with pytest.raises(BackendError) as info:
+        _complete(cls("fake", base_url=url, timeout=60), TRANSCRIPT)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert "answer too large" in str(info.value) and not info.value.retryable, info.value
+    assert grown_mib < 200, grown_mib

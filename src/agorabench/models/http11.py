@@ -30,6 +30,11 @@ from urllib.parse import urlsplit
 #: Longest status line plus headers accepted.
 MAX_HEAD = 256 * 1024
 
+#: Most bytes a response body may take, as sent and once decoded. A reply is cut at 20,000
+#: characters anyway (``models.base.MAX_REPLY_CHARS``); 4 MiB leaves room for the JSON envelope,
+#: escapes, log-probabilities and a long error page.
+MAX_BODY = 4 * 1024 * 1024
+
 
 class ConnectError(OSError):
     """The connection could not be opened."""
@@ -47,11 +52,16 @@ class ProtocolError(ValueError):
     """The bytes received are not an HTTP/1.x response."""
 
 
+class BodyTooLarge(ProtocolError):
+    """The response body (as sent, or decoded) is larger than the client's ``max_body``."""
+
+
 class _Connection(asyncio.Protocol):
     """One connection; one request at a time. The response is parsed as its bytes arrive."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_body: int = MAX_BODY) -> None:
         self.loop = loop
+        self.max_body = max_body
         self.transport: asyncio.Transport | None = None
         self.open = True
         self.buf = bytearray()
@@ -75,6 +85,9 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received = True
         self.buf += data
+        if len(self.buf) > self.max_body + MAX_HEAD + 64 and self.waiter is not None and not self.waiter.done():
+            self._fail(BodyTooLarge(f"the server sent more than {self.max_body} bytes"))
+            return
         if self.waiter is not None and not self.waiter.done():
             try:
                 self._parse()
@@ -138,11 +151,14 @@ class _Connection(asyncio.Protocol):
             if self._chunks():
                 self._finish()
         elif self.length >= 0:
+            if self.length > self.max_body:
+                raise BodyTooLarge(f"the server announced a body of {self.length} bytes (at most {self.max_body} are read)")
             if len(buf) >= self.length:
                 self.body = buf[: self.length]
                 del buf[: self.length]
                 self._finish()
-        # else: the body ends when the server closes the connection (_closed)
+        elif len(buf) > self.max_body:  # the body ends when the server closes the connection (_closed)
+            raise BodyTooLarge(f"the server sent more than {self.max_body} bytes of body")
 
     def _head(self, head: bytes) -> None:
         lines = head.split(b"\r\n")
@@ -200,6 +216,8 @@ class _Connection(asyncio.Protocol):
                 if end == 0:
                     return True
                 continue
+            if len(self.body) + self.chunk_left > self.max_body:
+                raise BodyTooLarge(f"the server sent more than {self.max_body} bytes of chunked body")
             if len(buf) < self.chunk_left + 2:
                 return False
             self.body += buf[: self.chunk_left]
@@ -211,8 +229,9 @@ class HTTP11Client:
     """POSTs to one URL over a pool of keep-alive connections (no limit on their number: the
     caller bounds the requests in flight)."""
 
-    def __init__(self, url: str, headers: dict[str, str], timeout: float, user_agent: str = "agorabench") -> None:
+    def __init__(self, url: str, headers: dict[str, str], timeout: float, user_agent: str = "agorabench", max_body: int = MAX_BODY) -> None:
         parts = urlsplit(url)
+        self.max_body = max_body
         if parts.scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {url}")
         self.host = parts.hostname or ""
@@ -265,10 +284,7 @@ class HTTP11Client:
                 self._all.discard(conn)
             encoding = headers.get("content-encoding", "identity").lower()
             if encoding in ("gzip", "x-gzip", "deflate"):
-                try:
-                    raw = zlib.decompress(raw, 47 if "gzip" in encoding else zlib.MAX_WBITS)
-                except zlib.error as exc:
-                    raise ProtocolError(f"a {encoding} body that does not decode: {exc}") from None
+                raw = inflate(raw, encoding, self.max_body)
             elif encoding not in ("identity", ""):
                 raise ProtocolError(f"a body in an encoding not asked for: {encoding}")
             return status, headers, raw
@@ -278,7 +294,7 @@ class HTTP11Client:
             self._ssl = _ssl.create_default_context()
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: _Connection(loop), self.host, self.port, ssl=self._ssl, server_hostname=self.host if self.tls else None),
+                loop.create_connection(lambda: _Connection(loop, self.max_body), self.host, self.port, ssl=self._ssl, server_hostname=self.host if self.tls else None),
                 max(0.001, deadline - loop.time()),
             )
         except asyncio.TimeoutError:
@@ -301,3 +317,16 @@ class HTTP11Client:
 def _expire(waiter: asyncio.Future) -> None:
     if not waiter.done():
         waiter.set_exception(asyncio.TimeoutError())
+
+
+def inflate(raw: bytes, encoding: str, max_body: int = MAX_BODY) -> bytes:
+    """A gzip or deflate body decoded to at most ``max_body`` bytes (BodyTooLarge beyond: a
+    small body that inflates to gigabytes is never inflated whole)."""
+    inflater = zlib.decompressobj(47 if "gzip" in encoding else zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(raw, max_body + 1)
+    except zlib.error as exc:
+        raise ProtocolError(f"a {encoding} body that does not decode: {exc}") from None
+    if len(out) > max_body or inflater.unconsumed_tail:
+        raise BodyTooLarge(f"a {encoding} body that decodes to more than {max_body} bytes")
+    return out

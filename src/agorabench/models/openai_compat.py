@@ -182,7 +182,7 @@ class LeanOpenAIBackend(OpenAICompatBackend):
 
     async def _post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
         """(status, headers, body bytes); BackendError for a failure of the connection."""
-        from .http11 import ConnectError, ConnectionLost, HTTP11Client, ProtocolError
+        from .http11 import BodyTooLarge, ConnectError, ConnectionLost, HTTP11Client, ProtocolError
 
         if self._client is None:
             self._client = HTTP11Client(self.url, self.headers, self.timeout)
@@ -192,6 +192,8 @@ class LeanOpenAIBackend(OpenAICompatBackend):
             raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
         except ConnectError as exc:
             raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
+        except BodyTooLarge as exc:
+            raise too_large(exc) from None
         except (ConnectionLost, ProtocolError) as exc:
             raise BackendError(f"the server's answer was cut off or malformed ({exc})", retryable=True) from None
 
@@ -236,9 +238,19 @@ class AiohttpOpenAIBackend(LeanOpenAIBackend):
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout), headers=self.headers)
+        from .http11 import MAX_BODY
+
         try:
             async with self._session.post(self.url, data=body) as resp:
-                return resp.status, resp.headers, await resp.read()
+                # read in pieces, decoded as they come, and stop past the bound: neither an
+                # endless body nor a gzip bomb is ever held whole
+                chunks, size = [], 0
+                async for chunk in resp.content.iter_chunked(64 * 1024):
+                    size += len(chunk)
+                    if size > MAX_BODY:
+                        raise too_large(f"the server sent more than {MAX_BODY} bytes of body")
+                    chunks.append(chunk)
+                return resp.status, resp.headers, b"".join(chunks)
         except asyncio.TimeoutError:
             raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
         except aiohttp.ClientConnectorError as exc:
@@ -250,6 +262,12 @@ class AiohttpOpenAIBackend(LeanOpenAIBackend):
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def too_large(why: object) -> BackendError:
+    """The call's answer exceeded the body bound: not retried (the server would send the same
+    again); the game is stored as failed and played again by the next run."""
+    return BackendError(f"answer too large: {why}; a reply is cut at 20,000 characters anyway, so this is not retried", retryable=False)
 
 
 def _split_credentials(url: str | None) -> tuple[str | None, str | None]:
