@@ -12,6 +12,7 @@ the request's messages, so tests know what a study must produce. Faults:
 - ``--fail-first N``: the first N requests get HTTP 500;
 - ``--always-fail``: every request gets HTTP 500;
 - ``--hang-first N``: the first N requests never answer within the client's timeout;
+- ``--stall-chat``: ``/models`` answers, no chat call ever does (a stalled endpoint);
 - ``--garbage``: answers text that is not a valid action;
 - ``--poison KIND``: answers one of the poison replies of ``POISON`` (a lone surrogate, deep
   JSON nesting, non-finite or absurd numbers, half an emoji escaped inside JSON, megabytes of
@@ -123,7 +124,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         if opts.max_in_flight and state["in_flight"] >= opts.max_in_flight:
             state["refused"] += 1
             return error("too many requests in flight", "rate_limit_error", 429, {"Retry-After": "0.05"})
-        if n <= opts.hang_first:
+        if n <= opts.hang_first or opts.stall_chat:
             await asyncio.sleep(3600)
         return None
 
@@ -281,6 +282,7 @@ def main() -> None:
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--always-fail", action="store_true")
     p.add_argument("--hang-first", type=int, default=0)
+    p.add_argument("--stall-chat", action="store_true", help="answer /models, never a chat call")
     p.add_argument("--garbage", action="store_true")
     p.add_argument("--models", default="", help="comma-separated names /v1/models lists (default: none, like servers that list nothing)")
     p.add_argument("--poison", choices=sorted(POISON))

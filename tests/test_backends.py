@@ -187,3 +187,18 @@ def test_the_probe_asks_each_server_once_and_checks_every_name_against_its_listi
     assert res.returncode == 2 and "model 'wrong': wrong model name: 'nope'" in res.stderr, res.stderr
     assert "model 'm1'" not in res.stderr  # every listed name passed
     assert listings() == 1
+
+
+def test_a_stalled_endpoint_is_recognised_and_its_games_fail_at_once(tmp_path, write_study, fake_openai):
+    """A server that lists its models but never completes a chat call: after three timed-out
+    calls in a row the endpoint counts as stalled and every later call fails at once (it once
+    cost each game its full timeouts and retries). The games are stored as failed, with why."""
+    url, stats = fake_openai("--stall-chat")
+    path = study(write_study, url, moves='["B"]', timeout=1)
+    res = run_agora("run", str(path), "--db", str(tmp_path / "s.db"), "--quiet", "--concurrency", "2")
+    # the remote model is the focal player in 12 games (and the passive peer in the other 12)
+    assert res.returncode == 1 and "12 played, 12 errors" in res.stdout, res.stdout + res.stderr
+    rows = sqlite3.connect(tmp_path / "s.db").execute("select status, error from games where status = 'error'").fetchall()
+    assert len(rows) == 12
+    assert sum("is stalled" in (e or "") for _, e in rows) >= 10, rows[:3]
+    assert server_requests(stats) <= 3 + 2  # the three that timed out, and those already in flight

@@ -98,6 +98,7 @@ class Runner:
         self.cache = cache if cache is not None else SQLCache(store)
         self.progress = progress
         self.models: dict[str, Model] = {}
+        self._breakers: dict = {}  # stall detection per server, shared by its models (models.model.Breaker)
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
         self.stats = RunStats()
@@ -125,6 +126,7 @@ class Runner:
                 retry=RetryPolicy(max_attempts=entry.max_attempts),
                 rate=RateLimiter(entry.requests_per_minute, entry.tokens_per_minute) if entry.requests_per_minute or entry.tokens_per_minute else None,
                 adaptive=entry.adaptive_concurrency,
+                breakers=self._breakers,
             )
         return self.models[entry.name]
 

@@ -60,8 +60,10 @@ class BackendError(RuntimeError):
     ``retry_after`` is the server's requested wait in seconds, if it gave one. The message is
     redacted (no API keys or URL credentials)."""
 
-    def __init__(self, message: str, retryable: bool = True, retry_after: float | None = None, rate_limited: bool = False, fatal: bool = False):
+    def __init__(self, message: str, retryable: bool = True, retry_after: float | None = None, rate_limited: bool = False, fatal: bool = False, timed_out: bool = False):
         super().__init__(redact(message))
+        #: The server sent no (whole) answer within the timeout: counted by the endpoint's breaker.
+        self.timed_out = timed_out
         #: Every later call would fail the same way (e.g. a rejected key): stop the model's games.
         self.fatal = fatal
         self.retryable = retryable

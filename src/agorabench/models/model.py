@@ -61,6 +61,33 @@ class Pricing:
         return ((c.prompt_tokens - c.cached_tokens) * self.input + c.cached_tokens * cached_price + c.completion_tokens * self.output) / 1e6
 
 
+class Breaker:
+    """Stall detection for one endpoint (a server URL), shared by every model entry on it: after
+    ``limit`` timed-out calls in a row with no answer in between, the endpoint is *open*: every
+    later call to it fails at once with the reason, instead of waiting out its own timeouts and
+    retries (a server that lists its models but never completes a chat call once cost about ten
+    minutes per game). Its games are stored as failed and played again by the next run."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_a_row = 0
+        self.open: str | None = None
+
+    def failed(self, exc: BackendError, endpoint: str) -> None:
+        if not exc.timed_out or self.limit <= 0:
+            return
+        self.in_a_row += 1
+        if self.in_a_row >= self.limit and self.open is None:
+            self.open = f"{endpoint} is stalled: {self.in_a_row} calls in a row got no answer ({exc}); its remaining calls in this run fail at once"
+
+    def answered(self) -> None:
+        self.in_a_row = 0
+
+
+#: Timed-out calls in a row after which an endpoint counts as stalled.
+STALL_AFTER = 3
+
+
 class Model:
     def __init__(
         self,
@@ -72,8 +99,17 @@ class Model:
         pricing: Pricing | None = None,
         rate: RateLimiter | None = None,
         adaptive: bool = True,
+        stall_after: int = STALL_AFTER,
+        breakers: dict[str, Breaker] | None = None,
     ) -> None:
         self.backend = backend
+        self._endpoint = str(getattr(backend, "base_url", None) or getattr(backend, "identity", "the backend"))
+        #: Shared with every model on the same server through ``breakers`` (one dict per run):
+        #: see :class:`Breaker`.
+        if breakers is not None:
+            self.breaker = breakers.setdefault(self._endpoint, Breaker(stall_after))
+        else:
+            self.breaker = Breaker(stall_after)
         self.settings = settings or GenerationSettings()
         self.cache = cache
         self.retry = retry or RetryPolicy()
@@ -118,6 +154,9 @@ class Model:
                 break
             except BackendError as exc:
                 self.rate_limited += exc.rate_limited
+                self.breaker.failed(exc, self._endpoint)
+                if self.breaker.open is not None and not exc.fatal:
+                    raise BackendError(f"{self.backend.identity}: {self.breaker.open}", retryable=False) from None
                 if exc.fatal:
                     self.dead = self.dead or str(exc)
                     raise BackendError(f"{self.backend.identity}: {exc}", retryable=False, fatal=True) from None
@@ -147,9 +186,12 @@ class Model:
                 await self.rate.acquire(reserved)
             if self.dead is not None:
                 raise BackendError(self.dead, retryable=False, fatal=True)
+            if self.breaker.open is not None:
+                raise BackendError(self.breaker.open, retryable=False)
             self.calls += 1
             try:
                 completion = await self.backend.complete(messages, settings)
+                self.breaker.answered()
             except BackendError:
                 raise
             except Exception as exc:  # a reply the backend could not read: transient

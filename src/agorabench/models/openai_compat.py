@@ -55,7 +55,7 @@ def sdk_error(exc: Exception, sdk: Any, base_url: str | None = None) -> BackendE
         return BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True)
     if isinstance(exc, sdk.APITimeoutError):  # the SDK reports a refused connection as one
         problem = _connection_problem(exc, base_url)
-        return BackendError(problem if "refused" in problem else f"no answer within the timeout ({exc})", retryable=True)
+        return BackendError(problem if "refused" in problem else f"no answer within the timeout ({exc})", retryable=True, timed_out="refused" not in problem)
     if isinstance(exc, sdk.APIConnectionError):
         return BackendError(_connection_problem(exc, base_url), retryable=True)
     if isinstance(exc, sdk.APIStatusError):
@@ -189,7 +189,7 @@ class LeanOpenAIBackend(OpenAICompatBackend):
         try:
             return await self._client.post(body)
         except asyncio.TimeoutError:
-            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
+            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True, timed_out=True) from None
         except ConnectError as exc:
             raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
         except BodyTooLarge as exc:
@@ -252,7 +252,7 @@ class AiohttpOpenAIBackend(LeanOpenAIBackend):
                     chunks.append(chunk)
                 return resp.status, resp.headers, b"".join(chunks)
         except asyncio.TimeoutError:
-            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True) from None
+            raise BackendError(f"timeout after {self.timeout:g}s", retryable=True, timed_out=True) from None
         except aiohttp.ClientConnectorError as exc:
             raise BackendError(_connection_problem(exc, self.base_url), retryable=True) from None
         except aiohttp.ClientError as exc:
