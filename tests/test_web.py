@@ -205,6 +205,26 @@ def test_participants_see_only_their_own_game_and_forms_are_protected(tmp_path):
         assert "OPENAI" not in served and "api_key" not in served
 
 
+def test_session_url_needs_its_cookie_and_redirects_are_relative(tmp_path):
+    """Issue 22 item 13: a valid /p/<token> URL in another browser (a foreign or no cookie) is
+    refused for the page, its state and its forms; the dashboard's redirect ignores Host."""
+    path = _study(tmp_path, name="web_cookie", fixed={"money": 100, "horizon": 2, "complete_info": False, "delta_a": 0.9, "delta_b": 0.9}, web={"attention_checks": [], "quiz": []})
+    with AppServer(path, tmp_path / "web.db") as server:
+        a, b = Participant(server.url, "C1"), Participant(server.url, "C2")
+        a.enter(), b.enter()
+        a.post("consent", agree="yes")
+        csrf_a = re.search(r'name="csrf" value="([^"]+)"', a.get(a.url).text).group(1)
+        for cookies in ({}, {"agora_session": b.url.rsplit("/", 1)[-1]}, {"agora_session": "x"}):
+            stranger = httpx.Client(base_url=server.url, cookies=cookies)
+            assert stranger.get(a.url).status_code == 403
+            assert stranger.get(a.url + "/state").status_code == 403
+            assert stranger.post(a.url + "/instructions", data={"csrf": csrf_a}).status_code == 403
+        assert a.get(a.url).status_code == 200  # the owner still plays
+        r = httpx.Client(base_url=server.url, headers={"Host": "evil.example"})
+        moved = r.get(f"/dash?token={TOKEN}")
+        assert moved.status_code == 303 and moved.headers["location"] == "/dash"
+
+
 def test_dashboard_needs_its_token(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-h12-never-shown-0123456789")
     path = _study(tmp_path, name="web_dash", seats=[{"alice": "participant", "bob": "opponent"}, {"alice": "spe", "bob": "opponent"}], models=[{"name": "opponent", "spec": "strategy/always-reject"}, {"name": "spe", "spec": "strategy/spe"}], web={"attention_checks": [], "quiz": [], "completion_code": "", "bonus": "0.5 + 0.01 * alice_gain"})

@@ -121,11 +121,20 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
     def load(token: str) -> dict[str, Any] | None:
         return m.get(token)
 
+    def owned(request: Request, token: str) -> bool:
+        """Whether the request carries this session's cookie: the URL alone is no credential."""
+        return hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token)
+
+    def foreign(request: Request) -> HTMLResponse:
+        return page(request, "message.html", title="Please use your entry link", message="This page belongs to a session started in another browser. Please open the study again through the link you were given.", status=403)
+
     @app.get("/p/{token}", response_class=HTMLResponse)
     async def show(request: Request, token: str):
         row = load(token)
         if row is None:
             return not_found(request)
+        if not owned(request, token):
+            return foreign(request)
         stage = row["stage"]
         ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage}
         if row["game_status"] == "declined":
@@ -163,10 +172,12 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         return page(request, "done.html", code=row["code"], bonus=row["bonus"] or 0.0, url=s.completion_url.replace("{code}", row["code"] or ""), **ctx)
 
     @app.get("/p/{token}/state")
-    async def state(token: str):
+    async def state(request: Request, token: str):
         row = load(token)
         if row is None:
             return JSONResponse({"error": "not found"}, status_code=404)
+        if not owned(request, token):
+            return JSONResponse({"error": "session cookie missing"}, status_code=403)
         live = m.live.get(token)
         return {"stage": row["stage"], "version": live.version if live else 0, "waiting": bool(live and live.pending is None)}
 
@@ -175,6 +186,8 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         row = load(token)
         if row is None:
             return not_found(request)
+        if not owned(request, token):
+            return foreign(request)
         form = await request.form()
         data = {k: v for k, v in form.items() if isinstance(v, str)}
         if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):
