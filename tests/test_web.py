@@ -169,6 +169,30 @@ def test_timeout_applies_the_fallback_and_is_recorded(tmp_path):
     assert game["outcome"]["invalid_offers"] == 1 and game["outcome"]["agreed"] is False
 
 
+def test_a_participant_who_leaves_is_abandoned_and_stored(tmp_path):
+    """Issue 22 item 11: with no turn time limit, a participant who consents and closes the tab
+    does not hold the game for ever: past the idle deadline the fallback plays their turns and
+    the game is stored as ``abandoned``."""
+    path = _study(tmp_path, name="web_idle", web={"time_limit": 0, "idle_timeout": 0.5, "attention_checks": [], "quiz": []})
+    db = tmp_path / "web.db"
+    with AppServer(path, db) as server:
+        p = Participant(server.url, "GONE1")
+        p.enter()
+        p.post("consent", agree="yes")  # ... and never comes back
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            store = Store(db)
+            try:
+                stored = store.games("web_idle")
+            finally:
+                store.dispose()
+            if stored:
+                break
+            time.sleep(0.2)
+        assert stored and stored[0]["status"] == "abandoned", stored
+        assert "abandoned" in httpx.get(f"{server.url}/dash/games", headers={"Authorization": f"Bearer {TOKEN}"}).text
+
+
 # security ---------------------------------------------------------------------------------
 
 
