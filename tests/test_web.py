@@ -193,6 +193,17 @@ def test_a_participant_who_leaves_is_abandoned_and_stored(tmp_path):
         assert "abandoned" in httpx.get(f"{server.url}/dash/games", headers={"Authorization": f"Bearer {TOKEN}"}).text
 
 
+def test_live_games_are_capped_and_new_people_wait(tmp_path):
+    """Issue 22 item 12: beyond ``max_live`` running games a new participant id opens no game."""
+    path = _study(tmp_path, name="web_cap", web={"max_live": 1, "attention_checks": [], "quiz": []})
+    with AppServer(path, tmp_path / "web.db") as server:
+        a = Participant(server.url, "CAP1")
+        a.enter(), a.post("consent", agree="yes")
+        r = httpx.get(f"{server.url}/start?PROLIFIC_PID=CAP2&STUDY_ID=s&SESSION_ID=x")
+        assert r.status_code == 503 and "full" in r.text
+        assert a.get(a.url).status_code == 200
+
+
 # security ---------------------------------------------------------------------------------
 
 

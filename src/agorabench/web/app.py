@@ -111,6 +111,9 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if found is None:
             return page(request, "message.html", title="Link incomplete", message="This link has no valid participant id. Please use the link you were given.", status=400)
         source, participant, params = found
+        running = sum(1 for live in m.live.values() if live.task is not None and not live.task.done())
+        if running >= s.max_live and not request.cookies.get(SESSION_COOKIE):  # returning people have the cookie
+            return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
         if not new and not hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token):
             return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started.", status=409)

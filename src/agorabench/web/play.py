@@ -89,6 +89,8 @@ class WebSettings(BaseModel):
     #: Seconds a turn may stay unanswered (shown or not) before the participant counts as gone:
     #: from then on the fallback answers for them and the game is stored as ``abandoned``; 0: never.
     idle_timeout: float = Field(600, ge=0)
+    #: Most games running at once; a new participant beyond it gets a "full, try again" page.
+    max_live: int = Field(50, ge=1)
     quiz: list[QuizItem] = Field(default_factory=list)
     attention_checks: list[AttentionCheck] = Field(default_factory=list)
     questionnaire: list[Question] = Field(default_factory=list)
