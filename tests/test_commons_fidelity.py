@@ -84,11 +84,11 @@ def test_scripted_transcript_follows_the_original_month_order():
         "Month 1 begins.",
         "You asked to catch 10 tons of fish and caught 10 tons.",
         "The fishers meet in town",
-        "Mayor: Good evening",
+        "Mayor:\n> Good evening",
         "agreed to catch at most 10 tons",
         "Month 2 begins.",
         f"You asked to catch 10 tons of fish and caught {outcome['months'][1]['collected']['agent_2']} tons.",
-        "Mayor: Good evening",
+        "Mayor:\n> Good evening",
         "the lake is fished out",
     ]
     at = 0
@@ -152,7 +152,7 @@ def test_individual_report_and_no_report():
     outcome, _, table = play({"*": "sustainable"}, months=1, report="individual", max_conversation_steps=6)
     steps = outcome["months"][0]["report"]
     assert [s["speaker"] for s in steps] == [f"agent_{i}" for i in range(5)]
-    assert "Kate: This month I caught 10 tons of fish!" in user_text(table, "agent_0")
+    assert "Kate:\n> This month I caught 10 tons of fish!" in user_text(table, "agent_0")
     assert len(outcome["months"][0]["discussion"]) == 1  # 5 report lines + 1 remark = K = 6
     outcome, _, table = play({"*": "sustainable"}, months=1, report="none")
     assert outcome["months"][0]["report"] == [] and "Mayor" not in user_text(table, "agent_0")

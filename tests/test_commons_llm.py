@@ -86,7 +86,7 @@ def test_embedded_model_plays_a_full_month(first_run):
     # memory: the second harvest prompt carries the private outcome, the report and the chat
     second = next(t for t in harvests if t["metrics"]["month"] == 2 and t["role"] == "agent_0")
     seen = "\n".join(m["content"] for m in second["messages"])
-    assert "You asked to catch" in seen and "Mayor: Good evening" in seen and "meet in town" in seen
+    assert "You asked to catch" in seen and "Mayor:\n> Good evening" in seen and "meet in town" in seen
     assert "Month 2 begins." in seen and "Month 2 of 2" not in seen
     assert set(game["metrics"]) >= {"survival_time", "total_gain", "efficiency", "equality", "over_usage"}
     assert game["metrics"]["survival_time"] == 2

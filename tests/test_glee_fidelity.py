@@ -71,7 +71,7 @@ def test_buyer_messages_reach_the_seller_after_the_round():
     _, table, out, _ = play(Persuasion, {"alice": Says('{"decision": "yes"}'), "bob": Says('{"decision": "yes", "message": "Thanks, Alice"}')}, buyer_messages=True, horizon=2)
     assert all(t.valid for t in table.turns) and out["sold"] == 2
     assert out["rounds"][0]["buyer_message"] == "Thanks, Alice"
-    assert "The buyer's message: Thanks, Alice" in table.transcripts["alice"][3]["content"]  # with round 2's question
+    assert "The buyer's message:\n> Thanks, Alice" in table.transcripts["alice"][3]["content"]  # with round 2's question
     assert '"message"' in table.transcripts["bob"][1]["content"]
     # without buyer messages the seller hears nothing from the buyer
     _, table, out, _ = play(Persuasion, {"alice": Says('{"decision": "yes"}'), "bob": Says('{"decision": "yes", "message": "Thanks, Alice"}')}, horizon=2)

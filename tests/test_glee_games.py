@@ -196,7 +196,7 @@ def test_persuasion_invalid_answers_fall_back():
     assert out["rounds"][0]["signal_valid"] is False
     _, table, out, _ = play(Persuasion, {"alice": Says('{"message": "great"}'), "bob": Says("buy!!")}, horizon=2, messages=True, max_retries=0)
     assert all(not t.valid for t in table.turns if t.role == "bob") and out["sold"] == 0
-    assert "Alice's message: great" in table.transcripts["bob"][1]["content"]
+    assert "Alice's message:\n> great" in table.transcripts["bob"][1]["content"]
 
 
 def test_seller_not_told_v_without_complete_info():

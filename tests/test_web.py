@@ -169,6 +169,41 @@ def test_timeout_applies_the_fallback_and_is_recorded(tmp_path):
     assert game["outcome"]["invalid_offers"] == 1 and game["outcome"]["agreed"] is False
 
 
+def test_a_participant_who_leaves_is_abandoned_and_stored(tmp_path):
+    """Issue 22 item 11: with no turn time limit, a participant who consents and closes the tab
+    does not hold the game for ever: past the idle deadline the fallback plays their turns and
+    the game is stored as ``abandoned``."""
+    path = _study(tmp_path, name="web_idle", web={"time_limit": 0, "idle_timeout": 0.5, "attention_checks": [], "quiz": []})
+    db = tmp_path / "web.db"
+    with AppServer(path, db) as server:
+        p = Participant(server.url, "GONE1")
+        p.enter()
+        p.post("consent", agree="yes")  # ... and never comes back
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            store = Store(db)
+            try:
+                stored = store.games("web_idle")
+            finally:
+                store.dispose()
+            if stored:
+                break
+            time.sleep(0.2)
+        assert stored and stored[0]["status"] == "abandoned", stored
+        assert "abandoned" in httpx.get(f"{server.url}/dash/games", headers={"Authorization": f"Bearer {TOKEN}"}).text
+
+
+def test_live_games_are_capped_and_new_people_wait(tmp_path):
+    """Issue 22 item 12: beyond ``max_live`` running games a new participant id opens no game."""
+    path = _study(tmp_path, name="web_cap", web={"max_live": 1, "attention_checks": [], "quiz": []})
+    with AppServer(path, tmp_path / "web.db") as server:
+        a = Participant(server.url, "CAP1")
+        a.enter(), a.post("consent", agree="yes")
+        r = httpx.get(f"{server.url}/start?PROLIFIC_PID=CAP2&STUDY_ID=s&SESSION_ID=x")
+        assert r.status_code == 503 and "full" in r.text
+        assert a.get(a.url).status_code == 200
+
+
 # security ---------------------------------------------------------------------------------
 
 
@@ -203,6 +238,26 @@ def test_participants_see_only_their_own_game_and_forms_are_protected(tmp_path):
         served = "\n".join(a.pages + b.pages)
         assert "10%" in served and "27%" not in served and "0.73" not in served and "73%" not in served
         assert "OPENAI" not in served and "api_key" not in served
+
+
+def test_session_url_needs_its_cookie_and_redirects_are_relative(tmp_path):
+    """Issue 22 item 13: a valid /p/<token> URL in another browser (a foreign or no cookie) is
+    refused for the page, its state and its forms; the dashboard's redirect ignores Host."""
+    path = _study(tmp_path, name="web_cookie", fixed={"money": 100, "horizon": 2, "complete_info": False, "delta_a": 0.9, "delta_b": 0.9}, web={"attention_checks": [], "quiz": []})
+    with AppServer(path, tmp_path / "web.db") as server:
+        a, b = Participant(server.url, "C1"), Participant(server.url, "C2")
+        a.enter(), b.enter()
+        a.post("consent", agree="yes")
+        csrf_a = re.search(r'name="csrf" value="([^"]+)"', a.get(a.url).text).group(1)
+        for cookies in ({}, {"agora_session": b.url.rsplit("/", 1)[-1]}, {"agora_session": "x"}):
+            stranger = httpx.Client(base_url=server.url, cookies=cookies)
+            assert stranger.get(a.url).status_code == 403
+            assert stranger.get(a.url + "/state").status_code == 403
+            assert stranger.post(a.url + "/instructions", data={"csrf": csrf_a}).status_code == 403
+        assert a.get(a.url).status_code == 200  # the owner still plays
+        r = httpx.Client(base_url=server.url, headers={"Host": "evil.example"})
+        moved = r.get(f"/dash?token={TOKEN}")
+        assert moved.status_code == 303 and moved.headers["location"] == "/dash"
 
 
 def test_dashboard_needs_its_token(tmp_path, monkeypatch):

@@ -240,3 +240,24 @@ def test_journey_against_the_embedded_model(browser, tmp_path):
     assert g["seats"]["bob"] == "smol" and g["seats"]["alice"].startswith("human:")
     assert "human:" in build_report(Store(db), "web_llm", tmp_path / "report").read_text()
     assert TIMEOUT not in {t["error"] for t in turns}
+
+
+def test_a_valid_session_url_in_another_browser_must_re_enter(browser, tmp_path):
+    """Issue 22 item 13: the session URL copied into a second browser (no session cookie) shows
+    the re-entry page, not the participant's game; the first browser plays on."""
+    _role, seats, fixed, models, _policy, _ = GAMES["glee.bargaining"]
+    path = tmp_path / "study.toml"
+    path.write_text(study_text("web_foreign", "glee.bargaining", seats, fixed, models))
+    owner, stranger = browser.new_context(), browser.new_context()
+    try:
+        with AppServer(path, tmp_path / "web.db") as server:
+            page = owner.new_page()
+            page.goto(f"{server.url}/start?PROLIFIC_PID=PFOREIGN&STUDY_ID=s&SESSION_ID=x")
+            url = page.url
+            assert "/p/" in url
+            other = stranger.new_page()
+            response = other.goto(url)
+            assert response.status == 403 and "entry link" in other.content()
+            assert page.goto(url).status == 200 and "entry link" not in page.content()
+    finally:
+        owner.close(), stranger.close()

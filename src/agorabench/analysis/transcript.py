@@ -15,6 +15,8 @@ import re
 import textwrap
 from typing import Any
 
+from ..core.speech import escape_terminal
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # terminal escapes a model might send
 
 
@@ -55,7 +57,7 @@ def render_game(game: dict[str, Any], turns: list[dict[str, Any]], roles: set[st
         lines.append("")
         lines.append(f"=== {role} ({seats.get(role, '?')}) ===")
         lines += _role_lines(role_turns)
-    return "\n".join(lines)
+    return escape_terminal("\n".join(lines))  # players' text never acts on the terminal
 
 
 def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any, Callable, ClassVar
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
+from .speech import quote
 from .table import Player, Table
 
 
@@ -80,6 +81,7 @@ class Prompts:
             lstrip_blocks=True,
             auto_reload=False,  # a study's templates do not change while it runs; no stat() per render
         )
+        self.env.filters["quote"] = quote  # other players' words: cleaned, quoted (core.speech)
         self.version = self._version(folders)
         self._templates: dict[str, jinja2.Template] = {}
         self._rendered: dict[tuple[str, str], str] = {}

@@ -111,6 +111,9 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if found is None:
             return page(request, "message.html", title="Link incomplete", message="This link has no valid participant id. Please use the link you were given.", status=400)
         source, participant, params = found
+        running = sum(1 for live in m.live.values() if live.task is not None and not live.task.done())
+        if running >= s.max_live and not request.cookies.get(SESSION_COOKIE):  # returning people have the cookie
+            return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
         if not new and not hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token):
             return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started.", status=409)
@@ -121,11 +124,20 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
     def load(token: str) -> dict[str, Any] | None:
         return m.get(token)
 
+    def owned(request: Request, token: str) -> bool:
+        """Whether the request carries this session's cookie: the URL alone is no credential."""
+        return hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token)
+
+    def foreign(request: Request) -> HTMLResponse:
+        return page(request, "message.html", title="Please use your entry link", message="This page belongs to a session started in another browser. Please open the study again through the link you were given.", status=403)
+
     @app.get("/p/{token}", response_class=HTMLResponse)
     async def show(request: Request, token: str):
         row = load(token)
         if row is None:
             return not_found(request)
+        if not owned(request, token):
+            return foreign(request)
         stage = row["stage"]
         ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage}
         if row["game_status"] == "declined":
@@ -163,10 +175,12 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         return page(request, "done.html", code=row["code"], bonus=row["bonus"] or 0.0, url=s.completion_url.replace("{code}", row["code"] or ""), **ctx)
 
     @app.get("/p/{token}/state")
-    async def state(token: str):
+    async def state(request: Request, token: str):
         row = load(token)
         if row is None:
             return JSONResponse({"error": "not found"}, status_code=404)
+        if not owned(request, token):
+            return JSONResponse({"error": "session cookie missing"}, status_code=403)
         live = m.live.get(token)
         return {"stage": row["stage"], "version": live.version if live else 0, "waiting": bool(live and live.pending is None)}
 
@@ -175,6 +189,8 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         row = load(token)
         if row is None:
             return not_found(request)
+        if not owned(request, token):
+            return foreign(request)
         form = await request.form()
         data = {k: v for k, v in form.items() if isinstance(v, str)}
         if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):

@@ -118,7 +118,7 @@ class Dashboard:
                 if not self.allowed(request):
                     return refuse(request)
                 if request.query_params.get("token") and request.method == "GET":
-                    response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
+                    response = RedirectResponse(_relative(request.url.remove_query_params("token")), status_code=303)
                     response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
                     return response
                 return await handler(request, **kwargs)
@@ -200,3 +200,8 @@ class Dashboard:
             self.run_message = f"last model-only run: {stats.done} played, {stats.skipped} skipped, {stats.errors} errors"
         except Exception as exc:  # shown on the dashboard, never a crash of the server
             self.run_message = f"model-only run failed: {type(exc).__name__}: {exc}"
+
+
+def _relative(url) -> str:
+    """Path and query of ``url`` only: a redirect never echoes the request's ``Host`` header."""
+    return url.path + (f"?{url.query}" if url.query else "")

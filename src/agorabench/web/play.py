@@ -86,6 +86,11 @@ class WebSettings(BaseModel):
     )
     #: Seconds a participant has for one turn; 0 means no limit.
     time_limit: float = Field(0, ge=0)
+    #: Seconds a turn may stay unanswered (shown or not) before the participant counts as gone:
+    #: from then on the fallback answers for them and the game is stored as ``abandoned``; 0: never.
+    idle_timeout: float = Field(600, ge=0)
+    #: Most games running at once; a new participant beyond it gets a "full, try again" page.
+    max_live: int = Field(50, ge=1)
     quiz: list[QuizItem] = Field(default_factory=list)
     attention_checks: list[AttentionCheck] = Field(default_factory=list)
     questionnaire: list[Question] = Field(default_factory=list)
@@ -302,9 +307,18 @@ class Seat:
         pending = Pending(seq, request, row["shown_at"] if row else None)
         live.pending, live.messages = pending, list(request.messages)
         live.touch()
+        if live.abandoned:
+            live.manager.record_timeout(live.token, seq)
+            live.pending = None
+            return None
         limit = live.manager.settings.time_limit
+        idle = live.manager.settings.idle_timeout
+        idle_at = time.time() + idle if idle else None  # counted from when the turn opens
         while not pending.done:
-            timeout = None if (not limit or pending.shown_at is None) else pending.shown_at + limit - time.time()
+            deadlines = [t for t in (None if (not limit or pending.shown_at is None) else pending.shown_at + limit, idle_at) if t is not None]
+            timeout = min(deadlines) - time.time() if deadlines else None
+            if idle_at is not None and time.time() >= idle_at and not pending.done:
+                live.abandoned = True  # gone: the fallback answers every turn from now on
             if timeout is not None and timeout <= 0:
                 live.manager.record_timeout(live.token, seq)
                 pending.done = True
@@ -332,6 +346,8 @@ class Live:
     formats: set[str] = field(default_factory=set)
     version: int = 0
     system: str = ""
+    #: The participant let a turn pass its idle deadline: the game is stored as ``abandoned``.
+    abandoned: bool = False
 
     def touch(self) -> None:
         self.version += 1
@@ -444,6 +460,10 @@ class Manager:
             status = await self.runner.play_one(spec, seated={live.role: Human(Seat(live))}, entries=entries)
         except StudyError:  # e.g. an unknown strategy: the study file's problem, shown on the dashboard
             status = "error"
+        if live.abandoned and status == "done":
+            status = "abandoned"
+            with self.store.engine.begin() as conn:
+                conn.execute(sa.update(games).where(games.c.id == spec.id).values(status=status))
         with self.store.engine.connect() as conn:
             found = conn.execute(sa.select(games.c.outcome, games.c.metrics).where(games.c.id == spec.id)).first()
         game = dict(found._mapping) if found else None

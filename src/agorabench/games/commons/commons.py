@@ -73,6 +73,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
+from ...core.speech import quote
 from ...core.table import Prompt, Table
 from . import PROMPTS, SCENARIOS
 
@@ -155,6 +156,7 @@ def get_scenario(name: str, language: str) -> Scenario:
 
 
 _TEXT_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+_TEXT_ENV.filters["quote"] = quote  # other players' words: cleaned, quoted (core.speech)
 
 
 @lru_cache(maxsize=512)
