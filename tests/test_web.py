@@ -172,13 +172,13 @@ def test_timeout_applies_the_fallback_and_is_recorded(tmp_path):
 def test_a_participant_who_leaves_is_abandoned_and_stored(tmp_path):
     """Issue 22 item 11: with no turn time limit, a participant who consents and closes the tab
     does not hold the game for ever: past the idle deadline the fallback plays their turns and
-    the game is stored as ``abandoned``."""
+    the game is stored as ``abandoned``. (One who leaves before the play screen holds no game.)"""
     path = _study(tmp_path, name="web_idle", web={"time_limit": 0, "idle_timeout": 0.5, "attention_checks": [], "quiz": []})
     db = tmp_path / "web.db"
     with AppServer(path, db) as server:
         p = Participant(server.url, "GONE1")
         p.enter()
-        p.post("consent", agree="yes")  # ... and never comes back
+        p.post("consent", agree="yes"), p.post("instructions")  # reaches the play screen, then leaves
         deadline = time.time() + 30
         while time.time() < deadline:
             store = Store(db)
@@ -198,7 +198,7 @@ def test_live_games_are_capped_and_new_people_wait(tmp_path):
     path = _study(tmp_path, name="web_cap", web={"max_live": 1, "attention_checks": [], "quiz": []})
     with AppServer(path, tmp_path / "web.db") as server:
         a = Participant(server.url, "CAP1")
-        a.enter(), a.post("consent", agree="yes")
+        a.enter(), a.post("consent", agree="yes"), a.post("instructions")  # a's game runs from the play screen on
         r = httpx.get(f"{server.url}/start?PROLIFIC_PID=CAP2&STUDY_ID=s&SESSION_ID=x")
         assert r.status_code == 503 and "full" in r.text
         assert a.get(a.url).status_code == 200
@@ -322,3 +322,46 @@ def test_runner_skips_human_seats_and_serve_needs_them(tmp_path):
 
     out = run_agora("serve", str(no_human), "--db", str(tmp_path / "n.db"), "--port", "1")
     assert out.returncode == 2 and out.stderr.strip() == "agora: error: study 'web_none' has no game with a human seat (a model with spec = \"human\")"
+
+
+def test_no_model_is_called_before_the_participant_reaches_the_play_screen(tmp_path, fake_openai):
+    """Issue 22 item 12: a made-up id that consents and leaves costs no model call (500 such ids
+    once triggered 125 calls): the game starts at the play screen."""
+    import json
+    import urllib.request
+
+    url, stats = fake_openai()
+    calls = lambda: json.load(urllib.request.urlopen(stats))["requests"]  # noqa: E731
+    models = [{"name": "opponent", "spec": "openai/fake", "base_url": url}]
+    path = _study(tmp_path, name="web_calls", seats=[{"alice": "opponent", "bob": "participant"}], models=models, web={"attention_checks": [], "quiz": []})
+    with AppServer(path, tmp_path / "web.db") as server:
+        for i in range(5):
+            p = Participant(server.url, f"LEAVER{i}")
+            p.enter(), p.post("consent", agree="yes")
+            assert "instructions" in p.get(p.url).text.lower()
+        time.sleep(1.0)
+        assert calls() == 0
+        stayer = Participant(server.url, "STAYER")
+        stayer.enter(), stayer.post("consent", agree="yes"), stayer.post("instructions")
+        deadline = time.time() + 30
+        while calls() == 0 and time.time() < deadline:  # Alice (the model) opens the game
+            time.sleep(0.2)
+        assert calls() > 0
+
+
+def test_new_sessions_are_rate_limited_per_client_and_ids_checked(tmp_path):
+    """Issue 22 item 12: a client address opens at most ``starts_per_minute`` new sessions; ids
+    must match ``participant_pattern`` and, if given, the allow-list."""
+    web = {"attention_checks": [], "quiz": [], "starts_per_minute": 3, "participant_pattern": "[0-9a-f]{6}"}
+    path = _study(tmp_path, name="web_flood", web=web)
+    with AppServer(path, tmp_path / "web.db") as server:
+        start = lambda pid: httpx.get(f"{server.url}/start?PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID=x")  # noqa: E731
+        r = start("not-hex")
+        assert r.status_code == 403 and "not admitted" in r.text
+        assert [start(f"{i:06x}").status_code for i in range(3)] == [303, 303, 303]
+        r = start("abcdef")
+        assert r.status_code == 429 and "Too many new sessions" in r.text
+    listed = _study(tmp_path, name="web_allow", web={"attention_checks": [], "quiz": [], "allowed_participants": ["OK1"]})
+    with AppServer(listed, tmp_path / "allow.db") as server:
+        assert httpx.get(f"{server.url}/start?PROLIFIC_PID=NOPE").status_code == 403
+        assert httpx.get(f"{server.url}/start?PROLIFIC_PID=OK1").status_code == 303

@@ -12,6 +12,7 @@ role's transcript or a strategy's observation, so hidden values never reach the 
 
 from __future__ import annotations
 
+import collections
 import hmac
 import os
 import secrets
@@ -98,6 +99,10 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
     return templates.TemplateResponse(request, name, context, status_code=status)
 
 
+#: Most form errors kept with one turn (a participant posting nonsense for ever adds no more).
+MAX_KEPT_ERRORS = 50
+
+
 def not_found(request: Request) -> HTMLResponse:
     return page(request, "message.html", title="Not found", message="This page does not exist.", status=404)
 
@@ -105,14 +110,38 @@ def not_found(request: Request) -> HTMLResponse:
 def add_participant_routes(app: FastAPI, m: Manager) -> None:
     s = m.settings
 
+    starts: dict[str, collections.deque] = {}  # client address -> times of its recent new sessions
+
+    def too_many_starts(request: Request) -> bool:
+        """Whether this client address opened ``starts_per_minute`` new sessions in the last
+        minute (behind a proxy every client shares its address: raise the limit or set it 0)."""
+        if not s.starts_per_minute:
+            return False
+        now, host = time.monotonic(), request.client.host if request.client else "?"
+        recent = starts.setdefault(host, collections.deque())
+        while recent and now - recent[0] > 60:
+            recent.popleft()
+        if len(recent) >= s.starts_per_minute:
+            return True
+        recent.append(now)
+        if len(starts) > 10_000:  # forget idle addresses
+            for key in [k for k, v in starts.items() if not v or now - v[-1] > 60]:
+                del starts[key]
+        return False
+
     @app.get("/start")
     async def start(request: Request):
         found = participant_from_query(dict(request.query_params))
         if found is None:
             return page(request, "message.html", title="Link incomplete", message="This link has no valid participant id. Please use the link you were given.", status=400)
         source, participant, params = found
+        if not s.admits(participant):
+            return page(request, "message.html", title="Link not valid", message="This participant id is not admitted to the study. Please use the link you were given.", status=403)
+        returning = bool(request.cookies.get(SESSION_COOKIE))
+        if not returning and too_many_starts(request):
+            return page(request, "message.html", title="Please wait", message="Too many new sessions were opened from your address just now. Please try again in a minute.", status=429)
         running = sum(1 for live in m.live.values() if live.task is not None and not live.task.done())
-        if running >= s.max_live and not request.cookies.get(SESSION_COOKIE):  # returning people have the cookie
+        if running >= s.max_live and not returning:  # returning people have the cookie
             return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
         if not new and not hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token):
@@ -147,7 +176,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             return RedirectResponse(f"/p/{token}", status_code=303)
         if stage == "consent":
             return page(request, "consent.html", consent=s.consent, **ctx)
-        live = await m.start(row) if stage in ("instructions", "quiz", "play") else None
+        live = await m.start(row, play=stage == "play") if stage in ("instructions", "quiz", "play") else None
         if stage == "instructions":
             return page(request, "instructions.html", instructions=live.system, time_limit=s.time_limit, **ctx)
         if stage == "quiz":
@@ -203,7 +232,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
                 m.update(token, stage="done", game_status="declined", code="")
                 return page(request, "message.html", title="Thank you", message="You did not consent, so the study ends here. You may close this page.")
             m.update(token, stage="instructions")
-            await m.start(m.get(token))
+            await m.start(m.get(token), play=False)  # the game starts at the play screen
         elif stage == "instructions":
             m.update(token, stage="quiz" if s.quiz else "play")
         elif stage == "quiz":
@@ -227,7 +256,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             action, errors = parse_form(p.request.action_type, data)
             if action is None:
                 p.errors = errors  # shown on the next page, kept with the turn
-                p.all_errors += errors
+                p.all_errors = (p.all_errors + errors)[:MAX_KEPT_ERRORS]  # a bounded record of nonsense
                 return back
             m.answer(live, seq, action, p.all_errors)
             await m.settle(live, p)

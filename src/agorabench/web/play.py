@@ -91,6 +91,28 @@ class WebSettings(BaseModel):
     idle_timeout: float = Field(600, ge=0)
     #: Most games running at once; a new participant beyond it gets a "full, try again" page.
     max_live: int = Field(50, ge=1)
+    #: Most new sessions one client address may open per minute (0: no limit).
+    starts_per_minute: int = Field(10, ge=0)
+    #: A regular expression every participant id must match in full (e.g. Prolific's
+    #: ``"[0-9a-f]{24}"``); empty: any id.
+    participant_pattern: str = ""
+    #: If not empty, the only participant ids admitted.
+    allowed_participants: list[str] = Field(default_factory=list)
+
+    @field_validator("participant_pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"participant_pattern {v!r} is not a regular expression ({exc})") from None
+        return v
+
+    def admits(self, participant: str) -> bool:
+        """Whether ``participant`` passes the allow-list and the id pattern."""
+        if self.allowed_participants and participant not in self.allowed_participants:
+            return False
+        return not self.participant_pattern or re.fullmatch(self.participant_pattern, participant) is not None
     quiz: list[QuizItem] = Field(default_factory=list)
     attention_checks: list[AttentionCheck] = Field(default_factory=list)
     questionnaire: list[Question] = Field(default_factory=list)
@@ -441,16 +463,18 @@ class Manager:
         seats = {r: (f"human:{row['pid_hash']}" if r == row["role"] else m) for r, m in base.seats.items()}
         return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed, base.nature_seed)
 
-    async def start(self, row: dict[str, Any]) -> Live:
-        """The participant's live game, started (or restarted, replaying) if not running."""
+    async def start(self, row: dict[str, Any], play: bool = True) -> Live:
+        """The participant's live game: its instructions read (no model is called for that), and
+        with ``play`` the game started (or restarted, replaying) if not running. The game, and so
+        every model call for it, starts only when the person reaches the play screen: someone
+        who consents and leaves costs nothing."""
         live = self.live.get(row["token"])
-        if live is not None:
-            return live
-        live = Live(row["token"], self, row["role"])
-        self.live[row["token"]] = live
         base, spec = self.spec_for(row)
-        live.system = await instructions_text(self.study, self.runner, base, row["role"])
-        if row["game_status"] is None:
+        if live is None:
+            live = Live(row["token"], self, row["role"])
+            self.live[row["token"]] = live
+            live.system = await instructions_text(self.study, self.runner, base, row["role"])
+        if play and live.task is None and row["game_status"] is None:
             live.task = asyncio.create_task(self._play(live, base, spec))
         return live
 
@@ -478,10 +502,11 @@ class Manager:
         live.touch()
 
     async def resume_all(self) -> int:
-        """Restart the games of participants who were playing when the server stopped."""
+        """Restart the games of participants who were playing when the server stopped (those
+        still reading instructions start theirs when they reach the play screen)."""
         n = 0
         for row in self.participants():
-            if row["stage"] in ("instructions", "quiz", "play") and row["game_status"] is None:
+            if row["stage"] == "play" and row["game_status"] is None:
                 await self.start(row)
                 n += 1
         return n
