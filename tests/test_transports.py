@@ -193,7 +193,7 @@ def test_bad_limits_are_one_line_errors(write_study):
 
 
 @pytest.mark.parametrize("kind", ["gzip", "endless", "length"])
-@pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend])
+@pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
 def test_an_answer_too_large_fails_the_call_without_holding_it(cls, kind, fake_openai):
     """A 1 MB gzip body of 1 GiB, a body without end, a Content-Length of 1 GiB: the call fails
     as "answer too large", not retried, and the client never holds more than its bound (a 1 GiB

@@ -51,6 +51,10 @@ def sdk_error(exc: Exception, sdk: Any, base_url: str | None = None) -> BackendE
     BackendError: rate limits, timeouts and lost connections are retryable (a refused connection
     is named as such, not as a timeout), a malformed or cut-off body is retried as transient,
     statuses as in :func:`status_error`."""
+    from .http11 import BodyTooLarge
+
+    if isinstance(exc, BodyTooLarge) or isinstance(exc.__cause__, BodyTooLarge):  # our bound on the body
+        return too_large(exc)
     if isinstance(exc, sdk.RateLimitError):
         return BackendError(f"rate limited: {exc}", retryable=True, retry_after=_retry_after(exc), rate_limited=True)
     if isinstance(exc, sdk.APITimeoutError):  # the SDK reports a refused connection as one
@@ -76,6 +80,85 @@ def _http_client():
         return None
 
 
+def _bound_bodies(client: Any) -> None:
+    """Wrap the SDK client's transport so that a response body is read to at most
+    :data:`~agorabench.models.http11.MAX_BODY` bytes, as sent and once decoded (gzip/deflate are
+    decoded here, incrementally): the bound of the other transports. A client without the
+    expected transport attribute is left as it is."""
+    inner = getattr(client, "_transport", None)
+    if inner is None or not hasattr(inner, "handle_async_request"):
+        return
+    client._transport = _BoundedTransport(inner)
+
+
+class _BoundedTransport:
+    """An httpx-style transport around another that bounds and decodes response bodies."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: Any) -> Any:
+        resp = await self.inner.handle_async_request(request)
+        encoding = resp.headers.get("content-encoding", "identity").lower()
+        headers = [(k, v) for k, v in resp.headers.raw if k.lower() != b"content-encoding"]
+        # the client checks the stream's class: ours derives from the httpx module's own base
+        base = next((c for c in type(resp.stream).__mro__ if c.__name__ == "AsyncByteStream"), object)
+        stream = _bounded_stream_class(base)(resp.stream, encoding)
+        return type(resp)(resp.status_code, headers=headers, stream=stream, request=request, extensions=resp.extensions)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+_STREAM_CLASSES: dict[type, type] = {}
+
+
+def _bounded_stream_class(base: type) -> type:
+    """:class:`_BoundedStream` as a subclass of ``base`` (the SDK's httpx ``AsyncByteStream``)."""
+    if base not in _STREAM_CLASSES:
+        _STREAM_CLASSES[base] = type("BoundedStream", (_BoundedStream, base), {}) if base is not object else _BoundedStream
+    return _STREAM_CLASSES[base]
+
+
+class _BoundedStream:
+    """The body of one response, decoded, raising BodyTooLarge past the bound."""
+
+    def __init__(self, inner: Any, encoding: str) -> None:
+        import zlib
+
+        from .http11 import MAX_BODY, BodyTooLarge, ProtocolError
+
+        self.inner, self.limit, self.too_large, self.bad = inner, MAX_BODY, BodyTooLarge, ProtocolError
+        self.encoding = encoding
+        self.inflater = zlib.decompressobj(47 if "gzip" in encoding else zlib.MAX_WBITS) if encoding in ("gzip", "x-gzip", "deflate") else None
+
+    async def __aiter__(self):
+        import zlib
+
+        sent = decoded = 0
+        async for chunk in self.inner:
+            sent += len(chunk)
+            if sent > self.limit:
+                raise self.too_large(f"the server sent more than {self.limit} bytes of body")
+            if self.inflater is not None:
+                try:
+                    chunk = self.inflater.decompress(chunk, self.limit - decoded + 1)
+                except zlib.error as exc:
+                    raise self.bad(f"a {self.encoding} body that does not decode: {exc}") from None
+                if self.inflater.unconsumed_tail:
+                    raise self.too_large(f"a {self.encoding} body that decodes to more than {self.limit} bytes")
+            decoded += len(chunk)
+            if decoded > self.limit:
+                raise self.too_large(f"a body that decodes to more than {self.limit} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class OpenAICompatBackend:
     serialized = False
 
@@ -95,6 +178,7 @@ class OpenAICompatBackend:
             kwargs["default_headers"] = {"Authorization": self.basic_auth}
         client = _http_client()
         if client is not None:
+            _bound_bodies(client)
             kwargs["http_client"] = client
         self.client = openai.AsyncOpenAI(**kwargs)
 
