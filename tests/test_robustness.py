@@ -148,23 +148,30 @@ def test_an_offer_far_above_the_money_at_stake_is_invalid():
 
 # 2. store errors ---------------------------------------------------------------------------
 
-def test_disk_full_stops_the_run_cleanly_and_a_rerun_finishes(tmp_path, write_study, monkeypatch, capsys):
+def fill_disk_after(monkeypatch, games: int, group: int, interval: float = 0.5):
+    """The database is "full" once ``games`` games are stored; finished games are committed in
+    groups of ``group``. Returns the real ``Store._save_games``."""
     from agorabench.store.store import GameWriter
 
-    path = write_study(SCRIPTED)
-    db = tmp_path / "full.db"
     real = Store._save_games
     saved = {"n": 0}
 
     def fill_up(self, ids, batch):
-        if saved["n"] + len(ids) > 5:
+        if saved["n"] + len(ids) > games:
             raise sa.exc.OperationalError("INSERT INTO games", {}, sqlite3.OperationalError("database or disk is full"))
         saved["n"] += len(ids)
         return real(self, ids, batch)
 
-    # one game per commit, so exactly the first five games fit before the disk is "full"
-    monkeypatch.setattr(GameWriter.__init__, "__defaults__", (1, 0.5, None))
+    monkeypatch.setattr(GameWriter.__init__, "__defaults__", (group, interval, None))
     monkeypatch.setattr(Store, "_save_games", fill_up)
+    return real
+
+
+def test_disk_full_stops_the_run_cleanly_and_a_rerun_finishes(tmp_path, write_study, monkeypatch, capsys):
+    path = write_study(SCRIPTED)
+    db = tmp_path / "full.db"
+    # one game per commit, so exactly the first five games fit before the disk is "full"
+    real = fill_disk_after(monkeypatch, 5, 1)
     rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--concurrency", "1")
     one_line_error(rc, err, "disk is full", "run the study again")
     assert sqlite3.connect(db).execute("select count(*) from games where status = 'done'").fetchone()[0] == 5
@@ -178,21 +185,9 @@ def test_after_a_store_failure_the_closing_count_is_what_committed(tmp_path, wri
     stored, and the closing line counts only the committed ones (it once counted the played)."""
     import re
 
-    from agorabench.store.store import GameWriter
-
     path = write_study(SCRIPTED)
     db = tmp_path / "full.db"
-    real = Store._save_games
-    saved = {"n": 0}
-
-    def fill_up(self, ids, batch):
-        if saved["n"] + len(ids) > 5:
-            raise sa.exc.OperationalError("INSERT INTO games", {}, sqlite3.OperationalError("database or disk is full"))
-        saved["n"] += len(ids)
-        return real(self, ids, batch)
-
-    monkeypatch.setattr(GameWriter.__init__, "__defaults__", (4, 30.0, None))  # groups of four games
-    monkeypatch.setattr(Store, "_save_games", fill_up)
+    fill_disk_after(monkeypatch, 5, 4, interval=30.0)  # groups of four games: the second does not fit
     rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--concurrency", "4")
     one_line_error(rc, err, "disk is full", "run the study again")
     stored = sqlite3.connect(db).execute("select count(*) from games").fetchone()[0]
