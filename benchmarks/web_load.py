@@ -39,6 +39,8 @@ name = "scripted"
 spec = "strategy/always-reject"
 [web]
 bonus = "0.01 * alice_gain"
+starts_per_minute = 0   # every simulated participant comes from 127.0.0.1
+max_live = 100
 [[web.quiz]]
 question = "Ready?"
 options = ["no", "yes"]
