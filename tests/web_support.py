@@ -180,7 +180,10 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
     turns = attention = 0
     prompts: list[str] = []
     while True:
-        page.wait_for_selector("#turn-form, #submit-attention, #submit-questionnaire", timeout=120_000)
+        try:
+            page.wait_for_selector("#turn-form, #submit-attention, #submit-questionnaire", timeout=120_000)
+        except Exception as exc:  # say what the participant saw instead
+            raise AssertionError(f"no turn after {turns} turns at {page.url}: {page.inner_text('body')[:1500]!r}") from exc
         if page.query_selector("#submit-attention"):
             page.check("input[name='answer'][value='Blue']")
             page.click("#submit-attention")

@@ -24,6 +24,7 @@ import math
 import operator
 import re
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,6 +39,7 @@ from ..core.game import Game
 from ..core.runner import Runner
 from ..core.study import GameSpec, Study, StudyError
 from ..core.table import Reply, Table, TurnRequest
+from ..redact import redact
 from ..store.store import Store, games
 
 # ------------------------------------------------------------------------------------------
@@ -483,6 +485,9 @@ class Manager:
         try:
             status = await self.runner.play_one(spec, seated={live.role: Human(Seat(live))}, entries=entries)
         except StudyError:  # e.g. an unknown strategy: the study file's problem, shown on the dashboard
+            status = "error"
+        except Exception as exc:  # e.g. the store failed: the person must not wait for ever
+            print(f"agora serve: game {spec.id} stopped: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
             status = "error"
         if live.abandoned and status == "done":
             status = "abandoned"
