@@ -10,20 +10,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from conftest import run_agora
 from statsmodels.stats.multitest import multipletests
 
 from agorabench.analysis import metagame as mg
 from agorabench.analysis.frames import games_df, turns_df
-from agorabench.analysis.regression import Design, Factor, bh_adjust, encode, fit_ols, pair_labels
+from agorabench.analysis.regression import bh_adjust, Design, encode, Factor, fit_ols, pair_labels
 from agorabench.core.agents import Strategy
 from agorabench.core.runner import run_study
 from agorabench.core.study import load_study
 from agorabench.games.glee import analysis as ga
-from agorabench.games.glee.bargaining import Bargaining
 from agorabench.games.glee.common import ALICE, Decision
+from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
-
-from conftest import run_agora
 
 LIFT = 0.3  # planted: allowing messages raises the first-round acceptance probability by this much
 
@@ -116,7 +115,7 @@ def _run(tmp_path_factory, text: str, name: str):
     path.write_text(text, encoding="utf-8")
     db = folder / f"{name}.db"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(Bargaining.strategies, "planted", Planted)
+        mp.setitem(BARGAINING, "planted", Planted)
         stats, _ = run_study(load_study(path), db, concurrency=4, progress=False)
     assert stats.errors == 0
     store = Store(db)
@@ -294,10 +293,10 @@ def test_metagame_of_scripted_bargaining_matches_theory(theory):
 
 
 def test_regressions_and_anchoring_run_on_the_imported_glee_games(shared_fixtures, tmp_path):
-    from agorabench.store.importers.glee import import_glee
+    from agorabench.games.glee.importer import import_logs
 
     store = Store(tmp_path / "glee.db")
-    count, _ = import_glee(shared_fixtures / "glee" / "human_vs_llm", store, "glee_humans")
+    count, _ = store.save_records(import_logs(shared_fixtures / "glee" / "human_vs_llm", "glee_humans"))
     games, turns = games_df(store, "glee_humans"), turns_df(store, "glee_humans")
     store.dispose()
     assert count == 75

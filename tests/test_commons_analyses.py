@@ -9,13 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_agora
 
 from agorabench.analysis.factor_tests import bh_adjust, factor_differences, welch
 from agorabench.analysis.frames import games_df
 from agorabench.analysis.survival import collapsed_by_month, gini, kaplan_meier, km_by_group, runs_table, survival_at
 from agorabench.store.store import Store
-
-from conftest import run_agora
 
 # ten runs: collapses at months 2, 3, 5, 8, 9; censored at 3, 6 and three full runs of 12
 DURATIONS = [2, 3, 3, 5, 6, 8, 9, 12, 12, 12]
@@ -72,10 +71,10 @@ def test_gini():
 
 
 def test_cut_off_fixture_runs_are_censored(shared_fixtures, tmp_path):
-    from agorabench.store.importers.govsim import import_govsim
+    from agorabench.games.commons.importer import import_logs
 
     store = Store(tmp_path / "govsim.db")
-    import_govsim(shared_fixtures / "govsim", store, "govsim")
+    store.save_records(import_logs(shared_fixtures / "govsim", "govsim"))
     games = games_df(store, "govsim")
     games["model"] = games["model_agent_0"]
     runs = runs_table(games).set_index("game_id")

@@ -12,9 +12,9 @@ import pytest
 
 from agorabench.core.game import Prompts
 from agorabench.core.table import Table
-from agorabench.games.commons.commons import Commons, CommonsConfig, allocate_proportional
+from agorabench.games.commons.commons import allocate_proportional, Commons, CommonsConfig
 from agorabench.games.commons.report import LABELS, metrics_table
-from agorabench.games.commons.strategies import CommonsStrategy
+from agorabench.games.commons.strategies import CommonsStrategy, STRATEGIES
 
 
 class Fixed(CommonsStrategy):
@@ -34,7 +34,7 @@ def play(players: dict, seed: int = 1, **cfg):
     seated = {}
     for r in Commons.roles(config):
         p = players.get(r, players.get("*"))
-        seated[r] = Commons.strategies[p]() if isinstance(p, str) else p
+        seated[r] = STRATEGIES[p]() if isinstance(p, str) else p
     table = Table(seated, seed=seed)
     game = Commons(config, Prompts(Commons.prompt_dir))
     outcome = asyncio.run(game.play(table))
@@ -301,7 +301,7 @@ class Reasoning(CommonsStrategy):
     """A sustainable player that writes reasoning before each number, as an LLM would."""
 
     async def act(self, request):
-        reply = await Commons.strategies["sustainable"]().act(request)
+        reply = await STRATEGIES["sustainable"]().act(request)
         if request.prompt.phase == "discuss":
             return reply
         return type(reply)(text=f"Let me think about month {request.prompt.observation['month']}.\n{reply.text}", action=reply.action, cached=True)
@@ -368,7 +368,7 @@ def test_earlier_decisions_are_shown_condensed():
 
 
 def test_table_marks_inside_a_merged_message_and_keeps_the_transcript_whole():
-    table = Table({"a": Commons.strategies["sustainable"]()}, seed=1, system={"a": "rules"})
+    table = Table({"a": STRATEGIES["sustainable"]()}, seed=1, system={"a": "rules"})
     table.tell("a", "old news")
     mark = table.mark("a")
     table.tell("a", "new news")  # merged into the same user message

@@ -10,7 +10,8 @@ import pytest
 
 from agorabench.core.game import Prompts
 from agorabench.core.table import Reply, Table
-from agorabench.games.commons.commons import Commons, CommonsConfig, Harvest, allocate, commons_metrics, get_scenario, scenarios
+from agorabench.games.commons.commons import allocate, Commons, commons_metrics, CommonsConfig, get_scenario, Harvest, scenarios
+from agorabench.games.commons.strategies import STRATEGIES
 
 ALL_SCENARIOS = sorted(scenarios())
 
@@ -19,7 +20,7 @@ def play(seats: dict[str, str], seed: int = 1, players: dict | None = None, **cf
     """Play one game with strategies by name (``"*"`` fills unnamed roles)."""
     config = CommonsConfig(**cfg)
     roles = Commons.roles(config)
-    seated = {r: Commons.strategies[seats.get(r, seats.get("*"))]() for r in roles if r not in (players or {})}
+    seated = {r: STRATEGIES[seats.get(r, seats.get("*"))]() for r in roles if r not in (players or {})}
     seated.update(players or {})
     table = Table(seated, seed=seed)
     game = Commons(config, Prompts(Commons.prompt_dir))

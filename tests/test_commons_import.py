@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agorabench.store.importers.govsim import import_govsim
+from agorabench.games.commons.importer import import_logs
 from agorabench.store.store import Store
 
 
@@ -19,7 +19,7 @@ from agorabench.store.store import Store
 def imported(tmp_path_factory, request):
     fixtures = request.getfixturevalue("shared_fixtures") / "govsim"
     store = Store(tmp_path_factory.mktemp("govsim") / "import.db")
-    n, problems = import_govsim(fixtures, store, "govsim")
+    n, problems = store.save_records(import_logs(fixtures, "govsim"))
     games = {g["outcome"]["source_path"]: g for g in store.games("govsim")}
     return fixtures, n, problems, games, store
 

@@ -9,6 +9,7 @@ import pytest
 
 from agorabench.core.game import Prompts
 from agorabench.core.table import Reply, Table
+from agorabench.families import strategies
 from agorabench.games.glee.bargaining import Bargaining, offer_type
 from agorabench.games.glee.negotiation import Negotiation
 from agorabench.games.glee.persuasion import Persuasion
@@ -35,7 +36,7 @@ def play(game_cls, players: dict, seed: int = 0, max_retries: int = 2, **config)
 
 
 def strat(game_cls, name: str, **params):
-    return game_cls.strategies[name](**params)
+    return strategies(game_cls.name)[name](**params)
 
 
 # bargaining -----------------------------------------------------------------

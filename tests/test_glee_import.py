@@ -8,7 +8,7 @@ import csv
 import pytest
 
 from agorabench.analysis.frames import games_df
-from agorabench.store.importers.glee import import_glee
+from agorabench.games.glee.importer import import_logs
 from agorabench.store.store import Store
 
 from conftest import run_agora
@@ -18,7 +18,7 @@ from conftest import run_agora
 def imported(shared_fixtures, tmp_path_factory):
     db = tmp_path_factory.mktemp("glee") / "glee.db"
     store = Store(db)
-    count, problems = import_glee(shared_fixtures / "glee" / "human_vs_llm", store, "glee_humans")
+    count, problems = store.save_records(import_logs(shared_fixtures / "glee" / "human_vs_llm", "glee_humans"))
     yield store, count, problems, db
     store.dispose()
 
@@ -111,7 +111,7 @@ def test_mismatched_log_is_reported_not_stored(tmp_path, shared_fixtures):
     rows = (src / "game.csv").read_text().splitlines()
     (bad / "game.csv").write_text("\n".join(rows[:1] + rows[3:]))  # drop round 1: Bob now speaks first
     store = Store(tmp_path / "x.db")
-    count, problems = import_glee(tmp_path / "in", store, "bad")
+    count, problems = store.save_records(import_logs(tmp_path / "in", "bad"))
     assert count == 0 and len(problems) == 1 and "the rules ask alice for a 'offer' move but the log has a 'offer' move by bob" in problems[0]
 
 

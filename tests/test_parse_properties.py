@@ -11,17 +11,17 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
 
 from agorabench.core.actions import Action, ParseError
-from agorabench.core.game import GAMES, load_game
+from agorabench.families import game_names, load_game
 from agorabench.games.glee.bargaining import offer_type
 from agorabench.games.glee.negotiation import price_type
 
 
 def _all_action_types() -> list[type[Action]]:
-    for name in GAMES:  # importing every game registers its action types
+    for name in game_names():  # importing every game registers its action types
         load_game(name)
     extra = [offer_type(10_000.0, False), offer_type(10_000.0, True), price_type(False, 10_000.0), price_type(True, 10_000.0)]
     seen, todo = [], list(Action.__subclasses__()) + extra

@@ -15,13 +15,13 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
+from conftest import ROOT
+
 from agorabench.analysis.frames import export
-from agorabench.core.game import load_game
 from agorabench.core.runner import run_study
 from agorabench.core.study import load_study
+from agorabench.families import strategies
 from agorabench.store.store import Store
-
-from conftest import ROOT
 
 READY = sorted((ROOT / "studies").glob("*.toml"))
 
@@ -32,7 +32,7 @@ def scripted(path, tmp_path, sample: int = 1):
     Returns the study and {made-up name: strategy key}."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     games = [p["game"] for p in data.get("parts", [])] or [data["game"]]
-    common = set.intersection(*(set(load_game(g).strategies) for g in games))
+    common = set.intersection(*(set(strategies(g)) for g in games))
     fill = "random" if "random" in common else sorted(common)[0]
     renamed, keys = {}, {}
     for i, m in enumerate(data["models"]):

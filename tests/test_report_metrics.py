@@ -5,16 +5,16 @@ show, and every figure is also an SVG file and every table a CSV file beside ``i
 from __future__ import annotations
 
 import html
-import importlib
 import re
 
 import pandas as pd
 import pytest
 
 from agorabench.analysis.plots import MAX_LINES, artifacts, bands
-from agorabench.analysis.report import REPORTS, build_report
+from agorabench.analysis.report import build_report
 from agorabench.core.runner import run_study
 from agorabench.core.study import load_study
+from agorabench.families import definitions as family_definitions
 from agorabench.store.store import Store
 
 # the small scripted studies other tests already play, one per family
@@ -103,7 +103,7 @@ def test_report_defines_its_metrics_and_writes_every_figure_and_table(game, writ
 
     # the Metrics block is the family module's DEFINITIONS, in the introduction
     block = metrics_block(page)
-    definitions = getattr(importlib.import_module(REPORTS[MODULE_OF.get(game, game)].split(":")[0]), "DEFINITIONS", "")
+    definitions = family_definitions(MODULE_OF.get(game, game))
     assert definitions.strip() and definitions.strip() in block
     intro = page[: page.index("</section>")]
     for heading in ("<h3>Settings</h3>", "<h3>Models</h3>", "<h3>Games</h3>", "<h3>Metrics</h3>"):

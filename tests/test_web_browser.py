@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from web_support import AppServer, browser, journey, ServeProcess, study_text  # noqa: F401  (browser: fixture)
 
 from agorabench.analysis.report import build_report
 from agorabench.core.table import TIMEOUT
+from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
-from web_support import AppServer, ServeProcess, browser, journey, study_text  # noqa: F401  (browser: fixture)
 
 # game -> (human role, seats, fixed parameters, opponent models, answer policy, human turns expected)
 GAMES = {
@@ -141,7 +142,6 @@ def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
 
 def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
     from agorabench.core.agents import Strategy
-    from agorabench.games.glee.bargaining import Bargaining
     from agorabench.games.glee.common import Decision
 
     class Scripted(Strategy):
@@ -151,7 +151,7 @@ def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
                 return Decision(decision="reject")
             return request.action_type(alice_gain=50, bob_gain=50, message="<script>window.pwned = 1</script><b>bold</b>")
 
-    Bargaining.strategies["xss-test"] = Scripted
+    BARGAINING["xss-test"] = Scripted
     try:
         path = tmp_path / "study.toml"
         path.write_text(study_text("web_xss", "glee.bargaining", [{"alice": "participant", "bob": "x"}], {"money": 100, "horizon": 2, "messages": True}, [{"name": "x", "spec": "strategy/xss-test"}], {"attention_checks": []}))
@@ -171,7 +171,7 @@ def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
             page.close()
         assert "<script>window.pwned = 1</script><b>bold</b>" in seen_script[0]
     finally:
-        del Bargaining.strategies["xss-test"]
+        del BARGAINING["xss-test"]
 
 
 def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):

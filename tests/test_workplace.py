@@ -9,19 +9,19 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT, run_agora
 
 from agorabench.analysis.frames import games_df, turns_df
 from agorabench.core.actions import ParseError
-from agorabench.core.game import Prompts, load_game
+from agorabench.core.game import Prompts
 from agorabench.core.runner import run_study
 from agorabench.core.study import load_study
 from agorabench.core.table import Reply, Table, TurnRequest
+from agorabench.families import load_game, strategies
 from agorabench.games.envy.report_workplace import envy_drop, rating_correlations, sections, trajectories
-from agorabench.games.envy.workplace import RATINGS, SCENES, Ratings, Workplace, WorkplaceConfig
+from agorabench.games.envy.workplace import RATINGS, Ratings, SCENES, Workplace, WorkplaceConfig
 from agorabench.games.envy.workplace_strategies import FixedProfile, RecognitionFollower, UniformRandom
 from agorabench.store.store import Store
-
-from conftest import ROOT, run_agora
 
 #: Recognition of the seven scenes in order (the design): equal, unfair, repeated, reversal,
 #: hierarchy, pay cut, leadership.
@@ -64,7 +64,7 @@ def test_registered_and_roles():
     assert cls is Workplace
     assert Workplace.roles(WorkplaceConfig()) == ("subject", "peer")
     assert Workplace.active_roles(WorkplaceConfig()) == ("subject",)
-    assert set(Workplace.strategies) == {"fixed", "recognition", "random"}
+    assert set(strategies("envy.workplace")) == {"fixed", "recognition", "random"}
     assert [s.recognition for s in SCENES] == RECOGNITION
 
 

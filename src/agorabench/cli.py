@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .core.study import StudyError, load_study
+from . import __version__, families
+from .core.study import load_study, StudyError
 
 
 def _default_db(study_path: str) -> str:
@@ -28,10 +28,9 @@ def _default_db(study_path: str) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .core.coverage import one_model_for_pairs
     from .core.runner import run_study
     from .redact import redact
-
-    from .core.coverage import one_model_for_pairs
 
     study = load_study(args.study, models=args.model)
     problem = one_model_for_pairs(study) if args.model else None
@@ -225,8 +224,8 @@ def _roles_of(games: list[dict], game_id: str, model: str) -> set[str]:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from .analysis.frames import games_df
     from .analysis.report import named_models_only
-    from .games.glee.analyze import analyze_glee
 
+    analyze = families.analyzer(args.kind)
     store = _store(args)
     name, ids, left_out, spec = _scope(args, store)
     _left_out(left_out)
@@ -235,23 +234,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if games.empty:
         raise StudyError(f"no finished games stored for study {name!r}")
     try:
-        print(analyze_glee(games, spec, out=args.out, reference=args.reference, reps=args.reps))
+        print(analyze(games, spec, out=args.out, reference=args.reference, reps=args.reps))
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .store.importers import import_folder
-
     from .store.store import Store
 
+    import_logs = families.importer(args.format)
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise StudyError(f"not a folder: {folder}")
+    study = args.study or f"{args.format}_import"
     store = Store(args.db or str(Path("runs") / f"{args.format}_import.db"))
-    try:
-        n, problems = import_folder(args.format, args.folder, store, study=args.study)
-    except ValueError as exc:
-        raise StudyError(str(exc)) from None
-    print(f"imported {n} games into study {args.study or args.format + '_import'}")
+    n, problems = store.save_records(import_logs(folder, study))
+    print(f"imported {n} games into study {study}")
     for p in problems[:20]:
         print(f"  warning: {p}", file=sys.stderr)
     return 0
@@ -286,6 +285,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_games(args: argparse.Namespace) -> int:
+    """List the registered game families, their games and scripted strategies."""
+    for family in families.families().values():
+        print(f"{family.name}: {family.description}")
+        for game in family.games:
+            known = ", ".join(f"strategy/{s}" for s in families.strategies(game))
+            print(f"  {game}" + (f"  ({known})" if known else ""))
+        extras = [f"import {', '.join(family.importers)}" if family.importers else "", f"analyze {', '.join(family.analyses)}" if family.analyses else ""]
+        if any(extras):
+            print("  " + "; ".join(e for e in extras if e))
+    return 0
+
+
+def cmd_conformance(args: argparse.Namespace) -> int:
+    """Run the conformance suite over the named games (default: every registered game)."""
+    from .conformance import CHECKS, run
+
+    games = args.game or families.game_names()
+    for game in games:
+        families.family_of(game)
+    checks = args.check or list(CHECKS)
+    failed = run(games, checks)
+    for game in games:
+        bad = [(c, why) for g, c, why in failed if g == game]
+        print(f"{game}: " + ("ok" if not bad else f"{len(bad)} of {len(checks)} checks failed"))
+        for check, why in bad:
+            print(f"  {check}: {why}")
+    print(f"{len(games) * len(checks) - len(failed)} of {len(games) * len(checks)} checks passed")
+    return 1 if failed else 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from .store.store import migrate
 
@@ -297,10 +327,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """List stored commons games whose prompts carry another agent's turn line or text of another
-    language or scenario (the render memo defect before prompt version commons-5); exit status 1
-    when there are any. ``--forget`` deletes them so that the next ``run`` plays them again."""
-    from .games.commons.audit import problems
+    """Run every stored-data audit the game families register over a database (today: commons
+    prompts of another agent, language or scenario, the render memo defect before prompt version
+    commons-5) and list the games that fail; exit status 1 when there are any. ``--forget``
+    deletes them so that the next ``run`` plays them again."""
     from .store.store import Store
 
     db = args.db
@@ -308,19 +338,22 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise StudyError(f"database not found: {db}")
     store = Store(db, read_only=not args.forget)
     try:
-        checked, bad, versions = 0, [], collections.Counter()
-        for gid, study, config, version, transcripts in store.game_transcripts("commons", args.study):
-            checked += 1
-            found = problems(config or {}, transcripts)
-            if found:
-                bad.append(gid)
-                versions[version] += 1
-                print(f"{gid}  {study}  {version}  {found[0]}" + (f"  (+{len(found) - 1} more)" if len(found) > 1 else ""))
-        if not checked:
-            print(f"no commons games stored in {db}" + (f" for study {args.study!r}" if args.study else ""))
-            return 0
-        by_version = ", ".join(f"{v or 'unversioned'}: {n}" for v, n in sorted(versions.items()))
-        print(f"{len(bad)} of {checked} commons game(s) have prompts of another agent, language or scenario" + (f" ({by_version})" if bad else ""))
+        bad: list[str] = []
+        for name, game, problems in families.audits():
+            checked, failed, versions = 0, [], collections.Counter()
+            for gid, study, config, version, transcripts in store.game_transcripts(game, args.study):
+                checked += 1
+                found = problems(config or {}, transcripts)
+                if found:
+                    failed.append(gid)
+                    versions[version] += 1
+                    print(f"{gid}  {study}  {version}  {found[0]}" + (f"  (+{len(found) - 1} more)" if len(found) > 1 else ""))
+            if not checked:
+                print(f"{name}: no {game} games stored in {db}" + (f" for study {args.study!r}" if args.study else ""))
+                continue
+            by_version = ", ".join(f"{v or 'unversioned'}: {n}" for v, n in sorted(versions.items()))
+            print(f"{name}: {len(failed)} of {checked} {game} game(s) fail this check" + (f" ({by_version})" if failed else ""))
+            bad += failed
         if bad and args.forget:
             n = store.forget_games(bad)
             print(f"deleted {n} game(s); `agora run` on the study plays them again")
@@ -376,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="look among every game stored for the study")
     s.set_defaults(func=cmd_show)
     a = sub.add_parser("analyze", help="print a study's statistical analysis (GLEE regressions, Tables 5 and 6, meta-game)")
-    a.add_argument("kind", choices=["glee"])
+    a.add_argument("kind", choices=families.analyzer_names())
     a.add_argument("study", help="study file (or study name)")
     a.add_argument("--db")
     a.add_argument("--reference", help="reference model of the identity effects (default: the study's analysis.reference_model, else its first LLM)")
@@ -386,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_analyze)
 
     i = sub.add_parser("import", help="load games logged by the original projects")
-    i.add_argument("format", choices=["glee", "govsim"])
+    i.add_argument("format", choices=families.importer_names())
     i.add_argument("folder")
     i.add_argument("--db")
     i.add_argument("--study", help="study name for the imported games")
@@ -404,11 +437,19 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000)
     sv.set_defaults(func=cmd_serve)
 
-    ck = sub.add_parser("check", help="list stored commons games whose prompts belong to another agent, language or scenario")
+    ck = sub.add_parser("check", help="run the game families' audits of stored data (commons: prompts of another agent, language or scenario)")
     ck.add_argument("db", help="SQLite path or database URL")
     ck.add_argument("--study", help="only this study's games")
     ck.add_argument("--forget", action="store_true", help="delete the affected games so that the next run plays them again")
     ck.set_defaults(func=cmd_check)
+
+    gm = sub.add_parser("games", help="list the registered game families, games and strategies")
+    gm.set_defaults(func=cmd_games)
+
+    cf = sub.add_parser("conformance", help="check that games follow the rules every game must (roles, strategies, random play, determinism, actions, report)")
+    cf.add_argument("game", nargs="*", help="games to check (default: every registered game)")
+    cf.add_argument("--check", action="append", choices=["roles", "strategies", "random", "deterministic", "outcome", "actions", "report"], help="only this check (repeatable)")
+    cf.set_defaults(func=cmd_conformance)
 
     m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")
     m.add_argument("db", help="SQLite path or database URL")
@@ -430,13 +471,13 @@ def main(argv: list[str] | None = None) -> int:
     import sqlalchemy
 
     from .redact import redact
-    from .store.store import StoreError, damaged, is_damage
+    from .store.store import damaged, is_damage, StoreError
 
     args = build_parser().parse_args(argv)
     previous = _stop_on_sigterm() if args.command == "run" else None  # `serve` has its own
     try:
         return args.func(args)
-    except (StudyError, StoreError) as exc:
+    except (StudyError, StoreError, families.UnknownGame) as exc:
         print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except (sqlalchemy.exc.SQLAlchemyError, sqlite3.Error) as exc:

@@ -1,7 +1,7 @@
 """One behavioural profile per model across the game families: ``agora profile DB [DB ...]``.
 
 Every database is read whole (all its studies); each game family present contributes rows
-through its hook in :data:`PROFILES` (``module:function(games, turns) -> DataFrame``). A row is
+through the ``profiles`` hook of its family's manifest (``profile_rows(games, turns) -> DataFrame``). A row is
 one measure of one model (or of a theory baseline):
 
     family, section, measure, role, model, estimate, low, high, n, kind, source, note
@@ -21,41 +21,22 @@ in the seat (standardisation over the study's own mix of parameters and opponent
 from __future__ import annotations
 
 import html
-import importlib
 import math
 from pathlib import Path
 from typing import Callable, Sequence
 
 import pandas as pd
 
+from ..families import profile_hook
 from ..store.store import Store
 from .frames import games_df, turns_df
 from .report import STYLE
 
 COLUMNS = ["family", "section", "measure", "role", "model", "estimate", "low", "high", "n", "kind", "source", "note"]
 
-#: game name -> "module:function(games_df, turns_df) -> DataFrame of profile rows"
-PROFILES: dict[str, str] = {
-    "envy.points": "agorabench.games.envy.report_points:profile_rows",
-    "envy.workplace": "agorabench.games.envy.report_workplace:profile_rows",
-    "glee.bargaining": "agorabench.games.glee.report:profile_rows",
-    "glee.negotiation": "agorabench.games.glee.report:profile_rows",
-    "glee.persuasion": "agorabench.games.glee.report:profile_rows",
-    "commons": "agorabench.games.commons.report:profile_rows",
-}
-
-
 def row(family: str, section: str, measure: str, model: str, estimate: float, low: float = math.nan, high: float = math.nan, n: int | float = math.nan, role: str = "", kind: str = "model", note: str = "") -> dict:
     """One profile row (see module doc); ``source`` is filled in by :func:`collect`."""
     return {"family": family, "section": section, "measure": measure, "role": role, "model": model, "estimate": estimate, "low": low, "high": high, "n": n, "kind": kind, "source": "", "note": note}
-
-
-def _hook(game: str) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame] | None:
-    target = PROFILES.get(game)
-    if target is None:
-        return None
-    module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)
 
 
 def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
@@ -66,15 +47,16 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
         if games.empty:
             continue
         turns = turns_df(store)
-        hooks: dict[str, list[str]] = {}
+        hooks: dict[Callable, list[str]] = {}
         for game in games["game"].unique():
-            if game in PROFILES:
-                hooks.setdefault(PROFILES[game], []).append(game)
-        for target, names in hooks.items():
+            hook = profile_hook(game)
+            if hook is not None:
+                hooks.setdefault(hook, []).append(game)
+        for hook, names in hooks.items():
             sub = games[games["game"].isin(names)]
             sub_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             try:
-                rows = _hook(names[0])(sub.dropna(axis=1, how="all"), sub_turns)
+                rows = hook(sub.dropna(axis=1, how="all"), sub_turns)
             except Exception as exc:  # noqa: BLE001 - one family's failed estimate is a row saying so, not a lost profile
                 reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
                 rows = pd.DataFrame([row(names[0], "not computed", "analysis", "", math.nan, note=reason)])

@@ -6,13 +6,13 @@ SVG and every table as CSV beside ``index.html``."""
 from __future__ import annotations
 
 import html
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Union
 
 import pandas as pd
 
+from ..families import definitions, report_sections
 from ..store.store import Store
 from .frames import games_df, turns_df
 from .plots import artifacts, table_html
@@ -45,16 +45,6 @@ def guarded(title: str, build: Callable[[], Union[Section, list[Section], None]]
     return [made] if isinstance(made, Section) else list(made)
 
 
-#: game name -> "module:function(games_df, turns_df) -> list[Section]"
-REPORTS: dict[str, str] = {
-    "envy.points": "agorabench.games.envy.report_points:sections",
-    "envy.workplace": "agorabench.games.envy.report_workplace:sections",
-    "glee.bargaining": "agorabench.games.glee.report:sections",
-    "glee.negotiation": "agorabench.games.glee.report:sections",
-    "glee.persuasion": "agorabench.games.glee.report:sections",
-    "commons": "agorabench.games.commons.report:sections",
-}
-
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
@@ -63,28 +53,6 @@ table.data td,table.data th{border:1px solid #ddd;padding:.25em .5em;text-align:
 figure{display:inline-block;margin:.5em} figcaption{font-size:.8em;color:#555}
 .note{color:#555;font-size:.9em}
 """
-
-
-def family_sections(game: str) -> Callable[[pd.DataFrame, pd.DataFrame], list[Section]] | None:
-    target = REPORTS.get(game)
-    if target is None:
-        return None
-    module, func = target.split(":")
-    try:
-        return getattr(importlib.import_module(module), func)
-    except (ModuleNotFoundError, AttributeError):
-        return None
-
-
-def family_definitions(game: str) -> str:
-    """The ``DEFINITIONS`` HTML of the family's report module (metric definitions), if any."""
-    target = REPORTS.get(game)
-    if target is None:
-        return ""
-    try:
-        return str(getattr(importlib.import_module(target.split(":")[0]), "DEFINITIONS", ""))
-    except ModuleNotFoundError:
-        return ""
 
 
 def study_spec(store: Store, study: str) -> dict:
@@ -190,10 +158,10 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
     game = str(all_games["game"].iloc[0])
     with artifacts(out):
-        sections = [introduction(study, spec, all_games, family_definitions(game)), overview(all_games, turns)]
+        sections = [introduction(study, spec, all_games, definitions(game)), overview(all_games, turns)]
         if left_out:
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
-        family = family_sections(game)
+        family = report_sections(game)
         if family is not None and not done.empty:
             sections += guarded(f"{game} analyses", lambda: family(done, turns))
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from ..models.base import BackendError
 from ..models.model import Model
@@ -64,6 +64,9 @@ def check_finite(name: str, value: Any) -> None:
 class Strategy:
     """A scripted player. Subclasses implement :meth:`decide` from ``request.prompt.observation``
     (and ``request.rng`` for randomised strategies); parameters come from the study file."""
+
+    #: The roles this strategy can play (empty: any role of its game).
+    plays: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **params: Any) -> None:
         for key, value in params.items():

@@ -4,12 +4,12 @@ randomness from ``table.rng``.
 
 A game module defines a subclass of :class:`Game` with a pydantic ``Config`` (frozen, with the
 paper's defaults), ``roles(config)``, ``async play(table) -> outcome`` and a pure
-``metrics(outcome) -> dict``. Its scripted strategies are listed in ``strategies``.
+``metrics(outcome) -> dict``. Its family's manifest (:mod:`agorabench.families`) registers it
+and its scripted strategies.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
@@ -37,8 +37,6 @@ class Game:
     Config: ClassVar[type[GameConfig]] = GameConfig
     #: Folder with this game's default prompt templates.
     prompt_dir: ClassVar[Path | None] = None
-    #: Scripted strategies by name (``strategy/NAME`` in model specs).
-    strategies: ClassVar[dict[str, StrategyFactory]] = {}
     #: Roles that are named in prompts but never asked (e.g. an assumed peer).
     passive_roles: ClassVar[tuple[str, ...]] = ()
 
@@ -139,28 +137,3 @@ def _memo_key(name: str, values: dict[str, Any]) -> tuple[Any, ...] | None:
         return (name, tuple((k, _plain(v)) for k, v in sorted(values.items())))
     except _Unmemoisable:
         return None
-
-
-#: Registry of games: key -> "module:Class" (imported on first use).
-GAMES: dict[str, str] = {
-    "envy.points": "agorabench.games.envy.point_allocation:PointAllocation",
-    "envy.workplace": "agorabench.games.envy.workplace:Workplace",
-    "glee.bargaining": "agorabench.games.glee.bargaining:Bargaining",
-    "glee.negotiation": "agorabench.games.glee.negotiation:Negotiation",
-    "glee.persuasion": "agorabench.games.glee.persuasion:Persuasion",
-    "commons": "agorabench.games.commons.commons:Commons",
-}
-
-
-def load_game(name: str) -> type[Game]:
-    """The game class registered under ``name``; a clear error for an unknown name."""
-    try:
-        target = GAMES[name]
-    except KeyError:
-        raise ValueError(f"unknown game {name!r}; known games: {', '.join(sorted(GAMES))}") from None
-    module_name, cls_name = target.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"game {name!r} is not available in this installation ({exc})") from None
-    return getattr(module, cls_name)

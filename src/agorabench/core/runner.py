@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..families import strategies
+from ..loop import run as run_loop
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
-from ..loop import run as run_loop
 from ..redact import redact
-from ..store.store import CLAIM_TTL, GameWriter, SQLCache, Store, StoreError, claim_owner
+from ..store.store import claim_owner, CLAIM_TTL, GameWriter, SQLCache, Store, StoreError
 from .agents import LLMAgent
 from .coverage import run_seating
 from .game import Prompts
@@ -141,10 +142,10 @@ class Runner:
             raise StudyError(f"model {entry.name!r} is a human seat: its games are played by participants through `agora serve`")
         if entry.is_strategy:
             key = entry.spec.split("/", 1)[1]
-            game_cls = self.study.game_class(spec.game)
-            factory = game_cls.strategies.get(key)
+            known_strategies = strategies(spec.game)
+            factory = known_strategies.get(key)
             if factory is None:
-                known = ", ".join(f"strategy/{k}" for k in sorted(game_cls.strategies))
+                known = ", ".join(f"strategy/{k}" for k in sorted(known_strategies))
                 raise StudyError(f"game {spec.game!r} has no strategy {key!r}; known: {known}")
             try:
                 return factory(**entry.params)

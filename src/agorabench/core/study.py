@@ -51,15 +51,16 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator, ValidationError
 
 try:
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
+from ..families import load_game
 from ..redact import redact
-from .game import Game, load_game
+from .game import Game
 
 
 class StudyError(ValueError):

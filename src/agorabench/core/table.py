@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ..records import TurnRecord
 from .actions import Action, ParseError
 
 A = TypeVar("A", bound=Action)
@@ -86,27 +87,6 @@ TIMEOUT = "timeout: no answer within the time limit"
 
 class BackendFailure(RuntimeError):
     """A player's backend failed for good (after its retries); the game is aborted, not lost."""
-
-
-@dataclass
-class TurnRecord:
-    """One decision as stored: prompt messages, raw reply, parsed action and bookkeeping."""
-
-    index: int
-    role: str
-    phase: str
-    messages: list[dict[str, str]]
-    raw: str
-    action: dict[str, Any] | None
-    valid: bool
-    retries: int
-    error: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    latency: float
-    cached: bool
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class Table:

@@ -27,7 +27,6 @@ rewrites them in place (:func:`migrate`).
 from __future__ import annotations
 
 import collections
-
 import contextlib
 import gc
 import hashlib
@@ -39,16 +38,16 @@ import socket
 import sqlite3
 import time
 import uuid
-from urllib.parse import quote
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+from urllib.parse import quote
 
 import orjson
 import sqlalchemy as sa
 
-from ..core.table import TurnRecord
 from ..models.base import Completion
+from ..records import GameRecord, Record, StudyRecord, TurnRecord
 from ..redact import redact
 
 
@@ -415,6 +414,29 @@ class Store:
     def save_game(self, **fields: Any) -> None:
         """Replace the game's row, transcripts and turns in one transaction (fields: :func:`game_rows`)."""
         self.save_games([game_rows(**fields)])
+
+    def save_records(self, records: Iterable[Record]) -> tuple[int, list[str]]:
+        """Store what an importer yields (:mod:`agorabench.records`); returns (games stored,
+        problems). A study record's ``spec["games"]`` is merged with the games already stored
+        for that study."""
+        count, problems = 0, []
+        for record in records:
+            if isinstance(record, str):
+                problems.append(record)
+            elif isinstance(record, GameRecord):
+                self.save_game(**record.fields)
+                count += 1
+            elif isinstance(record, StudyRecord):
+                spec = dict(record.spec)
+                game = record.game
+                if "games" in spec:
+                    names = sorted(set(spec["games"]) | {g["game"] for g in self.games(record.name)})
+                    spec["games"] = names
+                    game = names[0] if len(names) == 1 else (record.family or record.game)
+                self.save_study(record.name, game, spec)
+            else:
+                raise TypeError(f"an importer yielded {type(record).__name__}, not a record")
+        return count, problems
 
     def save_games(self, batch: list[dict[str, Any]]) -> None:
         """Write several finished games (from :func:`game_rows`) in one transaction, replacing

@@ -480,7 +480,6 @@ class Commons(Game):
     name = "commons"
     Config = CommonsConfig
     prompt_dir = PROMPTS / "commons"
-    strategies: ClassVar[dict] = {}  # filled in by .strategies
 
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
@@ -770,5 +769,3 @@ def _last_valid(table: Table, role: str) -> bool:
             return t.valid
     return False
 
-
-from . import strategies as _strategies  # noqa: E402,F401  (registers the scripted players)

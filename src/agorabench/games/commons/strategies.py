@@ -16,7 +16,7 @@ from typing import Any
 from ...core.actions import Action
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
-from .commons import Commons, Harvest, Limit, Utterance
+from .commons import Harvest, Limit, Utterance
 
 
 class CommonsStrategy(Strategy):
@@ -119,7 +119,8 @@ class Summariser(CommonsStrategy):
         return obs["sustainable_share"]
 
 
-Commons.strategies = {
+#: Scripted agents by name (``strategy/NAME``).
+STRATEGIES = {
     "sustainable": Sustainable,
     "greedy": Greedy,
     "free-rider": FreeRider,

@@ -122,7 +122,6 @@ class PointAllocation(Game):
     Config = PointsConfig
     prompt_dir = PROMPTS / "points"
     passive_roles = ("peer",)
-    strategies: ClassVar[dict] = {}  # filled in by .strategies
 
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
@@ -189,5 +188,3 @@ class PointAllocation(Game):
             out[term] = sum(values) / len(values) if values else math.nan
         return out
 
-
-from . import strategies as _strategies  # noqa: E402,F401  (registers the scripted players)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ...core.agents import Strategy, check_finite
+from ...core.agents import check_finite, Strategy
 from ...core.table import TurnRequest
-from .point_allocation import OPTIONS, Choice, PointAllocation
+from .point_allocation import Choice, OPTIONS
 
 
 def _best(options: dict[str, tuple[int, int]], utility) -> str:
@@ -85,7 +85,8 @@ class UniformRandom(Strategy):
         return Choice(choice=request.rng.choice(OPTIONS), reasoning="random")
 
 
-PointAllocation.strategies = {
+#: Scripted focal players by name (``strategy/NAME``).
+STRATEGIES = {
     "self-max": SelfMax,
     "always-b": AlwaysB,
     "spiteful": Spiteful,

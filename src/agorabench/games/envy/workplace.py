@@ -144,7 +144,6 @@ class Workplace(Game):
     Config = WorkplaceConfig
     prompt_dir = PROMPTS / "workplace"
     passive_roles = ("peer",)
-    strategies: ClassVar[dict] = {}  # filled in by .workplace_strategies
 
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
@@ -183,5 +182,3 @@ class Workplace(Game):
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         return conversation_metrics(outcome["scenes"])
 
-
-from . import workplace_strategies as _strategies  # noqa: E402,F401  (registers the scripted respondents)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
-from .workplace import RATINGS, Ratings, Workplace
+from .workplace import RATINGS, Ratings
 
 
 def _clamp(value: float) -> int:
@@ -47,7 +47,8 @@ class UniformRandom(Strategy):
         return Ratings(reflection="random", **{name: request.rng.randint(1, 5) for name in RATINGS})
 
 
-Workplace.strategies = {
+#: Scripted respondents by name (``strategy/NAME``).
+STRATEGIES = {
     "fixed": FixedProfile,
     "recognition": RecognitionFollower,
     "random": UniformRandom,

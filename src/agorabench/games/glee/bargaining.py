@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ALICE, AlternatingOffers, GleeConfig, JsonForm, NAMES, PROMPTS, horizon_known, money, other, percent
+from .common import ALICE, AlternatingOffers, GleeConfig, horizon_known, JsonForm, money, NAMES, other, percent, PROMPTS
 
 
 class BargainingConfig(GleeConfig):
@@ -99,7 +99,6 @@ class Bargaining(AlternatingOffers):
     name = "glee.bargaining"
     Config = BargainingConfig
     prompt_dir = PROMPTS / "bargaining"
-    strategies: ClassVar[dict] = {}  # filled in by .strategies
 
     def delta(self, role: str) -> float:
         return self.config.delta_a if role == ALICE else self.config.delta_b
@@ -175,8 +174,3 @@ class Bargaining(AlternatingOffers):
         gain_a = c.delta_a ** (t - 1) * p
         gain_b = c.delta_b ** (t - 1) * (1 - p)
         return {"efficiency": gain_a + gain_b, "fairness": 1 - 4 * (p - 0.5) ** 2, "self_gain_alice": gain_a, "self_gain_bob": gain_b}
-
-
-from .strategies import BARGAINING as _STRATEGIES  # noqa: E402
-
-Bargaining.strategies = _STRATEGIES

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ALICE, AlternatingOffers, GleeConfig, JsonForm, MAX_ROUNDS, NAMES, PROMPTS, Decision, Horizon, horizon_known, money, other
+from .common import ALICE, AlternatingOffers, Decision, GleeConfig, Horizon, horizon_known, JsonForm, MAX_ROUNDS, money, NAMES, other, PROMPTS
 
 
 class NegotiationConfig(GleeConfig):
@@ -107,7 +107,6 @@ class Negotiation(AlternatingOffers):
     name = "glee.negotiation"
     Config = NegotiationConfig
     prompt_dir = PROMPTS / "negotiation"
-    strategies: ClassVar[dict] = {}
 
     def value(self, role: str) -> float:
         return self.config.value_a if role == ALICE else self.config.value_b
@@ -191,8 +190,3 @@ class Negotiation(AlternatingOffers):
             "self_gain_alice": (price - va) / m,
             "self_gain_bob": (vb - price) / m,
         }
-
-
-from .strategies import NEGOTIATION as _STRATEGIES  # noqa: E402
-
-Negotiation.strategies = _STRATEGIES

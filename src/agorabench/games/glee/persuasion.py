@@ -40,7 +40,7 @@ from pydantic import Field
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
 from ...core.table import Prompt, Table
-from .common import ALICE, JsonForm, BOB, MAX_ROUNDS, NAMES, PROMPTS, ROLES, GleeConfig, Horizon, YesNo, horizon_known, money, rounds_to_play
+from .common import ALICE, BOB, GleeConfig, Horizon, horizon_known, JsonForm, MAX_ROUNDS, money, NAMES, PROMPTS, ROLES, rounds_to_play, YesNo
 
 
 class PersuasionConfig(GleeConfig):
@@ -84,7 +84,6 @@ class Persuasion(Game):
     name = "glee.persuasion"
     Config = PersuasionConfig
     prompt_dir = PROMPTS / "persuasion"
-    strategies: ClassVar[dict] = {}
 
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
@@ -205,8 +204,3 @@ class Persuasion(Game):
             "self_gain_alice": (k + s_low) / rounds,
             "self_gain_bob": (k * (self.config.v - 1) + s_low * (self.config.c - 1)) / rounds,
         }
-
-
-from .strategies import PERSUASION as _STRATEGIES  # noqa: E402
-
-Persuasion.strategies = _STRATEGIES

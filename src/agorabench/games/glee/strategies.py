@@ -39,7 +39,7 @@ from typing import Any
 from ...core.actions import Action
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
-from .common import ALICE, Decision, YesNo
+from .common import ALICE, BOB, Decision, YesNo
 
 RECOMMEND = "I recommend that you buy this product."
 DISCOURAGE = "I do not recommend buying this product."
@@ -167,6 +167,8 @@ def _signal(kind: type[Action], recommend: bool) -> Action:
 class BayesSender(GleeStrategy):
     """Bayesian-persuasion seller (see module docstring)."""
 
+    plays = (ALICE,)
+
     def __init__(self, v: float = 1.25, c: float = 0.0) -> None:
         super().__init__(v=v, c=c)
         self.v, self.c = float(v), float(c)
@@ -181,6 +183,8 @@ class BayesSender(GleeStrategy):
 
 class BayesBuyer(GleeStrategy):
     """Bayesian buyer against the committed persuasion policy (see module docstring)."""
+
+    plays = (BOB,)
 
     def __init__(self, q: float | None = None, p: float = 0.5) -> None:
         super().__init__(q=q, p=p)

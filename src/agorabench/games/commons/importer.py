@@ -32,8 +32,8 @@ from typing import Any
 import yaml
 
 from ...core.table import TurnRecord
-from ...games.commons.commons import Commons, CommonsConfig, agent_roles, get_scenario
-from ..store import Store
+from ...records import GameRecord, Records, StudyRecord
+from .commons import agent_roles, Commons, CommonsConfig, get_scenario
 
 SCENARIOS = {"fishing": ("fishery", "en"), "fishing_japanese": ("fishery", "ja"), "sheep": ("pasture", "en"), "pollution": ("pollution", "en"), "trash": ("trash", "en")}
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
@@ -99,7 +99,7 @@ def _num(v: Any) -> float | None:
 
 
 def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
-    """One run as (game fields for ``Store.save_game``, problems)."""
+    """One run as (the fields of its :class:`GameRecord`, problems)."""
     records = json.loads(log.read_text(encoding="utf-8"))
     run_dir = log.parent
     cfg = _config(run_dir)
@@ -220,34 +220,33 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
     return fields, problems
 
 
-def import_govsim(folder: Path, store: Store, study: str) -> tuple[int, list[str]]:
-    """Import every ``log_env.json`` under ``folder``; returns (games imported, problems)."""
+def import_logs(folder: Path, study: str) -> Records:
+    """Every ``log_env.json`` under ``folder`` as records (see :mod:`agorabench.records`): the
+    study's row, one :class:`GameRecord` per run, a problem string per run not imported."""
     folder = Path(folder)
     logs = sorted(folder.rglob("log_env.json"))
-    problems: list[str] = []
-    n = 0
-    store.save_study(study, "commons", {"name": study, "game": "commons", "source": "import:govsim", "folder": str(folder)})
+    yield StudyRecord(study, "commons", {"name": study, "game": "commons", "source": "import:govsim", "folder": str(folder)})
     for log in logs:
         try:
             fields, issues = load_run(log, folder)
         except (ValueError, KeyError, TypeError, json.JSONDecodeError, yaml.YAMLError) as exc:
-            problems.append(f"{log}: not imported: {exc}")
+            yield f"{log}: not imported: {exc}"
             continue
-        problems += issues
+        yield from issues
         ident = hashlib.sha256(f"{study}:{fields['outcome']['source_path']}".encode()).hexdigest()[:24]
-        store.save_game(
-            id=ident,
-            study=study,
-            game="commons",
-            repeat=0,
-            prompt_version="import:govsim",
-            status="done",
-            error=None,
-            started=time.time(),
-            source="import:govsim",
-            **fields,
+        yield GameRecord(
+            {
+                "id": ident,
+                "study": study,
+                "game": "commons",
+                "repeat": 0,
+                "prompt_version": "import:govsim",
+                "status": "done",
+                "error": None,
+                "started": time.time(),
+                "source": "import:govsim",
+                **fields,
+            }
         )
-        n += 1
     if not logs:
-        problems.append(f"no log_env.json under {folder}")
-    return n, problems
+        yield f"no log_env.json under {folder}"

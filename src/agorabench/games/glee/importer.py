@@ -37,10 +37,10 @@ from typing import Any
 
 from ...core.game import Game, Prompts
 from ...core.table import Reply, Table, TurnRequest
-from ...games.glee.bargaining import Bargaining
-from ...games.glee.negotiation import Negotiation
-from ...games.glee.persuasion import Persuasion
-from ..store import Store
+from ...records import GameRecord, Records, StudyRecord
+from .bargaining import Bargaining
+from .negotiation import Negotiation
+from .persuasion import Persuasion
 
 PLAYER_LABELS = {"otree": "human", "otree_LLM": "gemini-1.5-flash"}
 ROLE_OF = {"Alice": "alice", "Bob": "bob"}
@@ -233,43 +233,46 @@ def replay_game(game_dir: Path) -> dict[str, Any]:
     }
 
 
-def import_glee(folder: Path, store: Store, study: str) -> tuple[int, list[str]]:
-    """Import every game folder under ``folder``; returns (games stored, problems found)."""
+def import_logs(folder: Path, study: str) -> Records:
+    """Every game folder under ``folder`` as records (see :mod:`agorabench.records`): one
+    :class:`GameRecord` per replayed game, a problem string per skipped game or broken rule, and
+    the study's row after its games."""
     folder = Path(folder)
-    count, problems = 0, []
+    imported: set[str] = set()
     for config_path in sorted(folder.rglob("config.json")):
         game_dir = config_path.parent
         where = str(game_dir.relative_to(folder)) if game_dir != folder else game_dir.name
         if not (game_dir / "game.csv").exists():
-            problems.append(f"{where}: no game.csv, skipped")
+            yield f"{where}: no game.csv, skipped"
             continue
         try:
             result = replay_game(game_dir)
         except LogMismatch as exc:
-            problems.append(f"{where}: {exc}; not imported")
+            yield f"{where}: {exc}; not imported"
             continue
         except (KeyError, ValueError, TypeError, json.JSONDecodeError) as exc:
-            problems.append(f"{where}: unreadable game ({type(exc).__name__}: {exc}); not imported")
+            yield f"{where}: unreadable game ({type(exc).__name__}: {exc}); not imported"
             continue
-        problems += [f"{where}: {p}" for p in result["problems"]]
-        store.save_game(
-            id=f"glee-{result['family']}-{game_dir.name}",
-            study=study,
-            game=result["game"],
-            config=result["config"],
-            seats=result["seats"],
-            repeat=0,
-            seed=0,
-            prompt_version=result["prompt_version"],
-            status="done",
-            outcome=result["outcome"],
-            metrics=result["metrics"],
-            error=None,
-            turn_records=result["turns"],
-            source="import:glee",
+        yield from (f"{where}: {p}" for p in result["problems"])
+        yield GameRecord(
+            {
+                "id": f"glee-{result['family']}-{game_dir.name}",
+                "study": study,
+                "game": result["game"],
+                "config": result["config"],
+                "seats": result["seats"],
+                "repeat": 0,
+                "seed": 0,
+                "prompt_version": result["prompt_version"],
+                "status": "done",
+                "outcome": result["outcome"],
+                "metrics": result["metrics"],
+                "error": None,
+                "turn_records": result["turns"],
+                "source": "import:glee",
+            }
         )
-        count += 1
-    if count:
-        games = sorted({r["game"] for r in store.games(study)})
-        store.save_study(study, games[0] if len(games) == 1 else "glee", {"name": study, "source": "import:glee", "folder": str(folder), "games": games})
-    return count, problems
+        imported.add(result["game"])
+    if imported:
+        games = sorted(imported)
+        yield StudyRecord(study, games[0], {"name": study, "source": "import:glee", "folder": str(folder), "games": games}, family="glee")

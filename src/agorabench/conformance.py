@@ -1,0 +1,302 @@
+"""The conformance suite: what every registered game must do, checked the same way for each
+(``agora conformance [GAME ...]``; ``tests/test_conformance.py`` runs it for every game).
+
+Each check plays the game's quick configuration (its manifest's ``examples`` entry) at a
+:class:`~agorabench.core.table.Table`, the only door between rules and players:
+
+- ``roles``: ``roles(config)`` are distinct non-empty names, passive roles among them, at least
+  one role asked;
+- ``strategies``: every registered strategy, seated in each role it plays (``Strategy.plays``;
+  empty: any) beside the game's other strategies, finishes the game and never gives an answer
+  the rules reject;
+- ``random``: players that answer every field with a random value of its type (as a weak model
+  would) never crash the game: it ends with an outcome, and every rejected answer is a recorded
+  invalid turn with the game's fallback;
+- ``deterministic``: one seating and seed played twice gives identical prompts, replies, actions,
+  outcome and metrics;
+- ``outcome``: the outcome is JSON data and ``metrics(outcome)`` maps names to numbers;
+- ``actions``: every action the strategies took, written in its own answer format, parses back
+  to itself, and its answer format and grammar are described;
+- ``report``: a small scripted study of the game runs into a fresh SQLite store, and its report
+  and export are written with the family's sections (a section may say it could not be
+  computed on so few games, never fail).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from . import families
+from .core.actions import Action
+from .core.game import Game, Prompts
+from .core.table import Player, Reply, Table, TurnRecord, TurnRequest
+
+#: Seeds each randomised check plays.
+SEEDS = (1, 2, 3)
+
+
+class RandomPlayer:
+    """Answers each field with a random value of its JSON-schema type (an enum member, a number
+    in its bounds, a few words), written in the action's answer format; the table parses it like
+    a model's answer, so values the rules reject are retried and then replaced by the fallback."""
+
+    async def act(self, request: TurnRequest) -> Reply:
+        props = request.action_type.model_json_schema().get("properties", {})
+        values = {name: _random_value(prop, request.rng) for name, prop in props.items()}
+        return Reply(text=_write(request.action_type, values))
+
+
+def _random_value(prop: dict[str, Any], rng: random.Random) -> Any:
+    options = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
+    if options is None and "anyOf" in prop:
+        options = [o["const"] for o in prop["anyOf"] if "const" in o] or None
+        kinds = [o for o in prop["anyOf"] if "type" in o and o["type"] != "null"]
+        if options is None and kinds:
+            return _random_value(kinds[0], rng)
+    if options:
+        return rng.choice(options)
+    kind = prop.get("type")
+    lo = prop.get("minimum", prop.get("exclusiveMinimum", 0))
+    hi = prop.get("maximum", prop.get("exclusiveMaximum", max(lo, 0) + 100))
+    if kind == "integer":
+        return rng.randint(math.ceil(lo), math.floor(hi))
+    if kind == "number":
+        return round(rng.uniform(lo, hi), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return " ".join(rng.choice(["we", "share", "fair", "more", "less", "deal", "offer", "yes", "no"]) for _ in range(rng.randint(1, 8)))
+
+
+def _write(action_type: type[Action], values: dict[str, Any]) -> str:
+    """``values`` in the action's answer format, valid or not (like ``Action.render``)."""
+    if action_type.response_format == "answer":
+        (value,) = values.values()
+        return f"Let me think.\nAnswer: {value}"
+    if action_type.response_format == "xml":
+        return "<response>\n" + "\n".join(f"  <{k}>{v}</{k}>" for k, v in values.items()) + "\n</response>"
+    return json.dumps(values)
+
+
+@dataclass
+class Played:
+    """One game played by :func:`play`."""
+
+    outcome: dict[str, Any]
+    metrics: dict[str, Any]
+    turns: list[TurnRecord]
+    asked: set[type[Action]]
+
+
+def config_of(game: str) -> Any:
+    """The quick configuration of ``game`` (its manifest's example)."""
+    return families.load_game(game).Config(**families.examples()[game])
+
+
+def play(game: str, players: dict[str, Player], seed: int = 1, config: Any = None) -> Played:
+    """Play one game of ``game`` with ``players`` by role (every active role), default prompts."""
+    cls = families.load_game(game)
+    config = config if config is not None else config_of(game)
+    asked: set[type[Action]] = set()
+    seen = {role: _Watch(player, asked) for role, player in players.items()}
+    table = Table(seen, seed=seed, max_retries=1)
+    instance = cls(config, Prompts(cls.prompt_dir), names={})
+    outcome = asyncio.run(instance.play(table))
+    return Played(outcome, instance.metrics(outcome), list(table.turns), asked)
+
+
+class _Watch:
+    """A player that notes the action types it is asked for."""
+
+    def __init__(self, player: Player, asked: set[type[Action]]) -> None:
+        self.player, self.asked = player, asked
+
+    async def act(self, request: TurnRequest) -> Reply:
+        self.asked.add(request.action_type)
+        return await self.player.act(request)
+
+
+def _plays(factory: Any, role: str) -> bool:
+    roles = getattr(factory, "plays", ())
+    return not roles or role in roles
+
+
+def seatings(game: str) -> list[tuple[str, str, dict[str, Player]]]:
+    """(strategy, role, players) for every registered strategy in every active role it plays;
+    the other roles get the first strategy that plays them (a random player if none does)."""
+    cls = families.load_game(game)
+    active = cls.active_roles(config_of(game))
+    known = families.strategies(game)
+    out = []
+    for name, factory in known.items():
+        for role in active:
+            if not _plays(factory, role):
+                continue
+            players: dict[str, Player] = {}
+            for other in active:
+                if other == role:
+                    players[other] = factory()
+                else:
+                    filler = next((f for f in known.values() if _plays(f, other)), None)
+                    players[other] = filler() if filler else RandomPlayer()
+            out.append((name, role, players))
+    return out
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
+def check_roles(game: str) -> None:
+    cls = families.load_game(game)
+    config = config_of(game)
+    roles = cls.roles(config)
+    _check(len(roles) > 0 and len(set(roles)) == len(roles) and all(isinstance(r, str) and r for r in roles), f"roles {roles!r} are not distinct non-empty names")
+    _check(set(cls.passive_roles) <= set(roles) or not cls.passive_roles, f"passive roles {cls.passive_roles!r} are not among the roles {roles!r}")
+    _check(len(cls.active_roles(config)) > 0, "no role is ever asked")
+    _check(cls.name == game, f"the class says it is {cls.name!r}, the manifest registers it as {game!r}")
+
+
+def check_strategies(game: str) -> None:
+    plays = seatings(game)
+    _check(bool(plays), "the game registers no scripted strategy (the conformance, report and theory checks need at least one)")
+    for name, role, players in plays:
+        played = play(game, players)
+        bad = [t for t in played.turns if t.role == role and not t.valid]
+        _check(not bad, f"strategy/{name} as {role} gave an answer the rules reject: {bad[0].error if bad else ''}")
+
+
+def check_random(game: str) -> None:
+    active = families.load_game(game).active_roles(config_of(game))
+    for seed in SEEDS:
+        played = play(game, {role: RandomPlayer() for role in active}, seed=seed)
+        _check(isinstance(played.outcome, dict), f"seed {seed}: the outcome is not a dict")
+        for t in played.turns:
+            _check(t.valid or t.error, f"seed {seed}: turn {t.index} of {t.role} is invalid without a recorded error")
+
+
+def check_deterministic(game: str) -> None:
+    name, role, players = seatings(game)[0]
+    active = families.load_game(game).active_roles(config_of(game))
+    rebuilt = [dict(players), {r: (RandomPlayer() if r != role else seatings(game)[0][2][r]) for r in active}]
+    for seated in rebuilt:
+        fresh = lambda: {r: (type(p)() if isinstance(p, RandomPlayer) else families.strategies(game)[_name_of(game, p)]()) for r, p in seated.items()}  # noqa: E731
+        first, second = play(game, fresh(), seed=7), play(game, fresh(), seed=7)
+        _check(_dump(first.turns) == _dump(second.turns), "two plays of one seating and seed differ in their turns")
+        _check(_json(first.outcome) == _json(second.outcome), "two plays of one seating and seed differ in their outcome")
+        _check(_json(first.metrics) == _json(second.metrics), "two plays of one seating and seed differ in their metrics")
+
+
+def _name_of(game: str, player: Player) -> str:
+    return next(n for n, f in families.strategies(game).items() if isinstance(player, f))
+
+
+def _dump(turns: list[TurnRecord]) -> str:
+    return _json([{"role": t.role, "phase": t.phase, "messages": t.messages, "raw": t.raw, "action": t.action, "valid": t.valid, "error": t.error} for t in turns])
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def check_outcome(game: str) -> None:
+    for name, role, players in seatings(game):
+        played = play(game, players)
+        try:
+            json.dumps(played.outcome)
+        except (TypeError, ValueError) as exc:
+            raise AssertionError(f"strategy/{name} as {role}: the outcome is not JSON data ({exc})") from None
+        _check(isinstance(played.metrics, dict), "metrics(outcome) is not a dict")
+        for key, value in played.metrics.items():
+            _check(isinstance(key, str) and isinstance(value, (int, float)) and not isinstance(value, bool) or value is None, f"metric {key!r} = {value!r} is not a number")
+
+
+def check_actions(game: str) -> None:
+    asked: set[type[Action]] = set()
+    for _name, _role, players in seatings(game):
+        played = play(game, players)
+        asked |= played.asked
+        for t in played.turns:
+            if t.action is None:
+                continue
+            cls = next((a for a in played.asked if set(a.model_fields) == set(t.action)), None)
+            if cls is None:
+                continue
+            action = cls.model_validate(t.action)
+            _check(cls.parse(action.render()) == action, f"{cls.__name__}: {action.render()!r} does not parse back to itself")
+    _check(bool(asked), "no action was asked for")
+    for cls in asked:
+        _check(bool(cls.format_instructions().strip()), f"{cls.__name__} describes no answer format")
+        _check(cls.grammar().startswith("root ::="), f"{cls.__name__} has no decoding grammar")
+
+
+def study_text(game: str, games: int = 4) -> str:
+    """A small scripted study of ``game`` (TOML): its strategies seat by seat, ``games`` repeats."""
+    cls = families.load_game(game)
+    active = cls.active_roles(config_of(game))
+    _name, _role, players = seatings(game)[0]
+    seats = {role: _name_of(game, p) for role, p in players.items()}
+    models = "\n".join(f'[[models]]\nname = "{n}"\nspec = "strategy/{n}"\n' for n in sorted(set(seats.values())))
+    seat_line = ", ".join(f'{role} = "{seats[role]}"' for role in active)
+    fixed = "\n".join(f"{k} = {json.dumps(v)}" for k, v in families.examples()[game].items())
+    return f'name = "conformance_{game.replace(".", "_")}"\ngame = "{game}"\nrepeats = {games}\nseats = [{{ {seat_line} }}]\n\n[fixed]\n{fixed}\n\n{models}'
+
+
+def check_report(game: str) -> None:
+    from .analysis.frames import export
+    from .analysis.report import build_report
+    from .core.runner import run_study
+    from .core.study import load_study
+    from .store.store import Store
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "study.toml"
+        path.write_text(study_text(game), encoding="utf-8")
+        study = load_study(path)
+        db = Path(folder) / "c.db"
+        stats, _ = run_study(study, db, progress=False)
+        _check(stats.done > 0 and stats.errors == 0, f"the scripted study stored {stats.done} games and {stats.errors} errors")
+        store = Store(str(db))
+        try:
+            page = build_report(store, study.name, Path(folder) / "report").read_text(encoding="utf-8")
+            rows = export(store, study.name, "turns", "csv", str(Path(folder) / "turns.csv"))
+        finally:
+            store.dispose()
+        _check(game in page, "the report does not name the game")
+        _check(rows > 0, "the export wrote no rows")
+        if families.report_sections(game) is not None:
+            _check(page.count("<section>") > 2, "the report has none of the family's sections")
+            _check(bool(families.definitions(game).strip()), "the family's report defines no metrics (DEFINITIONS)")
+
+
+#: Every check by name, in the order they run.
+CHECKS: dict[str, Callable[[str], None]] = {
+    "roles": check_roles,
+    "strategies": check_strategies,
+    "random": check_random,
+    "deterministic": check_deterministic,
+    "outcome": check_outcome,
+    "actions": check_actions,
+    "report": check_report,
+}
+
+
+def run(games: list[str] | None = None, checks: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """Run ``checks`` (default all) on ``games`` (default every registered game); returns
+    (game, check, problem) for every failed check (empty when all pass)."""
+    failed = []
+    for game in games or families.game_names():
+        families.family_of(game)  # an unknown game is an error, not a pass
+        for name in checks or list(CHECKS):
+            try:
+                CHECKS[name](game)
+            except Exception as exc:  # noqa: BLE001 - a crash is a failed check, reported with its game
+                failed.append((game, name, f"{type(exc).__name__}: {exc}".splitlines()[0][:400]))
+    return failed

@@ -1,0 +1,213 @@
+"""The one registry of game families: what a family is called, which games it holds, and where
+its strategies, report sections, profile rows, log importers, analyses and stored-data audits
+live.
+
+A family registers once, in a manifest: a module ``family.py`` in its package under
+:mod:`agorabench.games` that defines ``FAMILY = Family(...)``, or, for a family shipped in
+another distribution, an entry point in the group ``agorabench.families`` whose value names such
+an object (``"mypkg.mygame.family:FAMILY"``). Every place in agorabench that needs something of a
+game asks this module; nothing else names a game or imports one by string.
+
+A manifest refers to code by ``"module:attribute"`` strings, so that reading the manifests (for
+``agora games``, the study validator or the CLI's choices) imports no game rules, reports or
+pandas. A module name starting with ``.`` is relative to the manifest's package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any, Callable, TYPE_CHECKING
+
+if TYPE_CHECKING:  # the registry imports no game, core or analysis module at load time
+    from .core.game import Game, StrategyFactory
+
+#: Entry-point group of families shipped outside agorabench.
+ENTRY_POINTS = "agorabench.families"
+
+
+class UnknownGame(ValueError):
+    """A game, importer or analysis name that no registered family declares."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """One game family's manifest. Every ``str`` value is ``"module:attribute"``.
+
+    - ``games``: game name (``family.game``, or the family name for a one-game family) -> the
+      :class:`~agorabench.core.game.Game` subclass;
+    - ``strategies``: game name -> a dict of strategy name -> player factory
+      (``strategy/NAME`` in a study's model list);
+    - ``reports``: game name -> ``sections(done_games, turns) -> list[Section]``; the module may
+      define ``DEFINITIONS`` (HTML of its metric definitions);
+    - ``profiles``: game name -> ``profile_rows(games, turns) -> DataFrame`` (``agora profile``);
+    - ``importers``: log format -> ``import_logs(folder, study)`` yielding records (``agora import``);
+    - ``analyses``: kind -> ``analyze(games, spec, out, reference, reps) -> str`` (``agora analyze``);
+    - ``audits``: name -> ``problems(config, transcripts) -> list[str]`` over the stored
+      transcripts of the game named in ``audit_game`` (``agora check``);
+    - ``examples``: game name -> a small configuration (dict of parameters) that plays quickly,
+      used by the conformance suite (``agora conformance``).
+    """
+
+    name: str
+    description: str
+    games: dict[str, str]
+    strategies: dict[str, str] = field(default_factory=dict)
+    reports: dict[str, str] = field(default_factory=dict)
+    profiles: dict[str, str] = field(default_factory=dict)
+    importers: dict[str, str] = field(default_factory=dict)
+    analyses: dict[str, str] = field(default_factory=dict)
+    audits: dict[str, str] = field(default_factory=dict)
+    audit_game: str = ""
+    examples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Package the manifest lives in (set by discovery; resolves relative module names).
+    package: str = ""
+
+
+def _manifests() -> list[Family]:
+    """Every manifest: those under ``agorabench.games`` first (in name order), then entry points."""
+    from . import games
+
+    found: list[Family] = []
+    for info in sorted(pkgutil.iter_modules(games.__path__), key=lambda m: m.name):
+        if not info.ispkg:
+            continue
+        package = f"{games.__name__}.{info.name}"
+        try:
+            module = importlib.import_module(f"{package}.family")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{package}.family":
+                continue  # a package without a manifest is not a family
+            raise
+        found.append(_placed(getattr(module, "FAMILY"), package))
+    for point in entry_points(group=ENTRY_POINTS):
+        family = point.load()
+        found.append(_placed(family, point.value.split(":")[0].rpartition(".")[0]))
+    return found
+
+
+def _placed(family: Any, package: str) -> Family:
+    if not isinstance(family, Family):
+        raise TypeError(f"the manifest of {package} is not an agorabench.families.Family")
+    return family if family.package else Family(**{**family.__dict__, "package": package})
+
+
+@lru_cache(maxsize=1)
+def families() -> dict[str, Family]:
+    """Registered families by name; a game name declared by two families is an error."""
+    out: dict[str, Family] = {}
+    owner: dict[str, str] = {}
+    for family in _manifests():
+        if family.name in out:
+            raise ValueError(f"two game families are named {family.name!r}")
+        for game in family.games:
+            if game in owner:
+                raise ValueError(f"game {game!r} is declared by families {owner[game]!r} and {family.name!r}")
+            owner[game] = family.name
+        out[family.name] = family
+    return out
+
+
+def game_names() -> list[str]:
+    """Every registered game, sorted."""
+    return sorted(g for f in families().values() for g in f.games)
+
+
+def family_of(game: str) -> Family:
+    """The family that declares ``game``; :class:`UnknownGame` (listing the known games) otherwise."""
+    for family in families().values():
+        if game in family.games:
+            return family
+    raise UnknownGame(f"unknown game {game!r}; known games: {', '.join(game_names())}")
+
+
+def _resolve(family: Family, target: str) -> Any:
+    """The object a ``"module:attribute"`` string of ``family`` names."""
+    module, _, attr = target.partition(":")
+    if module.startswith("."):
+        module = family.package + module
+    return getattr(importlib.import_module(module), attr)
+
+
+def load_game(name: str) -> type[Game]:
+    """The game class registered under ``name``."""
+    family = family_of(name)
+    try:
+        return _resolve(family, family.games[name])
+    except ModuleNotFoundError as exc:
+        raise UnknownGame(f"game {name!r} is not available in this installation ({exc})") from None
+
+
+def strategies(game: str) -> dict[str, StrategyFactory]:
+    """The scripted strategies of ``game`` by name (empty when it has none)."""
+    family = family_of(game)
+    target = family.strategies.get(game)
+    return dict(_resolve(family, target)) if target else {}
+
+
+def _hook(game: str, table: str) -> Callable[..., Any] | None:
+    try:
+        family = family_of(game)
+    except UnknownGame:
+        return None  # a stored game of a family this installation lacks: no family sections
+    target = getattr(family, table).get(game)
+    return _resolve(family, target) if target else None
+
+
+def report_sections(game: str) -> Callable[..., list] | None:
+    """``sections(done_games, turns)`` of the game's report, or None."""
+    return _hook(game, "reports")
+
+
+def definitions(game: str) -> str:
+    """The ``DEFINITIONS`` HTML of the game's report module (metric definitions), or ''."""
+    sections = report_sections(game)
+    return str(getattr(importlib.import_module(sections.__module__), "DEFINITIONS", "")) if sections else ""
+
+
+def profile_hook(game: str) -> Callable[..., Any] | None:
+    """``profile_rows(games, turns)`` of the game's family for ``agora profile``, or None."""
+    return _hook(game, "profiles")
+
+
+def _named(table: str) -> dict[str, tuple[Family, str]]:
+    return {name: (f, target) for f in families().values() for name, target in getattr(f, table).items()}
+
+
+def importer_names() -> list[str]:
+    """Log formats that ``agora import`` reads."""
+    return sorted(_named("importers"))
+
+
+def importer(fmt: str) -> Callable[..., Any]:
+    """``import_logs(folder, study)`` of one log format."""
+    found = _named("importers")
+    if fmt not in found:
+        raise UnknownGame(f"unknown import format {fmt!r}; known: {', '.join(sorted(found))}")
+    return _resolve(*found[fmt])
+
+
+def analyzer_names() -> list[str]:
+    """Kinds of ``agora analyze``."""
+    return sorted(_named("analyses"))
+
+
+def analyzer(kind: str) -> Callable[..., str]:
+    """The analysis function of one ``agora analyze`` kind."""
+    found = _named("analyses")
+    if kind not in found:
+        raise UnknownGame(f"unknown analysis {kind!r}; known: {', '.join(sorted(found))}")
+    return _resolve(*found[kind])
+
+
+def audits() -> list[tuple[str, str, Callable[..., list[str]]]]:
+    """Every stored-data audit as (name, game it reads, ``problems(config, transcripts)``)."""
+    return [(name, f.audit_game, _resolve(f, target)) for f in families().values() for name, target in f.audits.items()]
+
+
+def examples() -> dict[str, dict[str, Any]]:
+    """A quick configuration of every game (its manifest's example, else the defaults)."""
+    return {g: dict(f.examples.get(g, {})) for f in families().values() for g in f.games}

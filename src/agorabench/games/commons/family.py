@@ -1,0 +1,16 @@
+"""Manifest of the commons family (GovSim): a shared, regrowing resource."""
+
+from ...families import Family
+
+FAMILY = Family(
+    name="commons",
+    description="N agents harvest a regrowing resource (fishery, pasture, pollution, trash), talk in a group chat, and keep it alive or let it collapse",
+    games={"commons": ".commons:Commons"},
+    strategies={"commons": ".strategies:STRATEGIES"},
+    reports={"commons": ".report:sections"},
+    profiles={"commons": ".report:profile_rows"},
+    importers={"govsim": ".importer:import_logs"},
+    audits={"commons-prompts": ".audit:problems"},
+    audit_game="commons",
+    examples={"commons": {"n_agents": 3, "months": 2, "max_conversation_steps": 2}},
+)

@@ -1,0 +1,64 @@
+"""What the play side hands the store: plain records, so that games and importers need no
+store and the store needs no game.
+
+:class:`TurnRecord` is one decision as the table records it and the store writes it.
+
+An importer is a generator ``import_logs(folder, study)`` that yields, in any order:
+
+- :class:`GameRecord`: one finished game, its fields as :meth:`Store.save_game` takes them;
+- :class:`StudyRecord`: the study row the games belong to;
+- ``str``: a problem found in the logs (a game skipped, a move our rules reject), for the user.
+
+:meth:`agorabench.store.store.Store.save_records` writes them and returns (games, problems).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Union
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """One finished game: keyword arguments of ``Store.save_game`` (id, study, game, config,
+    seats, outcome, metrics, turn_records, source, ...)."""
+
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """The study row of imported games. ``spec["games"]``, when present, is merged with the games
+    already stored for the study; the row's game is that single game, or ``family`` when the
+    study holds several."""
+
+    name: str
+    game: str
+    spec: dict[str, Any]
+    family: str = ""
+
+
+
+@dataclass
+class TurnRecord:
+    """One decision as stored: prompt messages, raw reply, parsed action and bookkeeping."""
+
+    index: int
+    role: str
+    phase: str
+    messages: list[dict[str, str]]
+    raw: str
+    action: dict[str, Any] | None
+    valid: bool
+    retries: int
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    latency: float
+    cached: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+Record = Union[GameRecord, StudyRecord, str]
+Records = Iterator[Record]

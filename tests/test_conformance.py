@@ -1,0 +1,179 @@
+"""The conformance suite (issue 20): every registered game passes every check, found through the
+registry with no line written for it here; and each check fails on a game that breaks its rule
+(a coin game planted in the registry for the test), so that a pass means something.
+
+Every test name carries ``conformance``: ``pytest -k conformance`` runs exactly the suite."""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar, Literal
+
+import pytest
+
+from agorabench import families
+from agorabench.cli import main
+from agorabench.conformance import CHECKS, RandomPlayer, play, run
+from agorabench.core.actions import Action
+from agorabench.core.agents import Strategy
+from agorabench.core.game import Game, GameConfig
+from agorabench.core.table import Prompt, Table, TurnRequest
+
+CASES = [(game, check) for game in families.game_names() for check in CHECKS]
+
+
+@pytest.mark.parametrize("game,check", CASES, ids=[f"{g}-{c}" for g, c in CASES])
+def test_conformance_of_every_registered_game(game, check):
+    assert run([game], [check]) == []
+
+
+# --- a planted coin game, good and broken -------------------------------------------------------
+
+
+class Call(Action):
+    response_format: ClassVar = "json"
+    call: Literal["heads", "tails"]
+
+
+class CoinConfig(GameConfig):
+    flips: int = 2
+
+
+class Coin(Game):
+    """One role calls a coin ``flips`` times; a right call scores 1. The coin is Nature's."""
+
+    name = "coin.fair"
+    Config = CoinConfig
+
+    @classmethod
+    def roles(cls, config: GameConfig) -> tuple[str, ...]:
+        return ("caller",)
+
+    def toss(self, table: Table) -> str:
+        return table.rng.choice(["heads", "tails"])
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        right = 0
+        for flip in range(self.config.flips):
+            table.tell("caller", f"Flip {flip + 1}.")
+            call = await table.ask("caller", Prompt(text="Call the coin.", observation={"flip": flip}, phase="call"), Call, fallback=Call(call="heads"))
+            right += int(call.call == self.toss(table))
+        return {"right": right}
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
+        return {"score": outcome["right"] / self.config.flips}
+
+
+class GlobalCoin(Coin):
+    """Broken: tosses with the process-wide random state, so one seed does not give one game."""
+
+    name = "coin.global"
+
+    def toss(self, table: Table) -> str:
+        return random.choice(["heads", "tails"])
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        outcome = await super().play(table)
+        return {**outcome, "noise": random.random()}
+
+
+class SetCoin(Coin):
+    """Broken: an outcome that is not JSON data and a metric that is not a number."""
+
+    name = "coin.set"
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        outcome = await super().play(table)
+        return {**outcome, "calls": {"heads"}}
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, Any]:
+        return {"score": "high"}
+
+
+class Heads(Strategy):
+    def decide(self, request: TurnRequest) -> Call:
+        return Call(call="heads")
+
+
+class Edge(Strategy):
+    """Broken: answers something the rules reject."""
+
+    async def act(self, request: TurnRequest):
+        from agorabench.core.table import Reply
+
+        return Reply(text='{"call": "edge"}')
+
+
+GOOD = {"heads": Heads}
+BAD = {"heads": Heads, "edge": Edge}
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    real = families.families()
+    coin = families.Family(
+        name="coin",
+        description="a planted test family",
+        games={"coin.fair": "test_conformance:Coin", "coin.global": "test_conformance:GlobalCoin", "coin.set": "test_conformance:SetCoin", "coin.edge": "test_conformance:Coin"},
+        strategies={"coin.fair": "test_conformance:GOOD", "coin.global": "test_conformance:GOOD", "coin.set": "test_conformance:GOOD", "coin.edge": "test_conformance:BAD"},
+        package="tests",
+    )
+    monkeypatch.setattr(families, "families", lambda: {**real, "coin": coin})
+
+
+RULES = ["roles", "strategies", "random", "deterministic", "outcome", "actions"]
+
+
+def test_conformance_passes_a_good_planted_game(planted):
+    assert run(["coin.fair"], RULES) == []
+
+
+def test_conformance_deterministic_fails_on_global_random_state(planted):
+    failed = run(["coin.global"], RULES)
+    assert [c for _g, c, _w in failed] == ["deterministic"], failed
+    assert "differ" in failed[0][2]
+
+
+def test_conformance_outcome_fails_on_data_that_is_not_json_or_not_numbers(planted):
+    failed = run(["coin.set"], ["outcome"])
+    assert len(failed) == 1 and "not JSON data" in failed[0][2], failed
+
+
+def test_conformance_strategies_fail_on_an_answer_the_rules_reject(planted):
+    failed = run(["coin.edge"], ["strategies"])
+    assert len(failed) == 1 and "strategy/edge" in failed[0][2] and "reject" in failed[0][2], failed
+
+
+def test_conformance_roles_fail_when_the_class_name_is_not_the_registered_one(planted):
+    failed = run(["coin.edge"], ["roles"])  # registered as coin.edge, the class says coin.fair
+    assert len(failed) == 1 and "coin.fair" in failed[0][2], failed
+
+
+def test_conformance_random_player_answers_in_the_action_format_and_records_fallbacks():
+    """The random player's answers go through the parser like a model's: legal ones become
+    actions (every random negotiation move is legal), rejected ones are invalid turns carrying
+    the action's own message (random bargaining splits do not add up), never a crash."""
+    def random_play(game: str):
+        roles = families.load_game(game).active_roles(families.load_game(game).Config(**families.examples()[game]))
+        return play(game, {r: RandomPlayer() for r in roles}, seed=3)
+
+    legal = random_play("glee.negotiation")
+    assert legal.turns and all(t.valid and t.action for t in legal.turns)
+    rejected = random_play("glee.bargaining")
+    assert rejected.turns and all(not t.valid and "add up" in t.error for t in rejected.turns)
+
+
+def test_conformance_cli_lists_results_and_fails_on_an_unknown_game(capsys):
+    assert main(["conformance", "envy.points", "--check", "roles", "--check", "actions"]) == 0
+    out = capsys.readouterr().out
+    assert "envy.points: ok" in out and "2 of 2 checks passed" in out
+    assert main(["conformance", "no.such.game"]) == 2
+    assert "unknown game 'no.such.game'" in capsys.readouterr().err
+
+
+def test_conformance_cli_games_lists_every_registered_game(capsys):
+    assert main(["games"]) == 0
+    out = capsys.readouterr().out
+    for game in families.game_names():
+        assert f"  {game}" in out
+    assert "strategy/self-max" in out and "import govsim" in out
