@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from . import families
 from .core.actions import Action
-from .core.game import Game, Prompts
+from .core.game import Prompts
 from .core.table import Player, Reply, Table, TurnRecord, TurnRequest
 
 #: Seeds each randomised check plays.

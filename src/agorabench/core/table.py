@@ -139,6 +139,27 @@ class Table:
         else:
             transcript.append({"role": "user", "content": text})
 
+    def tell_all(self, roles: list[str] | tuple[str, ...], text: str) -> None:
+        """Tell every role in ``roles`` the same text (a public announcement)."""
+        for role in roles:
+            self.tell(role, text)
+
+    def restart(self, role: str, system: str) -> None:
+        """Start the role's transcript afresh from a new system message, as for a player who
+        remembers nothing of earlier rounds. Turns already recorded keep the prompts they were
+        shown (each turn stores its own messages)."""
+        self.transcripts[role] = []
+        for kept in (self._shown_from, self._condensed_before, self._final, self._instructions_at):
+            kept.pop(role, None)
+        self.set_system(role, system)
+
+    def last_valid(self, role: str) -> bool:
+        """Whether the role's latest recorded decision was valid (False before its first)."""
+        for turn in reversed(self.turns):
+            if turn.role == role:
+                return turn.valid
+        return False
+
     def mark(self, role: str) -> tuple[int, int]:
         """The point the role's transcript has reached: what is told from now on lies after it.
 

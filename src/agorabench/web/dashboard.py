@@ -10,6 +10,7 @@ import csv
 import hashlib
 import hmac
 import io
+import inspect
 import json
 import tempfile
 from typing import Any
@@ -124,7 +125,7 @@ class Dashboard:
                 return await handler(request, **kwargs)
 
             wrapper.__name__ = handler.__name__
-            wrapper.__signature__ = __import__("inspect").signature(handler)
+            wrapper.__signature__ = inspect.signature(handler)
             return wrapper
 
         @app.get("/dash", response_class=HTMLResponse)

@@ -569,7 +569,7 @@ class Commons(Game):
                 "history": [_public(h) for h in history],
             }
             requested, collected = await self._harvest(table, present, month, stock, agreed, share, obs)
-            valid = {r: _last_valid(table, r) for r in present}
+            valid = {r: table.last_valid(r) for r in present}
             left = stock - sum(collected.values())
             for r in present:
                 table.note_metrics(r, {"month": month, "requested": requested[r], "collected": collected[r], "stock_before": stock, "stock_after": left})
@@ -599,13 +599,13 @@ class Commons(Game):
                         agreed = await self._summarise(table, present, month, record["report"] + record["discussion"], agreed, history)
                         record["agreed_limit"] = agreed
                 if collapsed:
-                    table_tell_all(table, present, self._say()("collapse"))
+                    table.tell_all(present, self._say()("collapse"))
                     break
             else:
                 if c.report != "none" and c.communication:
                     lines = [self._say(name=names[r], amount=collected[r])("report_line") for r in present]
                     report = self._render("report", lines=lines, stock=left, collapsed=collapsed, show_stock=c.report_stock)
-                    table_tell_all(table, present, self._say(speaker=s.manager, message=report)("heard"))
+                    table.tell_all(present, self._say(speaker=s.manager, message=report)("heard"))
                 if collapsed:
                     break
                 if month < c.months and chat_on:
@@ -679,9 +679,9 @@ class Commons(Game):
         speaker = self._first_speaker(table, roles, month)
         remarks = max(0, c.max_conversation_steps - len(opening_steps))
         opening = self._render("discuss_open", steps=remarks, first=names[speaker])
-        table_tell_all(table, roles, opening)
+        table.tell_all(roles, opening)
         for step in opening_steps:
-            table_tell_all(table, roles, self._say(speaker=step["name"], message=step["message"])("heard"))
+            table.tell_all(roles, self._say(speaker=step["name"], message=step["message"])("heard"))
         said: list[dict[str, Any]] = []
         for _step in range(remarks):
             obs = {
@@ -703,15 +703,15 @@ class Commons(Game):
             fallback = kind(message="", end_conversation=False)
             u = await table.ask(speaker, Prompt(text, obs, phase="discuss", instructions=task), kind, fallback)
             u = u or fallback
-            entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": _last_valid(table, speaker)}
+            entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": table.last_valid(speaker)}
             said.append(entry)
             if u.message:
                 heard = self._say(speaker=names[speaker], message=u.message)("heard")
-                table_tell_all(table, [r for r in roles if r != speaker], heard)
+                table.tell_all([r for r in roles if r != speaker], heard)
             if u.end_conversation:
                 break
             speaker = self._next_speaker(table, roles, speaker, u.next_speaker, by_name)
-        table_tell_all(table, roles, self._render("discuss_close"))
+        table.tell_all(roles, self._render("discuss_close"))
         return said
 
     def _next_speaker(self, table: Table, roles: list[str], current: str, named: str, by_name: dict[str, str]) -> str:
@@ -735,19 +735,13 @@ class Commons(Game):
         answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))
         limit = answer.limit if answer is not None and answer.limit > 0 else None
         if limit is not None:
-            table_tell_all(table, roles, self._render("limit", limit=limit))
+            table.tell_all(roles, self._render("limit", limit=limit))
         return limit
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""
         c = self.config
         return commons_metrics(outcome["months"], list(agent_roles(c.n_agents)), self.scenario, c.months, c.collapse_rule, c.over_usage_threshold)
-
-
-def table_tell_all(table: Table, roles: list[str], text: str) -> None:
-    """Tell every role in ``roles`` the same text (a public announcement)."""
-    for r in roles:
-        table.tell(r, text)
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:
@@ -761,11 +755,3 @@ def _last_proposal(history: list[dict[str, Any]]) -> int | None:
             if m.get("proposed_limit") is not None:
                 return m["proposed_limit"]
     return None
-
-
-def _last_valid(table: Table, role: str) -> bool:
-    for t in reversed(table.turns):
-        if t.role == role:
-            return t.valid
-    return False
-

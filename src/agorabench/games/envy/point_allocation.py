@@ -162,7 +162,7 @@ class PointAllocation(Game):
         for number, (phase, text) in enumerate(texts, start=1):
             prompt = Prompt(text, self.observation(number, current.choice if current else None), phase=phase)
             answer = await table.ask("focal", prompt, Choice, fallback=current)
-            valid = table.turns[-1].valid
+            valid = table.last_valid("focal")
             current = answer
             record: dict[str, Any] = {"turn": number, "phase": phase, "choice": current.choice if current else None, "valid": valid}
             if valid and current is not None:

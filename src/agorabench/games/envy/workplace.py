@@ -167,7 +167,7 @@ class Workplace(Game):
             }
             prompt = Prompt(f"{story}\n\n{instructions}", observation, phase=scene.key)
             answer = await table.ask("subject", prompt, Ratings, fallback=None)
-            valid = table.turns[-1].valid and answer is not None
+            valid = table.last_valid("subject") and answer is not None
             record: dict[str, Any] = {"scene_no": number, "scene": scene.key, "valid": valid}
             for name in RATINGS:
                 record[name] = getattr(answer, name) if valid else None

@@ -161,12 +161,11 @@ class Persuasion(Game):
             quality = self.nature(table, t)
             text = self.prompts.render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
             signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal"), kind, fallback=no_signal)
-            signal_valid = table.turns[-1].valid
+            signal_valid = table.last_valid(ALICE)
             table.note_metrics(ALICE, {"high_quality": float(quality == "high")})
             message = "" if signal is None else (signal.decision if isinstance(signal, YesNo) else signal.message)
             if c.myopic and t > 1:
-                table.transcripts[BOB] = []
-                table.set_system(BOB, self.prompts.render("system_buyer", **self._values(BOB, t, history)))
+                table.restart(BOB, self.prompts.render("system_buyer", **self._values(BOB, t, history)))
             text = self.prompts.render("buy", message=message, format=buy_kind.format_instructions(), **self._values(BOB, t, history))
             answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), buy_kind, fallback=buy_kind(decision="no"))
             bought = answer.decision == "yes"
