@@ -292,7 +292,7 @@ def cmd_games(args: argparse.Namespace) -> int:
         for game in family.games:
             known = ", ".join(f"strategy/{s}" for s in families.strategies(game))
             print(f"  {game}" + (f"  ({known})" if known else ""))
-        extras = [f"import {', '.join(family.importers)}" if family.importers else "", f"analyze {', '.join(family.analyses)}" if family.analyses else ""]
+        extras = [f"import {', '.join(family.importers)}" if family.importers else "", f"analyze {', '.join(family.analyses)}" if family.analyses else "", f"check {', '.join(family.audits)}" if family.audits else ""]
         if any(extras):
             print("  " + "; ".join(e for e in extras if e))
     return 0
@@ -437,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000)
     sv.set_defaults(func=cmd_serve)
 
-    ck = sub.add_parser("check", help="run the game families' audits of stored data (commons: prompts of another agent, language or scenario)")
+    ck = sub.add_parser("check", help="run the game families' audits of stored data (e.g. prompts that belong to another agent, language or scenario); `agora games` lists them")
     ck.add_argument("db", help="SQLite path or database URL")
     ck.add_argument("--study", help="only this study's games")
     ck.add_argument("--forget", action="store_true", help="delete the affected games so that the next run plays them again")

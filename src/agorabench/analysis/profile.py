@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from ..families import profile_hook
+from ..families import families, profile_hook
 from ..store.store import Store
 from .frames import games_df, turns_df
 from .report import STYLE
@@ -122,5 +122,6 @@ def build_profile(dbs: Sequence[str], out_dir: str | Path) -> tuple[Path, Path]:
     stores = [(Path(db).name if "://" not in db else db.split("/")[-1], Store(db)) for db in dbs]
     rows = collect(stores)
     if rows.empty:
-        raise ValueError("no finished games of a profiled family (envy, GLEE, commons) in " + ", ".join(dbs))
+        profiled = sorted({f.name for f in families().values() if f.profiles})
+        raise ValueError(f"no finished games of a profiled family ({', '.join(profiled)}) in " + ", ".join(dbs))
     return write_profile(rows, out_dir)
