@@ -127,9 +127,10 @@ def _plays(factory: Any, role: str) -> bool:
     return not roles or role in roles
 
 
-def seatings(game: str) -> list[tuple[str, str, dict[str, Player]]]:
-    """(strategy, role, players) for every registered strategy in every active role it plays;
-    the other roles get the first strategy that plays them (a random player if none does)."""
+def seatings(game: str) -> list[tuple[str, str, dict[str, Callable[[], Player]]]]:
+    """(strategy, role, player factories by role) for every registered strategy in every
+    active role it plays; the other roles get the first strategy that plays them (a random
+    player if none does). Call each factory for a fresh player."""
     cls = families.load_game(game)
     active = cls.active_roles(config_of(game))
     known = families.strategies(game)
@@ -138,15 +139,16 @@ def seatings(game: str) -> list[tuple[str, str, dict[str, Player]]]:
         for role in active:
             if not _plays(factory, role):
                 continue
-            players: dict[str, Player] = {}
+            factories: dict[str, Callable[[], Player]] = {}
             for other in active:
-                if other == role:
-                    players[other] = factory()
-                else:
-                    filler = next((f for f in known.values() if _plays(f, other)), None)
-                    players[other] = filler() if filler else RandomPlayer()
-            out.append((name, role, players))
+                filler = factory if other == role else next((f for f in known.values() if _plays(f, other)), RandomPlayer)
+                factories[other] = filler
+            out.append((name, role, factories))
     return out
+
+
+def _seat(factories: dict[str, Callable[[], Player]]) -> dict[str, Player]:
+    return {role: make() for role, make in factories.items()}
 
 
 def _check(condition: bool, message: str) -> None:
@@ -167,8 +169,8 @@ def check_roles(game: str) -> None:
 def check_strategies(game: str) -> None:
     plays = seatings(game)
     _check(bool(plays), "the game registers no scripted strategy (the conformance, report and theory checks need at least one)")
-    for name, role, players in plays:
-        played = play(game, players)
+    for name, role, factories in plays:
+        played = play(game, _seat(factories))
         bad = [t for t in played.turns if t.role == role and not t.valid]
         _check(not bad, f"strategy/{name} as {role} gave an answer the rules reject: {bad[0].error if bad else ''}")
 
@@ -183,19 +185,13 @@ def check_random(game: str) -> None:
 
 
 def check_deterministic(game: str) -> None:
-    name, role, players = seatings(game)[0]
-    active = families.load_game(game).active_roles(config_of(game))
-    rebuilt = [dict(players), {r: (RandomPlayer() if r != role else seatings(game)[0][2][r]) for r in active}]
-    for seated in rebuilt:
-        fresh = lambda: {r: (type(p)() if isinstance(p, RandomPlayer) else families.strategies(game)[_name_of(game, p)]()) for r, p in seated.items()}  # noqa: E731
-        first, second = play(game, fresh(), seed=7), play(game, fresh(), seed=7)
+    _name, role, factories = seatings(game)[0]
+    with_random = {r: (make if r == role else RandomPlayer) for r, make in factories.items()}
+    for seated in (factories, with_random):
+        first, second = play(game, _seat(seated), seed=7), play(game, _seat(seated), seed=7)
         _check(_dump(first.turns) == _dump(second.turns), "two plays of one seating and seed differ in their turns")
         _check(_json(first.outcome) == _json(second.outcome), "two plays of one seating and seed differ in their outcome")
         _check(_json(first.metrics) == _json(second.metrics), "two plays of one seating and seed differ in their metrics")
-
-
-def _name_of(game: str, player: Player) -> str:
-    return next(n for n, f in families.strategies(game).items() if isinstance(player, f))
 
 
 def _dump(turns: list[TurnRecord]) -> str:
@@ -207,8 +203,8 @@ def _json(value: Any) -> str:
 
 
 def check_outcome(game: str) -> None:
-    for name, role, players in seatings(game):
-        played = play(game, players)
+    for name, role, factories in seatings(game):
+        played = play(game, _seat(factories))
         try:
             json.dumps(played.outcome)
         except (TypeError, ValueError) as exc:
@@ -220,8 +216,8 @@ def check_outcome(game: str) -> None:
 
 def check_actions(game: str) -> None:
     asked: set[type[Action]] = set()
-    for _name, _role, players in seatings(game):
-        played = play(game, players)
+    for _name, _role, factories in seatings(game):
+        played = play(game, _seat(factories))
         asked |= played.asked
         for t in played.turns:
             if t.action is None:
@@ -238,15 +234,16 @@ def check_actions(game: str) -> None:
 
 
 def study_text(game: str, games: int = 4) -> str:
-    """A small scripted study of ``game`` (TOML): its strategies seat by seat, ``games`` repeats."""
-    cls = families.load_game(game)
-    active = cls.active_roles(config_of(game))
-    _name, _role, players = seatings(game)[0]
-    seats = {role: _name_of(game, p) for role, p in players.items()}
+    """A small scripted study of ``game`` (TOML): its first seating of strategies, ``games`` repeats."""
+    known = families.strategies(game)
+    _name, _role, factories = seatings(game)[0]
+    seats = {role: next(n for n, f in known.items() if f is make) for role, make in factories.items()}
+    for role in families.load_game(game).roles(config_of(game)):
+        seats.setdefault(role, next(iter(seats.values())))  # a passive role names a model too
     models = "\n".join(f'[[models]]\nname = "{n}"\nspec = "strategy/{n}"\n' for n in sorted(set(seats.values())))
-    seat_line = ", ".join(f'{role} = "{seats[role]}"' for role in active)
+    seat_line = ", ".join(f'{role} = "{name}"' for role, name in seats.items())
     fixed = "\n".join(f"{k} = {json.dumps(v)}" for k, v in families.examples()[game].items())
-    return f'name = "conformance_{game.replace(".", "_")}"\ngame = "{game}"\nrepeats = {games}\nseats = [{{ {seat_line} }}]\n\n[fixed]\n{fixed}\n\n{models}'
+    return f'name = "conformance_{game.replace(".", "_")}"\ngame = "{game}"\nmatchups = "seats"\nrepeats = {games}\nseats = [{{ {seat_line} }}]\n\n[fixed]\n{fixed}\n\n{models}'
 
 
 def check_report(game: str) -> None:

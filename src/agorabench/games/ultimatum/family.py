@@ -1,0 +1,13 @@
+"""Manifest of the ultimatum family: one game, found by the registry through this file alone."""
+
+from ...families import Family
+
+FAMILY = Family(
+    name="ultimatum",
+    description="Ultimatum game: a proposer offers a share of a pie, the responder accepts it or both get nothing (1–10 rounds)",
+    games={"ultimatum": ".ultimatum:Ultimatum"},
+    strategies={"ultimatum": ".strategies:STRATEGIES"},
+    reports={"ultimatum": ".report:sections"},
+    profiles={"ultimatum": ".report:profile_rows"},
+    examples={"ultimatum": {"pie": 10, "rounds": 2}},
+)
