@@ -7,11 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from agorabench.analysis import fehr_schmidt as fs
 from agorabench.analysis.frames import turns_df
 from agorabench.analysis.report import build_report
 from agorabench.analysis.stats import proportion_ci
 from agorabench.analysis.switching import choice_paths, switch_excerpts, switch_rates
+from agorabench.games.envy.report_points import point_choices
 from agorabench.games.envy.report_workplace import scene_means
 from agorabench.store.store import Store
 
@@ -70,7 +70,7 @@ def test_point_report_sections_and_switching_of_scripted_players(play_study, tmp
     _, db = play_study(POINTS)
     store = Store(str(db))
     turns = turns_df(store, "envy_dyn")
-    choices = fs.point_choices(turns)
+    choices = point_choices(turns)
     rates = switch_rates(choice_paths(choices)).set_index(["model", "step"])
     assert rates.loc[("self-max", "1→2"), "rate"] == 0.0 and rates.loc[("self-max", "2→3"), "rate"] == 0.0
     assert rates.loc[("self-max", "1→2"), "high"] < 0.2

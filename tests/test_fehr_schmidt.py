@@ -10,8 +10,10 @@ import pytest
 from scipy import stats
 
 from agorabench.analysis import fehr_schmidt as fs
+from agorabench.analysis import optimise
 from agorabench.analysis.frames import turns_df
 from agorabench.games.envy.point_allocation import MATRICES
+from agorabench.games.envy.report_points import point_choices
 from agorabench.games.envy.strategies import FehrSchmidtLogit
 from agorabench.store.store import Store
 
@@ -123,7 +125,7 @@ spec = "strategy/self-max"
 
 def test_end_to_end_study_through_the_cli(play_study, tmp_path):
     _, db = play_study(STUDY)
-    choices = fs.point_choices(turns_df(Store(str(db)), "fs_e2e"))
+    choices = point_choices(turns_df(Store(str(db)), "fs_e2e"))
     assert len(choices) == 2 * 48 * 3 and set(choices["turn"]) == {1, 2, 3}
     # a 99% interval: this single study is one draw (the 95% coverage is checked above)
     table = fs.fit_groups(choices, MATRICES, by=("model",), ci="profile", level=0.99).set_index("model")
@@ -157,8 +159,8 @@ def test_newton_reaches_the_lbfgsb_optimum_or_a_better_one():
         box = fs._box(data, bounds)
         free = [0, 1, 2] if trial % 3 else [0, 2]
         start = np.array([0.5, 0.0 if 1 not in free else 0.2, 0.0])
-        val, theta, _ = fs._newton(data, box, free, start)
-        ref_val, ref_theta = fs._lbfgsb(data, box, free, start)
+        val, theta, _ = optimise.newton(lambda t: fs._derivatives(t, data), box, free, start)
+        ref_val, ref_theta = optimise.lbfgsb(lambda t: fs._objective(t, data), box, free, start)
         assert val >= ref_val - 1e-8 * max(1.0, abs(ref_val)), (trial, val, ref_val)
         assert all(box[i][0] <= theta[i] <= box[i][1] for i in free)
         on_bound += any(theta[i] in box[i] for i in free)

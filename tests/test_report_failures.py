@@ -80,12 +80,12 @@ def test_data_that_defeat_an_estimator_still_give_the_whole_report(label, text, 
 
 
 def test_an_estimator_that_raises_leaves_its_reason_and_the_rest(tmp_path, capsys, monkeypatch):
-    from agorabench.analysis import fehr_schmidt
+    from agorabench.games.envy import report_points
 
     def broken(*args, **kwargs):
         raise ValueError("f(a) and f(b) must have different signs")
 
-    monkeypatch.setattr(fehr_schmidt, "point_choices", broken)
+    monkeypatch.setattr(report_points, "point_choices", broken)
     rc, out, err = _report(tmp_path, capsys, POINTS.format(matchups="ordered_pairs", a="always-b", b="self-max"))
     assert rc == 0, out + err
     page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ tell α or β apart, e.g. a deterministic self-maximiser, whose estimate then si
 instead of wandering in the set of values that fit equally well. Parameters live in boxes
 (``Bounds``); λ is capped at ``lam_max`` (default 100 over the median own-payoff difference),
 and an estimate at the cap means (near-)deterministic choices. The maximiser is a projected
-Newton method on the analytic gradient and Hessian (:func:`_newton`), from several starts for the
+Newton method on the analytic gradient and Hessian (:mod:`agorabench.analysis.optimise`), from several starts for the
 point estimate; a start that does not converge is continued by scipy's L-BFGS-B.
 
 Confidence intervals (95 % by default):
@@ -48,10 +48,10 @@ import pandas as pd
 from scipy import optimize, special
 from threadpoolctl import threadpool_limits
 
+from .optimise import maximise
+
 PARAMS = ("alpha", "beta", "lam")
 RIDGE = 0.01
-#: Phase of the point-allocation game -> turn number.
-TURN_OF_PHASE = {"choose": 1, "status": 2, "peer_move": 3}
 
 
 @dataclass(frozen=True)
@@ -212,123 +212,10 @@ def _derivatives(theta: np.ndarray, data: ChoiceSet) -> tuple[float, np.ndarray,
     return ll - 0.5 * RIDGE * (alpha * alpha + beta * beta), g, H
 
 
-#: Projected Newton: stop when the projected gradient is this small (L-BFGS-B's default is 1e-5)
-NEWTON_GTOL = 1e-8
-NEWTON_MAX_ITER = 60
-#: ... or when the step in θ is this small
-NEWTON_XTOL = 1e-10
-
-
-def _newton_step(g: np.ndarray, H: np.ndarray, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, held: np.ndarray) -> np.ndarray:
-    """An ascent step of the quadratic model f + g·s + ½·sᵀHs with the ``held`` coordinates
-    kept where they are. H is made negative definite first (its eigenvalues e replaced by
-    −max(|e|, floor)). A coordinate whose step crosses the bound that its gradient points to is
-    put on that bound and the others solved again with that displacement (the step of a curved
-    valley that runs into a bound), kept if it still ascends."""
-    n = len(x)
-    shift = np.zeros(n)
-    first = None
-    for _ in range(n + 1):
-        move = ~held
-        step = shift.copy()
-        if move.all():
-            vals, vecs = np.linalg.eigh(-H)
-            rhs = g
-        elif move.any():
-            vals, vecs = np.linalg.eigh(-H[move][:, move])
-            rhs = g[move] + H[move][:, held] @ shift[held]
-        else:
-            vals = None
-        if vals is not None:
-            vals = np.maximum(np.abs(vals), 1e-10 * max(1.0, float(np.max(np.abs(vals)))))
-            step[move] = vecs @ ((vecs.T @ rhs) / vals)
-        if first is None:
-            first = step
-        elif float(g @ step) <= 0:
-            return first
-        out = move & (((x + step < lo) & (g < 0)) | ((x + step > hi) & (g > 0)))
-        if not out.any():
-            return step
-        held = held | out
-        shift[out] = np.where(g[out] < 0, lo[out], hi[out]) - x[out]
-    return first
-
-
-def _newton(data: ChoiceSet, box: list[tuple[float, float]], free: list[int], start: np.ndarray) -> tuple[float, np.ndarray, bool]:
-    """Maximise the penalised log-likelihood over the ``free`` coordinates of θ within ``box``
-    by projected Newton: a coordinate at a bound whose gradient points out of the box is held,
-    the others take the step of :func:`_newton_step`, halved until the Armijo rule
-    f(θ') ≥ f(θ) + 10⁻⁴·g·(θ' − θ) holds (θ' projected on the box). Returns (f, θ, converged):
-    converged when the projected gradient is below ``NEWTON_GTOL``, or below L-BFGS-B's 1e-5
-    once θ stops moving (steps under ``NEWTON_XTOL``, or no step improves f at the rounding
-    floor)."""
-    idx = np.asarray(free)
-    lo = np.array([box[i][0] for i in free])
-    hi = np.array([box[i][1] for i in free])
-    theta = start.copy()
-    x = np.clip(start[idx], lo, hi)
-    theta[idx] = x
-    f, g, H = _derivatives(theta, data)
-    for _ in range(NEWTON_MAX_ITER):
-        gf = g[idx]
-        held = ((x <= lo) & (gf < 0)) | ((x >= hi) & (gf > 0))
-        pg = float(np.max(np.abs(gf[~held]))) if not held.all() else 0.0
-        if pg <= NEWTON_GTOL:
-            return f, theta, True
-        step = _newton_step(gf, H[idx[:, None], idx], x, lo, hi, held)
-        size = float(np.max(np.abs(step)))
-        if size <= NEWTON_XTOL:
-            return f, theta, pg <= 1e-5  # θ no longer moves: converged unless the gradient says otherwise
-        t = 1.0
-        while t * size > NEWTON_XTOL:
-            x_new = np.clip(x + t * step, lo, hi)
-            new = theta.copy()
-            new[idx] = x_new
-            f_new, g_new, H_new = _derivatives(new, data)
-            if f_new >= f and f_new >= f + 1e-4 * float(gf @ (x_new - x)):
-                break
-            t *= 0.5
-        else:
-            return f, theta, pg <= 1e-5  # no ascent left: f is at its rounding floor
-        theta, x, f, g, H = new, x_new, f_new, g_new, H_new
-    return f, theta, False
-
-
-def _lbfgsb(data: ChoiceSet, box: list[tuple[float, float]], free: list[int], theta: np.ndarray) -> tuple[float, np.ndarray]:
-    """scipy's L-BFGS-B over the ``free`` coordinates from ``theta`` (the fallback of
-    :func:`_newton`); returns (f, θ)."""
-
-    def f(x: np.ndarray) -> tuple[float, np.ndarray]:
-        full = theta.copy()
-        full[free] = x
-        v, g = _objective(full, data)
-        return -v, -g[free]
-
-    res = optimize.minimize(f, theta[free], jac=True, method="L-BFGS-B", bounds=[box[i] for i in free])
-    best = theta.copy()
-    best[free] = res.x
-    return -float(res.fun), best
-
-
 def _maximise(data: ChoiceSet, box: list[tuple[float, float]], free: list[int], start: np.ndarray, starts: Iterable[np.ndarray] = ()) -> tuple[float, np.ndarray]:
     """Maximise the penalised log-likelihood over the ``free`` coordinates of θ (others held at
-    ``start``), from ``start`` and any extra ``starts``; returns (value, θ). Each start runs
-    :func:`_newton`; one that does not converge is continued by L-BFGS-B and the better point
-    kept."""
-    best_val, best = -math.inf, start.copy()
-    if not free:
-        return _objective(start, data)[0], start.copy()
-    for s0 in [start, *starts]:
-        theta = start.copy()
-        theta[free] = np.asarray(s0)[free]
-        val, th, converged = _newton(data, box, free, theta)
-        if not converged:
-            val2, th2 = _lbfgsb(data, box, free, th)
-            if val2 > val:
-                val, th = val2, th2
-        if val > best_val:
-            best_val, best = val, th
-    return best_val, best
+    ``start``), from ``start`` and any extra ``starts`` (:func:`agorabench.analysis.optimise.maximise`)."""
+    return maximise(lambda theta: _derivatives(theta, data), lambda theta: _objective(theta, data), box, free, start, starts)
 
 
 # ----------------------------------------------------------------------------------------
@@ -570,28 +457,6 @@ def _bootstrap_intervals(data: ChoiceSet, box, free: list[int], theta: np.ndarra
     arr = np.array(draws)
     tail = (1 - level) / 2
     return {p: (float(np.quantile(arr[:, PARAMS.index(p)], tail)), float(np.quantile(arr[:, PARAMS.index(p)], 1 - tail))) for p in targets}
-
-
-# ----------------------------------------------------------------------------------------
-# the point-allocation game's data
-
-
-def point_choices(turns: pd.DataFrame) -> pd.DataFrame:
-    """The focal model's valid choices of the point-allocation game, one row per turn:
-    game_id, model, peer, matrix, turn (1–3), phase, choice and the game's status cue and
-    peer move, and the model's reasoning."""
-    cols = ["game_id", "model", "peer", "matrix", "turn", "phase", "choice", "peer_status", "margin", "peer_move", "reasoning"]
-    if turns is None or turns.empty or "action_choice" not in turns:
-        return pd.DataFrame(columns=cols)
-    t = turns[(turns["role"] == "focal") & turns["valid"].astype(bool) & turns["action_choice"].notna()].copy()
-    t["turn"] = t["phase"].map(TURN_OF_PHASE)
-    t["choice"] = t["action_choice"]
-    t["peer"] = t["model_peer"] if "model_peer" in t else None
-    t["reasoning"] = t["action_reasoning"] if "action_reasoning" in t else None
-    for c in cols:
-        if c not in t:
-            t[c] = None
-    return t[cols].reset_index(drop=True)
 
 
 def fit_groups(

@@ -11,9 +11,14 @@ dataframe (:func:`agorabench.analysis.frames.games_df`):
 - player identities (``model_alice``, ``model_bob`` or the ordered pair) are factors too, with a
   reference model;
 - OLS: y = β₀ + Σ_k β_k x_k + ε. Classical standard errors s²(XᵀX)⁻¹ (the paper's), and
-  cluster-robust ones (CR1, statsmodels) with games clustered by model pair, since games of one
-  pair share the players and are not independent. 95 % intervals β ± t·SE (classical) and
-  β ± z·SE (clustered). Benjamini–Hochberg adjusted p-values within each fitted table.
+  cluster-robust ones (CR1, with the small-sample factor statsmodels' ``cov_type="cluster"``
+  uses) with games clustered by model pair, since games of one pair share the players and are
+  not independent. 95 % intervals β ± t·SE (classical) and β ± z·SE (clustered).
+  Benjamini–Hochberg adjusted p-values within each fitted table.
+
+statsmodels is not a runtime dependency: these few formulas are computed here with numpy, and
+statsmodels is the tests' oracle for them (and for the Kaplan–Meier curves of
+:mod:`agorabench.analysis.survival`), installed with the ``dev`` extra.
 
 Columns that carry no information in the data (a level never observed, a level whose column is
 a linear combination of earlier ones) are left out and listed in ``Fit.dropped``. Numeric

@@ -101,12 +101,34 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     return out
 
 
+#: Phase of the point-allocation game -> turn number.
+TURN_OF_PHASE = {"choose": 1, "status": 2, "peer_move": 3}
+
+
+def point_choices(turns: pd.DataFrame) -> pd.DataFrame:
+    """The focal model's valid choices of the point-allocation game, one row per turn:
+    game_id, model, peer, matrix, turn (1–3), phase, choice and the game's status cue and
+    peer move, and the model's reasoning."""
+    cols = ["game_id", "model", "peer", "matrix", "turn", "phase", "choice", "peer_status", "margin", "peer_move", "reasoning"]
+    if turns is None or turns.empty or "action_choice" not in turns:
+        return pd.DataFrame(columns=cols)
+    t = turns[(turns["role"] == "focal") & turns["valid"].astype(bool) & turns["action_choice"].notna()].copy()
+    t["turn"] = t["phase"].map(TURN_OF_PHASE)
+    t["choice"] = t["action_choice"]
+    t["peer"] = t["model_peer"] if "model_peer" in t else None
+    t["reasoning"] = t["action_reasoning"] if "action_reasoning" in t else None
+    for c in cols:
+        if c not in t:
+            t[c] = None
+    return t[cols].reset_index(drop=True)
+
+
 def turn_terms(turns: pd.DataFrame) -> pd.DataFrame:
     """The focal model's valid turns with their envy terms, turn number and status cue."""
     if turns is None or turns.empty or "t1" not in turns:
         return pd.DataFrame()
     t = turns[(turns["role"] == "focal") & turns["valid"].astype(bool)].copy()
-    t["turn"] = t["phase"].map(fs.TURN_OF_PHASE)
+    t["turn"] = t["phase"].map(TURN_OF_PHASE)
     t["cue"] = t["peer_status"].astype(str) + "/" + t["margin"].astype(str)
     return t
 
@@ -131,7 +153,7 @@ def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
     body += "<h3>Turn 2 by status cue</h3>" + table_html(cue) + "<h3>Turn 3 by status cue × peer move</h3>" + table_html(move)
     out.append(Section("Envy terms per turn, status cue and peer move", body))
 
-    choices = fs.point_choices(turns)
+    choices = point_choices(turns)
     paths = choice_paths(choices)
     if paths.empty:
         return out
@@ -156,7 +178,7 @@ def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
 
 def fehr_schmidt_sections(turns: pd.DataFrame) -> list[Section]:
     """(α, β, λ) per model (bootstrap over games), per model × peer and per turn (profile)."""
-    choices = fs.point_choices(turns)
+    choices = point_choices(turns)
     if choices.empty:
         return []
     ident = fs.identification({m: MATRICES[m] for m in sorted(choices["matrix"].unique())})
@@ -203,7 +225,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         for term, label in shown.items():
             m, lo, hi, n = mean_ci(sub[term])
             rows.append(row(family, section, label, model, m, lo, hi, n))
-    choices = fs.point_choices(turns)
+    choices = point_choices(turns)
     if not choices.empty:
         for _, r in fs_estimates(choices, ("model",), ci="bootstrap").iterrows():
             for p, label in (("alpha", "α (envy)"), ("beta", "β (guilt)"), ("lam", "λ")):
