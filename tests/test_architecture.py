@@ -154,3 +154,21 @@ def test_every_registered_game_belongs_to_one_family_and_loads():
     assert sorted(seen) == families.game_names()
     with pytest.raises(families.UnknownGame, match="known games"):
         families.load_game("no.such.game")
+
+
+def test_answer_formats_are_switched_in_one_place():
+    """Only core/formats.py knows the formats by name: nothing else compares ``response_format``
+    (or a format name) to decide how to write, describe or read an answer."""
+    from typing import get_args
+
+    from agorabench.core.formats import FORMATS, Format
+
+    assert set(FORMATS) == set(get_args(Format))
+    switching = []
+    for module, path in modules():
+        if module == "agorabench.core.formats":
+            continue
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"response_format\s*(==|!=|in)\s", text) or re.search(r"==\s*[\"'](xml|answer)[\"']", text):
+            switching.append(module)
+    assert not switching

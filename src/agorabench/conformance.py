@@ -75,13 +75,8 @@ def _random_value(prop: dict[str, Any], rng: random.Random) -> Any:
 
 
 def _write(action_type: type[Action], values: dict[str, Any]) -> str:
-    """``values`` in the action's answer format, valid or not (like ``Action.render``)."""
-    if action_type.response_format == "answer":
-        (value,) = values.values()
-        return f"Let me think.\nAnswer: {value}"
-    if action_type.response_format == "xml":
-        return "<response>\n" + "\n".join(f"  <{k}>{v}</{k}>" for k, v in values.items()) + "\n</response>"
-    return json.dumps(values)
+    """``values`` in the action's answer format, valid or not, after a line of reasoning."""
+    return "Let me think.\n" + action_type.format().write(values)
 
 
 @dataclass

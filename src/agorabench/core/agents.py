@@ -30,7 +30,7 @@ class LLMAgent:
         settings = self.model.settings
         if self.constrained:
             kind = request.action_type
-            schema = kind.json_schema() if kind.response_format == "json" else None
+            schema = kind.json_schema() if kind.format().schema_decoding else None
             settings = replace(settings, json_schema=schema, grammar=kind.grammar())
         try:
             c = await self.model.complete(request.messages, settings, sample=f"{self.sample}:{request.attempt}")

@@ -1,0 +1,269 @@
+"""Answer formats: how a decision is written as text, one class per format as the papers use
+them, so that nothing else switches on a format's name.
+
+- :class:`JsonFormat` (``json``): a JSON object whose keys are the action's fields (GLEE);
+- :class:`XmlFormat` (``xml``): ``<response><field>value</field>...</response>`` (envy);
+- :class:`AnswerLineFormat` (``answer``): a final line ``Answer: N`` for one numeric field (GovSim).
+
+Each says how to ask for it (:meth:`AnswerFormat.instructions`), how to decode it under
+constraints (a GBNF :meth:`~AnswerFormat.grammar`, or the JSON schema where a backend takes
+one: :attr:`~AnswerFormat.schema_decoding`), how to write values in it
+(:meth:`~AnswerFormat.write`) and where its well-formed blocks are in a reply
+(:meth:`~AnswerFormat.candidates`, left to right). Turning a block into a valid action stays
+with :meth:`agorabench.core.actions.Action.parse`. Every search is linear in the length of the
+reply (replies are untrusted text).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+Format = Literal["json", "xml", "answer"]
+
+
+class AnswerFormat:
+    """How decisions are written in one format (see module doc)."""
+
+    name: str = ""
+    #: A backend that takes a JSON schema may decode this format with it (else: the grammar).
+    schema_decoding: bool = False
+
+    def instructions(self, fields: dict[str, Any]) -> str:
+        """What the end of a prompt says about the answer (``fields``: name -> pydantic FieldInfo)."""
+        raise NotImplementedError
+
+    def grammar(self, props: dict[str, Any], text_chars: int) -> str:
+        """A GBNF grammar of a well-formed answer (``props``: JSON-schema properties)."""
+        raise NotImplementedError
+
+    def write(self, data: dict[str, Any]) -> str:
+        """``data`` (field -> value) written in this format."""
+        raise NotImplementedError
+
+    def candidates(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
+        """Every well-formed block of ``text`` as field -> raw value, in order."""
+        raise NotImplementedError
+
+
+class JsonFormat(AnswerFormat):
+    name = "json"
+    schema_decoding = True
+
+    def instructions(self, fields: dict[str, Any]) -> str:
+        example = {n: _placeholder(n, f.description) for n, f in fields.items()}
+        return "Answer with a JSON object of this form:\n" + json.dumps(example, ensure_ascii=False)
+
+    def grammar(self, props: dict[str, Any], text_chars: int) -> str:
+        """A compact grammar of a flat object with the fields in order: llama.cpp samples it far
+        faster than the general grammar it derives from a JSON schema."""
+        pairs = ' "," " "? '.join(f"{json.dumps(json.dumps(k))} \":\" \" \"? {_gbnf_value(p, text_chars, quoted=True)}" for k, p in props.items())
+        return f'root ::= "{{" " "? {pairs} " "? "}}"'
+
+    def write(self, data: dict[str, Any]) -> str:
+        return json.dumps(data, ensure_ascii=False)
+
+    def candidates(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
+        return _json_candidates(text)
+
+
+class XmlFormat(AnswerFormat):
+    name = "xml"
+
+    def instructions(self, fields: dict[str, Any]) -> str:
+        inner = "\n".join(f"  <{n}>{_placeholder(n, f.description)}</{n}>" for n, f in fields.items())
+        return f"Answer in this XML format:\n<response>\n{inner}\n</response>"
+
+    def grammar(self, props: dict[str, Any], text_chars: int) -> str:
+        parts = " ".join(f'"  <{k}>" {_gbnf_value(p, text_chars)} "</{k}>\\n"' for k, p in props.items())
+        return f'root ::= "<response>\\n" {parts} "</response>"'
+
+    def write(self, data: dict[str, Any]) -> str:
+        inner = "\n".join(f"  <{k}>{'' if v is None else v}</{k}>" for k, v in data.items())
+        return f"<response>\n{inner}\n</response>"
+
+    def candidates(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
+        return _xml_candidates(text, fields)
+
+
+class AnswerLineFormat(AnswerFormat):
+    name = "answer"
+
+    def instructions(self, fields: dict[str, Any]) -> str:
+        (name,) = fields
+        return f"End your answer with a line of the form 'Answer: <{name}>'."
+
+    def grammar(self, props: dict[str, Any], text_chars: int) -> str:
+        (name,) = props
+        return f'root ::= [^\\n]{{0,400}} "\\n" "Answer: " {_gbnf_value(props[name], text_chars)}'
+
+    def write(self, data: dict[str, Any]) -> str:
+        (value,) = data.values()
+        return f"Answer: {value}"
+
+    def candidates(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
+        return _answer_candidates(text, fields)
+
+
+#: Every answer format by its name (``Action.response_format``).
+FORMATS: dict[str, AnswerFormat] = {f.name: f for f in (JsonFormat(), XmlFormat(), AnswerLineFormat())}
+
+
+def read_fields(text: str) -> dict[str, Any] | None:
+    """The fields of the last well-formed JSON or XML block of ``text`` in any format, for
+    showing a recorded answer to a person (None when there is none)."""
+    for fmt, fields in ((FORMATS["json"], None), (FORMATS["xml"], None)):
+        found = fmt.candidates(text, fields or _tags(text))
+        if found:
+            return found[-1]
+    return None
+
+
+def _tags(text: str) -> list[str]:
+    """Names of the XML-like tags in ``text`` (other than ``response``), in order, once each."""
+    names = dict.fromkeys(m.group(1) for m in re.finditer(r"<(\w{1,50})>", text))
+    names.pop("response", None)
+    return list(names)
+
+
+def _gbnf_value(prop: dict[str, Any], text_chars: int, quoted: bool = False) -> str:
+    """GBNF for one field's value, from its JSON-schema property (``quoted``: as a JSON value)."""
+    options = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
+    if options is None and "anyOf" in prop:
+        options = [o["const"] for o in prop["anyOf"] if "const" in o] or None
+    if options:
+        return "(" + " | ".join(json.dumps(json.dumps(o) if quoted else str(o)) for o in options) + ")"
+    kind = prop.get("type")
+    sign = "" if min(prop.get("minimum", -1), prop.get("exclusiveMinimum", -1) + 1) >= 0 else '"-"? '
+    if kind == "integer":
+        lo, hi = prop.get("minimum"), prop.get("maximum")
+        if lo is not None and hi is not None and 0 <= lo <= hi <= 9:
+            return f"[{int(lo)}-{int(hi)}]"
+        return sign + "[0-9]{1,9}"
+    if kind == "number":
+        return sign + '[0-9]{1,9} ("." [0-9]{1,4})?'
+    if kind == "boolean":
+        return '("true" | "false")'
+    if quoted:
+        return f'"\\"" [^"\\\\\\n]{{0,{text_chars}}} "\\""'
+    return f"[^<]{{0,{text_chars}}}"
+
+
+
+def _placeholder(name: str, description: str | None) -> str:
+    return description or name.upper()
+
+
+
+def _pairs(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the text between each ``opening`` marker and the first ``closing``
+    after it, left to right, case-insensitively; like ``opening(.*?)closing`` but linear in
+    the length of the text (the lazy pattern rescans the rest of the text for every unclosed
+    opening marker)."""
+    opens = [m.end() for m in re.finditer(re.escape(opening), text, re.I)]
+    closes = [m.start() for m in re.finditer(re.escape(closing), text, re.I)] if opening != closing else opens
+    out, j, pos = [], 0, 0
+    for start in opens:
+        if start < pos:
+            continue
+        while j < len(closes) and closes[j] < start:
+            j += 1
+        if opening == closing:  # the next marker closes; its own length must be skipped
+            while j < len(closes) and closes[j] <= start:
+                j += 1
+            if j == len(closes):
+                break
+            out.append((start, closes[j] - len(closing)))
+            pos = closes[j] + 1  # the closing marker opens nothing
+            j += 1
+            continue
+        if j == len(closes):
+            break
+        out.append((start, closes[j]))
+        pos = closes[j] + len(closing)
+    return out
+
+
+def _json_candidates(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in the text, in order: fenced blocks first, then balanced braces."""
+    found: list[tuple[int, dict[str, Any]]] = []
+    for start, end in _pairs(text, "```", "```"):
+        block = text[start:end]
+        if block[:4].lower() == "json":
+            block = block[4:]
+        obj = _loads(block)
+        if obj is not None:
+            found.append((start, obj))
+    if not found:
+        for start, chunk in _balanced_objects(text):
+            obj = _loads(chunk)
+            if obj is not None:
+                found.append((start, obj))
+    return [obj for _, obj in sorted(found, key=lambda p: p[0])]
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def _loads(chunk: str) -> dict[str, Any] | None:
+    chunk = chunk.strip()
+    for attempt in (chunk, re.sub(r"(?<=\d),(?=\d{3}\b)", "", chunk)):
+        try:
+            obj = json.loads(attempt, parse_constant=_no_constant)
+        except (ValueError, RecursionError):  # malformed, NaN/Infinity, or nested too deeply
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def _balanced_objects(text: str) -> list[tuple[int, str]]:
+    """Top-level ``{...}`` spans, respecting strings."""
+    spans, depth, start, in_str, escape = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, text[start : i + 1]))
+    return spans
+
+
+def _xml_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:
+    """``<response>`` blocks with their field tags; bare field tags if no block is found."""
+    blocks = [text[a:b] for a, b in _pairs(text, "<response>", "</response>")] or [text]
+    out = []
+    for block in blocks:
+        data: dict[str, Any] = {}
+        for name in fields:
+            values = _pairs(block, f"<{name}>", f"</{name}>")
+            if values:
+                a, b = values[-1]
+                data[name] = block[a:b].strip()
+        if data:
+            out.append(data)
+    return out
+
+
+#: ``Answer: N``; one character class between the colon and the number keeps it linear.
+_ANSWER = re.compile(r"answer\s*[:：][\s*]*([-+]?\d[\d,]*(?:\.\d+)?)", re.I)
+
+
+def _answer_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:
+    (name,) = fields
+    return [{name: m.group(1).replace(",", "")} for m in _ANSWER.finditer(text)]
