@@ -100,3 +100,18 @@ def test_grammars_parse_as_gbnf():
 
     for kind in (Choice, Offer, Harvest, Verdict):
         LlamaGrammar.from_string(kind.grammar(), verbose=False)
+
+
+def test_each_format_writes_what_it_reads_and_a_person_sees_fields():
+    """core.formats: every format finds the block it writes; a recorded answer is shown to a
+    person as ``Field: value`` lines whatever format it was written in (web history)."""
+    from agorabench.core.formats import FORMATS, read_fields
+    from agorabench.web.forms import answer_text
+
+    for fmt, data in ((FORMATS["json"], {"price": 12, "message": "a <b> deal"}), (FORMATS["xml"], {"choice": "B", "reasoning": "why"}), (FORMATS["answer"], {"amount": "7"})):
+        text = "Some thought first.\n" + fmt.write(data)
+        assert fmt.candidates(text, list(data))[-1] == {k: (str(v) if fmt.name != "json" else v) for k, v in data.items()}
+    assert read_fields('{"choice": "A"} then {"choice": "C"}') == {"choice": "C"}
+    assert read_fields("no block here") is None
+    assert answer_text('<response>\n  <choice>B</choice>\n</response>') == "Choice: B"
+    assert answer_text('{"price": 5000.0, "message": ""}') == "Price: 5000"

@@ -15,8 +15,6 @@ value on the server with the action's own validators.
 
 from __future__ import annotations
 
-import json
-import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from typing import Any, Literal, Union
 from pydantic import ValidationError
 
 from ..core.actions import Action
+from ..core.formats import read_fields
 
 #: Longest free text accepted from a form field.
 MAX_TEXT = 2000
@@ -141,13 +140,7 @@ def parse_form(action_type: type[Action], form: dict[str, str]) -> tuple[Action 
 def answer_text(raw: str) -> str:
     """A recorded answer as a person reads it back: ``Field: value`` lines instead of the JSON or
     XML the models write (other text unchanged)."""
-    data: dict[str, Any] | None = None
-    try:
-        loaded = json.loads(raw)
-        data = loaded if isinstance(loaded, dict) else None
-    except ValueError:
-        found = re.findall(r"<(\w+)>(.*?)</\1>", raw, flags=re.S)
-        data = {k: v.strip() for k, v in found if k != "response"} or None
+    data = read_fields(raw)
     if not data:
         return raw
     return "\n".join(f"{k.replace('_', ' ').capitalize()}: {_show(v)}" for k, v in data.items() if v not in ("", None))
