@@ -90,6 +90,26 @@ class SetCoin(Coin):
         return {"score": "high"}
 
 
+class ToldCoin(Coin):
+    """Tells the caller the rules in a system message; ``instructions()`` says it right."""
+
+    name = "coin.told"
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        table.set_system("caller", f"Call {self.config.flips} flips.")
+        return await super().play(table)
+
+
+class LyingCoin(ToldCoin):
+    """Broken: says other instructions than the game then gives."""
+
+    name = "coin.lying"
+
+    async def instructions(self, seed: int = 0, nature_seed: int | None = None):
+        told = await super().instructions(seed, nature_seed)
+        return type(told)({"caller": "Call any number of flips."}, told.formats)
+
+
 class Heads(Strategy):
     def decide(self, request: TurnRequest) -> Call:
         return Call(call="heads")
@@ -114,14 +134,14 @@ def planted(monkeypatch):
     coin = families.Family(
         name="coin",
         description="a planted test family",
-        games={"coin.fair": "test_conformance:Coin", "coin.global": "test_conformance:GlobalCoin", "coin.set": "test_conformance:SetCoin", "coin.edge": "test_conformance:Coin"},
-        strategies={"coin.fair": "test_conformance:GOOD", "coin.global": "test_conformance:GOOD", "coin.set": "test_conformance:GOOD", "coin.edge": "test_conformance:BAD"},
+        games={"coin.fair": "test_conformance:Coin", "coin.global": "test_conformance:GlobalCoin", "coin.set": "test_conformance:SetCoin", "coin.edge": "test_conformance:Coin", "coin.told": "test_conformance:ToldCoin", "coin.lying": "test_conformance:LyingCoin"},
+        strategies={"coin.fair": "test_conformance:GOOD", "coin.global": "test_conformance:GOOD", "coin.set": "test_conformance:GOOD", "coin.edge": "test_conformance:BAD", "coin.told": "test_conformance:GOOD", "coin.lying": "test_conformance:GOOD"},
         package="tests",
     )
     monkeypatch.setattr(families, "families", lambda: {**real, "coin": coin})
 
 
-RULES = ["roles", "strategies", "random", "deterministic", "outcome", "actions"]
+RULES = ["roles", "strategies", "instructions", "random", "deterministic", "outcome", "actions"]
 
 
 def test_conformance_passes_a_good_planted_game(planted):
@@ -132,6 +152,12 @@ def test_conformance_deterministic_fails_on_global_random_state(planted):
     failed = run(["coin.global"], RULES)
     assert [c for _g, c, _w in failed] == ["deterministic"], failed
     assert "differ" in failed[0][2]
+
+
+def test_conformance_instructions_are_the_system_message_of_play(planted):
+    assert run(["coin.told"], RULES) == []
+    failed = run(["coin.lying"], RULES)
+    assert [c for _g, c, _w in failed] == ["instructions"], failed
 
 
 def test_conformance_outcome_fails_on_data_that_is_not_json_or_not_numbers(planted):

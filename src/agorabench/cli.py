@@ -306,6 +306,9 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     for game in games:
         families.family_of(game)
     checks = args.check or list(CHECKS)
+    unknown = [c for c in checks if c not in CHECKS]
+    if unknown:
+        raise StudyError(f"unknown check {unknown[0]!r}; known: {', '.join(CHECKS)}")
     failed = run(games, checks)
     for game in games:
         bad = [(c, why) for g, c, why in failed if g == game]
@@ -448,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cf = sub.add_parser("conformance", help="check that games follow the rules every game must (roles, strategies, random play, determinism, actions, report)")
     cf.add_argument("game", nargs="*", help="games to check (default: every registered game)")
-    cf.add_argument("--check", action="append", choices=["roles", "strategies", "random", "deterministic", "outcome", "actions", "report"], help="only this check (repeatable)")
+    cf.add_argument("--check", action="append", help="only this check (repeatable): roles, strategies, instructions, random, deterministic, outcome, actions, report")
     cf.set_defaults(func=cmd_conformance)
 
     m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")

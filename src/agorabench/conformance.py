@@ -9,6 +9,8 @@ Each check plays the game's quick configuration (its manifest's ``examples`` ent
 - ``strategies``: every registered strategy, seated in each role it plays (``Strategy.plays``;
   empty: any) beside the game's other strategies, finishes the game and never gives an answer
   the rules reject;
+- ``instructions``: ``Game.instructions()`` tells each role the system message it starts the
+  game with, without playing it;
 - ``random``: players that answer every field with a random value of its type (as a weak model
   would) never crash the game: it ends with an outcome, and every rejected answer is a recorded
   invalid turn with the game's fallback;
@@ -170,6 +172,19 @@ def check_strategies(game: str) -> None:
         _check(not bad, f"strategy/{name} as {role} gave an answer the rules reject: {bad[0].error if bad else ''}")
 
 
+def check_instructions(game: str) -> None:
+    cls = families.load_game(game)
+    config = config_of(game)
+    told = asyncio.run(cls(config, Prompts(cls.prompt_dir), names={}).instructions(seed=1))
+    _check(bool(told.formats), "instructions(): no question was asked")
+    _name, _role, factories = seatings(game)[0]
+    played = play(game, _seat(factories), seed=1)
+    for role in cls.active_roles(config):
+        first = next((t.messages for t in played.turns if t.role == role), None)
+        if first and first[0]["role"] == "system":
+            _check(told.system.get(role) == first[0]["content"], f"instructions() tells {role} something else than its first system message in play")
+
+
 def check_random(game: str) -> None:
     active = families.load_game(game).active_roles(config_of(game))
     for seed in SEEDS:
@@ -272,6 +287,7 @@ def check_report(game: str) -> None:
 CHECKS: dict[str, Callable[[str], None]] = {
     "roles": check_roles,
     "strategies": check_strategies,
+    "instructions": check_instructions,
     "random": check_random,
     "deterministic": check_deterministic,
     "outcome": check_outcome,

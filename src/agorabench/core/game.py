@@ -10,6 +10,8 @@ and its scripted strategies.
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
@@ -17,7 +19,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict
 
 from .speech import quote
-from .table import Player, Table
+from .table import Player, Reply, Table, TurnRequest
 
 
 class GameConfig(BaseModel):
@@ -59,6 +61,41 @@ class Game:
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         return {}
+
+    async def instructions(self, seed: int = 0, nature_seed: int | None = None) -> Instructions:
+        """What each active role is told before its first decision (its system message), and the
+        answer-format instructions of the first question asked, without playing the game to the
+        end and without calling any player. The default runs :meth:`play` with players that hold
+        the game at its first question (every game sets its system messages before asking); a
+        game whose instructions need no play may override it."""
+        asked = asyncio.Event()
+        formats: set[str] = set()
+
+        class Hold:
+            async def act(self, request: TurnRequest) -> Reply:
+                formats.add(request.action_type.format_instructions())
+                asked.set()
+                await asyncio.Event().wait()  # until cancelled
+                raise AssertionError("unreachable")
+
+        table = Table({r: Hold() for r in self.active_roles(self.config)}, seed=seed, nature_seed=nature_seed)
+        task = asyncio.create_task(self.play(table))
+        waiter = asyncio.create_task(asked.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        for t in (task, waiter):
+            t.cancel()
+        await asyncio.gather(task, waiter, return_exceptions=True)
+        system = {r: t[0]["content"] for r, t in table.transcripts.items() if t and t[0]["role"] == "system"}
+        return Instructions(system, frozenset(formats))
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """What :meth:`Game.instructions` returns: each role's system message, and the answer-format
+    instructions of the first question (which a person's form replaces)."""
+
+    system: dict[str, str]
+    formats: frozenset[str]
 
 
 #: How many rendered prompts each :class:`Prompts` keeps for reuse.
