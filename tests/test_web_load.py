@@ -9,8 +9,8 @@ import sys
 import sqlalchemy as sa
 
 from conftest import ROOT, free_port
+from agorabench.store.schema import participants, web_turns
 from agorabench.store.store import Store
-from agorabench.web.play import participants, web_turns
 from web_support import ServeProcess
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -15,12 +15,11 @@ import json
 import tempfile
 from typing import Any
 
-import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from ..core.study import Study
-from ..store.store import Store, games, turns
+from ..store.store import Store
 
 COOKIE = "agora_dash"
 
@@ -48,64 +47,49 @@ class Dashboard:
             self.run_task.cancel()
             await asyncio.gather(self.run_task, return_exceptions=True)
 
-    # queries ------------------------------------------------------------------------------
+    # queries (through the store) ---------------------------------------------------------
     def progress(self) -> list[dict[str, Any]]:
         """Per study: games by status, model calls (uncached turns), tokens, cost, invalid rate."""
-        with self.store.engine.connect() as conn:
-            g = conn.execute(sa.select(games.c.study, games.c.status, sa.func.count()).group_by(games.c.study, games.c.status)).all()
-            t = conn.execute(
-                sa.select(
-                    games.c.study,
-                    sa.func.count(),
-                    sa.func.sum(sa.case((turns.c.cached, 0), else_=1)),
-                    sa.func.sum(turns.c.prompt_tokens + turns.c.completion_tokens),
-                    sa.func.sum(turns.c.cost),
-                    sa.func.sum(sa.case((turns.c.valid, 0), else_=1)),
-                ).join(games, games.c.id == turns.c.game_id).group_by(games.c.study)
-            ).all()
+        counts = self.store.status_counts()
+        totals = self.store.turn_totals()
         out: dict[str, dict[str, Any]] = {}
-        for study, status, n in g:
+        for study, by_status in counts.items():
             row = out.setdefault(study, {"study": study, "done": 0, "error": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
-            row[status if status in ("done", "error") else "error"] += n
-        for study, n, calls, tokens, cost, invalid in t:
+            for status, n in by_status.items():
+                row[status if status in ("done", "error") else "error"] += n
+        for study, t in totals.items():
             row = out.setdefault(study, {"study": study, "done": 0, "error": 0})
-            row.update(turns=n, calls=calls or 0, tokens=tokens or 0, cost=round(cost or 0.0, 4), invalid_rate=round((invalid or 0) / n, 3) if n else 0.0)
+            n = t["turns"]
+            row.update(turns=n, calls=t["calls"] or 0, tokens=t["tokens"] or 0, cost=round(t["cost"] or 0.0, 4), invalid_rate=round((t["invalid"] or 0) / n, 3) if n else 0.0)
         if self.manager is not None:
             row = out.setdefault(self.study.name, {"study": self.study.name, "done": 0, "error": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
             row["running"] = sum(1 for lv in self.manager.live.values() if lv.task is not None and not lv.task.done())
         return sorted(out.values(), key=lambda r: r["study"])
 
     def game_rows(self, study: str = "", model: str = "", status: str = "", config: str = "", game: str = "", limit: int = 500) -> list[dict[str, Any]]:
-        q = sa.select(games.c.id, games.c.study, games.c.game, games.c.config, games.c.seats, games.c.status, games.c.n_turns, games.c.n_invalid, games.c.metrics, games.c.error).order_by(games.c.finished.desc())
-        if study:
-            q = q.where(games.c.study == study)
-        if status:
-            q = q.where(games.c.status == status)
-        if game:
-            q = q.where(games.c.game == game)
+        """The games table: the newest games first, filtered by study, status and kind of game
+        in the store, by a model name or a piece of configuration in their seats' and config's
+        JSON text here; at most ``limit`` rows."""
         rows = []
-        with self.store.engine.connect() as conn:
-            for r in conn.execute(q):
-                d = dict(r._mapping)
-                seats = json.dumps(d["seats"], sort_keys=True)
-                cfg = json.dumps(d["config"], sort_keys=True)
-                if model and model not in seats:
-                    continue
-                if config and config not in cfg:
-                    continue
-                d["seats_text"], d["config_text"] = seats, cfg
-                rows.append(d)
-                if len(rows) >= limit:
-                    break
+        for d in self.store.game_summaries(study=study, status=status, game=game):
+            seats = json.dumps(d["seats"], sort_keys=True)
+            cfg = json.dumps(d["config"], sort_keys=True)
+            if model and model not in seats:
+                continue
+            if config and config not in cfg:
+                continue
+            d["seats_text"], d["config_text"] = seats, cfg
+            rows.append(d)
+            if len(rows) >= limit:
+                break
         return rows
 
     def game(self, game_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        with self.store.engine.connect() as conn:
-            g = conn.execute(sa.select(games).where(games.c.id == game_id)).first()
-            if g is None:
-                return None, []
-            ts = conn.execute(sa.select(turns).where(turns.c.game_id == game_id).order_by(turns.c.idx)).all()
-        return dict(g._mapping), [dict(t._mapping) for t in ts]
+        """A game's row and its turns (without their prompts), or (None, [])."""
+        g = self.store.game(game_id)
+        if g is None:
+            return None, []
+        return g, self.store.turns(game_id=game_id, messages=False)
 
     # routes -------------------------------------------------------------------------------
     def _routes(self, app: FastAPI) -> None:

@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core.actions import Action
@@ -40,7 +39,8 @@ from ..core.runner import Runner
 from ..core.study import GameSpec, Study, StudyError
 from ..core.table import Reply, Table, TurnRequest
 from ..redact import redact
-from ..store.store import Store, games
+from ..store.participants import Participants
+from ..store.store import Store
 
 # ------------------------------------------------------------------------------------------
 # Study settings ([web] in the study file)
@@ -209,59 +209,11 @@ def bonus_values(outcome: dict[str, Any] | None, metrics: dict[str, Any] | None)
     return out
 
 
-# ------------------------------------------------------------------------------------------
-# Tables of the web app (on the study's store engine; the store itself knows nothing of them)
-
-web_metadata = sa.MetaData()
-
-participants = sa.Table(
-    "web_participants",
-    web_metadata,
-    sa.Column("token", sa.String(64), primary_key=True),
-    sa.Column("study", sa.String(200), index=True, nullable=False),
-    sa.Column("participant", sa.String(200), nullable=False),
-    sa.Column("pid_hash", sa.String(32), nullable=False),
-    sa.Column("source", sa.String(20), nullable=False),  # prolific | mturk | link
-    sa.Column("params", sa.JSON, nullable=False),
-    sa.Column("csrf", sa.String(64), nullable=False),
-    sa.Column("stage", sa.String(20), nullable=False),
-    sa.Column("base_spec", sa.String(64), nullable=False),
-    sa.Column("game_id", sa.String(64), nullable=False),
-    sa.Column("role", sa.String(50), nullable=False),
-    sa.Column("quiz_attempts", sa.Integer, default=0),
-    sa.Column("attention", sa.JSON),
-    sa.Column("answers", sa.JSON),
-    sa.Column("game_status", sa.String(20)),
-    sa.Column("code", sa.String(64)),
-    sa.Column("bonus", sa.Float),
-    sa.Column("created", sa.Float, nullable=False),
-    sa.Column("updated", sa.Float, nullable=False),
-    sa.UniqueConstraint("study", "pid_hash", name="uq_web_participant"),
-)
-
-web_turns = sa.Table(
-    "web_turns",
-    web_metadata,
-    sa.Column("token", sa.String(64), primary_key=True),
-    sa.Column("seq", sa.Integer, primary_key=True),
-    sa.Column("shown_at", sa.Float),
-    sa.Column("answered_at", sa.Float),
-    sa.Column("action", sa.JSON(none_as_null=True)),
-    sa.Column("response_time", sa.Float),
-    sa.Column("errors", sa.JSON),
-    sa.Column("timed_out", sa.Boolean, default=False),
-)
-
-
 def participant_games(store: Store, study: str) -> dict[str, str]:
     """Participants' game ids of ``study`` -> the id of the study game each one plays (its
     ``base_spec``, whose human seat the participant fills); empty for a database that was never
-    served (no ``web_participants`` table)."""
-    if not sa.inspect(store.engine).has_table("web_participants"):
-        return {}
-    with store.engine.connect() as conn:
-        rows = conn.execute(sa.select(participants.c.game_id, participants.c.base_spec).where(participants.c.study == study))
-        return {game_id: base for game_id, base in rows}
+    served. The tables behind it are in :mod:`agorabench.store.schema`."""
+    return Participants(store).games_of(study)
 
 
 def pid_hash(study: str, participant: str) -> str:
@@ -385,7 +337,9 @@ class Manager:
         self.store = store
         self.settings = web_settings(study)
         self.runner = runner or Runner(study, store, progress=False)
-        web_metadata.create_all(store.engine)
+        #: The participants' rows (tables ``web_participants`` and ``web_turns``).
+        self.rows = Participants(store)
+        self.rows.create_tables()
         store.record_run(study.name, run_seating(study))  # the seating participants' games are played with
         specs = study.expand()
         self.human_specs = [s for s in specs if self._human_roles(s)]
@@ -401,61 +355,42 @@ class Manager:
     def get(self, token: str) -> dict[str, Any] | None:
         if not token or len(token) > 64:
             return None
-        with self.store.engine.connect() as conn:
-            row = conn.execute(sa.select(participants).where(participants.c.token == token, participants.c.study == self.study.name)).first()
-        return dict(row._mapping) if row else None
+        return self.rows.get(token, self.study.name)
 
     def update(self, token: str, **values: Any) -> None:
-        with self.store.engine.begin() as conn:
-            conn.execute(sa.update(participants).where(participants.c.token == token).values(updated=time.time(), **values))
+        self.rows.update(token, **values)
 
     def turn_row(self, token: str, seq: int) -> dict[str, Any] | None:
-        with self.store.engine.connect() as conn:
-            row = conn.execute(sa.select(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq)).first()
-        return dict(row._mapping) if row else None
+        return self.rows.turn(token, seq)
 
     def insert_turn(self, token: str, seq: int) -> None:
-        with self.store.engine.begin() as conn:
-            conn.execute(sa.insert(web_turns).values(token=token, seq=seq, errors=[], timed_out=False))
+        self.rows.insert_turn(token, seq)
 
     def record_timeout(self, token: str, seq: int) -> None:
-        with self.store.engine.begin() as conn:
-            conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq).values(timed_out=True, answered_at=time.time()))
+        self.rows.record_timeout(token, seq)
 
     def participants(self) -> list[dict[str, Any]]:
-        with self.store.engine.connect() as conn:
-            rows = conn.execute(sa.select(participants).where(participants.c.study == self.study.name).order_by(participants.c.created))
-            return [dict(r._mapping) for r in rows]
+        return self.rows.of_study(self.study.name)
 
     # entry --------------------------------------------------------------------------------
     def enter(self, source: str, participant: str, params: dict[str, str]) -> tuple[str, bool]:
         """The session token of a participant; (token, False) when the id has started before
-        (the caller lets them back in only with their own session cookie)."""
-        try:
-            return self._enter(source, participant, params)
-        except sa.exc.IntegrityError:  # the same id entered twice at the same moment
-            return self._enter(source, participant, params)
-
-    def _enter(self, source: str, participant: str, params: dict[str, str]) -> tuple[str, bool]:
+        (the caller lets them back in only with their own session cookie). A new participant
+        plays the study's human games in turn, by the order of arrival."""
         h = pid_hash(self.study.name, participant)
-        with self.store.engine.begin() as conn:
-            row = conn.execute(sa.select(participants.c.token).where(participants.c.study == self.study.name, participants.c.pid_hash == h)).first()
-            if row:
-                return row[0], False
-            n = conn.execute(sa.select(sa.func.count()).select_from(participants).where(participants.c.study == self.study.name)).scalar_one()
+
+        def new_row(n: int) -> dict[str, Any]:  # n: how many participants entered before
             base = self.human_specs[n % len(self.human_specs)]
             role = self._human_roles(base)[0]
-            token = secrets.token_urlsafe(32)
             game_id = hashlib.sha256(f"{base.id}:{h}".encode()).hexdigest()[:24]
             now = time.time()
-            conn.execute(
-                sa.insert(participants).values(
-                    token=token, study=self.study.name, participant=participant, pid_hash=h, source=source, params=params,
-                    csrf=secrets.token_urlsafe(24), stage="consent", base_spec=base.id, game_id=game_id, role=role,
-                    quiz_attempts=0, attention=[], answers={}, created=now, updated=now,
-                )
+            return dict(
+                token=secrets.token_urlsafe(32), participant=participant, source=source, params=params,
+                csrf=secrets.token_urlsafe(24), stage="consent", base_spec=base.id, game_id=game_id, role=role,
+                quiz_attempts=0, attention=[], answers={}, created=now, updated=now,
             )
-        return token, True
+
+        return self.rows.enter(self.study.name, h, new_row)
 
     # games --------------------------------------------------------------------------------
     def spec_for(self, row: dict[str, Any]) -> tuple[GameSpec, GameSpec]:
@@ -491,11 +426,8 @@ class Manager:
             status = "error"
         if live.abandoned and status == "done":
             status = "abandoned"
-            with self.store.engine.begin() as conn:
-                conn.execute(sa.update(games).where(games.c.id == spec.id).values(status=status))
-        with self.store.engine.connect() as conn:
-            found = conn.execute(sa.select(games.c.outcome, games.c.metrics).where(games.c.id == spec.id)).first()
-        game = dict(found._mapping) if found else None
+            self.store.set_status(spec.id, status)
+        game = self.store.game(spec.id)
         rule = self.settings.bonus_rule(live.role)
         bonus = evaluate_bonus(rule, bonus_values(game and game["outcome"], game and game["metrics"]), self.settings.bonus_max) if status == "done" else 0.0
         row = self.get(live.token)
@@ -525,12 +457,7 @@ class Manager:
         now = time.time()
         shown = p.shown_at or now
         response_time = now - shown
-        with self.store.engine.begin() as conn:
-            conn.execute(
-                sa.update(web_turns)
-                .where(web_turns.c.token == live.token, web_turns.c.seq == seq)
-                .values(action=action.model_dump(mode="json"), answered_at=now, response_time=response_time, errors=list(errors))
-            )
+        self.rows.record_answer(live.token, seq, action.model_dump(mode="json"), now, response_time, list(errors))
         p.answer, p.done = HumanAnswer(action, response_time, tuple(errors)), True
         p.wake.set()
         return True
@@ -547,13 +474,11 @@ class Manager:
         p = live.pending
         if p is not None and p.shown_at is None:
             p.shown_at = time.time()
-            with self.store.engine.begin() as conn:
-                conn.execute(sa.update(web_turns).where(web_turns.c.token == live.token, web_turns.c.seq == p.seq).values(shown_at=p.shown_at))
+            self.rows.mark_shown(live.token, p.seq, p.shown_at)
             p.wake.set()
 
     def answered_turns(self, token: str) -> int:
-        with self.store.engine.connect() as conn:
-            return conn.execute(sa.select(sa.func.count()).select_from(web_turns).where(web_turns.c.token == token, web_turns.c.answered_at.is_not(None))).scalar_one()
+        return self.rows.answered_count(token)
 
     def due_attention(self, row: dict[str, Any]) -> AttentionCheck | None:
         """The attention check to show now, if the participant has reached one not yet taken."""

@@ -1,0 +1,128 @@
+"""Claims, through which several processes play one study together, and process liveness.
+
+Each game is claimed (a row in ``claims``) before it is played; the claimer keeps its claims
+alive with a heartbeat, and a claim whose heartbeat is older than :data:`CLAIM_TTL`, or whose
+owner was a process of this machine that no longer runs, may be taken over. An owner is named
+by :func:`claim_owner`. :class:`ClaimMethods` holds the :class:`~agorabench.store.store.Store`
+methods that read and write the table.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+
+import sqlalchemy as sa
+
+from .schema import claims
+
+#: Seconds after its last heartbeat when a claim counts as abandoned (its process crashed).
+CLAIM_TTL = 120.0
+
+
+class ClaimMethods:
+    """The claim methods of :class:`~agorabench.store.store.Store` (on its ``engine``)."""
+
+    engine: sa.Engine
+
+    def claim(self, game_id: str, study: str, owner: str, ttl: float = CLAIM_TTL) -> bool:
+        """Claim a game for ``owner``; False if another live process holds it. A claim whose
+        heartbeat is older than ``ttl`` seconds, or whose owner was a process of this machine
+        that is gone (killed), is taken over. Portable: an insert that fails on the primary key,
+        then a conditional update, each in its own transaction."""
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.insert(claims).values(game_id=game_id, study=study, owner=owner, heartbeat=now))
+            return True
+        except sa.exc.IntegrityError:
+            pass
+        with self.engine.begin() as conn:
+            holder = conn.execute(sa.select(claims.c.owner).where(claims.c.game_id == game_id)).scalar()
+            stale = claims.c.heartbeat < now - ttl
+            if holder is not None and _owner_gone(holder):
+                stale = sa.or_(stale, claims.c.owner == holder)
+            taken = conn.execute(
+                sa.update(claims)
+                .where(claims.c.game_id == game_id, sa.or_(claims.c.owner == owner, stale))
+                .values(owner=owner, study=study, heartbeat=now)
+            )
+            return taken.rowcount == 1
+
+    def claim_many(self, game_ids: list[str], study: str, owner: str, ttl: float = CLAIM_TTL) -> set[str]:
+        """Claim several games at once; returns the ids now held by ``owner``. The games no one
+        holds are claimed in one transaction (a run claims its games in batches, not with a
+        round trip each); a game someone holds, or a batch that met a concurrent claimer, goes
+        through :meth:`claim` one at a time (which takes over stale and dead owners' claims)."""
+        if not game_ids:
+            return set()
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                held = {g for g, in conn.execute(sa.select(claims.c.game_id).where(claims.c.game_id.in_(game_ids)))}
+                free = [g for g in game_ids if g not in held]
+                if free:
+                    conn.execute(sa.insert(claims), [{"game_id": g, "study": study, "owner": owner, "heartbeat": now} for g in free])
+        except sa.exc.IntegrityError:  # another process claimed some of them in the meantime
+            return {g for g in game_ids if self.claim(g, study, owner, ttl)}
+        return set(free) | {g for g in game_ids if g in held and self.claim(g, study, owner, ttl)}
+
+    def release_many(self, game_ids: list[str], owner: str) -> None:
+        """Drop ``owner``'s claims on these games."""
+        if game_ids:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(claims).where(claims.c.game_id.in_(game_ids), claims.c.owner == owner))
+
+    def heartbeat(self, owner: str) -> None:
+        """Keep ``owner``'s claims alive."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(claims).where(claims.c.owner == owner).values(heartbeat=time.time()))
+
+    def release_all(self, owner: str) -> None:
+        """Drop every claim of ``owner`` (at the end of its run, once its games are stored)."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(claims).where(claims.c.owner == owner))
+
+    def release_tag(self, tag: str) -> int:
+        """Drop the claims of every owner named with ``tag`` (:func:`claim_owner`), on any host:
+        an executor's earlier attempt at the same share, known to be dead. Returns how many."""
+        with self.engine.begin() as conn:
+            return conn.execute(sa.delete(claims).where(claims.c.owner.endswith(":" + tag, autoescape=True))).rowcount
+
+
+def claim_owner(tag: str | None = None) -> str:
+    """This process's name on its claims: ``host:pid:start:random``, ``start`` being the
+    process's start time in clock ticks since boot (Linux; ``x`` elsewhere), so that a later
+    process that happens to get the same pid is not taken for the owner. ``tag`` (no ``:``)
+    replaces the random part where an executor names its workers (see ``Store.release_tag``)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time('self') or 'x'}:{tag or uuid.uuid4().hex[:8]}"
+
+
+def _start_time(pid: str) -> str | None:
+    """A process's start time (field 22 of ``/proc/PID/stat``), or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether a claim's owner was a process of this machine that no longer runs: no process
+    with its pid, or one that started at another time (the pid was reused)."""
+    host, _, rest = owner.partition(":")
+    pid, _, rest = rest.partition(":")
+    start = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if start.isdigit() and _start_time("self") is not None:  # /proc is there to ask
+        return _start_time(pid) != start
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, owned by someone else
+        return False
+    return False

@@ -1,0 +1,141 @@
+"""Opening a database: a path or URL turned into an SQLAlchemy engine (:func:`open_engine`),
+with SQLite's connection settings (busy timeout, WAL with retries, foreign keys; read-only and
+immutable opening), PostgreSQL through psycopg 3, the integrity and layout checks of an existing
+file, and the creation of the store's tables. Every failure is a one-line :class:`StoreError`."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import sqlalchemy as sa
+
+from ..redact import redact
+from .codec import _dumps, _loads
+from .errors import DB_ERRORS, StoreError, StoreFormatError, _problem, damaged, is_damage
+from .schema import metadata
+
+#: Tries at switching a SQLite file to WAL (about 10 s in all, see :func:`_sqlite_pragmas`).
+WAL_ATTEMPTS = 28
+
+
+def _url(db: str | Path) -> str:
+    """An SQLAlchemy URL: a path is an SQLite file; ``postgresql://`` (or ``postgres://``)
+    URLs use the psycopg 3 driver unless they name another."""
+    db = str(db)
+    if "://" not in db:
+        return f"sqlite:///{db}"
+    scheme, rest = db.split("://", 1)
+    if scheme in ("postgresql", "postgres"):
+        return f"postgresql+psycopg://{rest}"
+    return db
+
+
+def open_engine(db: str | Path, read_only: bool = False, check_format: bool = True, check_integrity: bool = True) -> sa.Engine:
+    """The engine of database ``db`` (a SQLite path or a URL), ready for the store: an existing
+    SQLite file must pass SQLite's quick integrity check (``check_integrity``), so that a damaged
+    file is named as such instead of read in part; one of the layout before per-role transcripts
+    is refused unless ``check_format`` is off; ``read_only`` opens an existing SQLite file without
+    creating anything, otherwise the missing tables are created."""
+    url = _url(db)
+    shown = redact(str(db))
+    existing = False
+    if url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///") :]).expanduser()
+        if path.is_dir():
+            raise StoreError(f"database {shown} is a folder, not a file")
+        existing = check_integrity and path.is_file() and path.stat().st_size > 0
+        if read_only:
+            if not path.is_file():
+                raise StoreError(f"database not found: {shown}")
+            # A WAL database needs its -wal and -shm files, which SQLite would create. With no
+            # -wal file no one is writing, and ``immutable`` reads the file just as it lies.
+            live = Path(f"{path}-wal").exists()
+            url = f"sqlite:///file:{quote(str(path.resolve()))}?{'mode=ro' if live else 'immutable=1'}&uri=true"
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of database {shown}: {exc.strerror or exc}") from None
+    try:
+        engine = sa.create_engine(url, future=True, json_serializer=_dumps, json_deserializer=_loads)
+        if engine.dialect.name == "sqlite":
+            sa.event.listen(engine, "connect", _sqlite_pragmas_ro if read_only else _sqlite_pragmas)
+        if existing:
+            _check_integrity(engine, shown)
+        if check_format and legacy_layout(engine):
+            raise StoreFormatError(f"{shown} stores every turn's whole prompt (the layout before per-role transcripts); upgrade it in place with `agora migrate {shown}`")
+        if read_only:
+            missing = {"studies", "games", "turns"} - set(sa.inspect(engine).get_table_names())
+            if missing:
+                raise StoreError(f"{shown} is not an agorabench database (no table {sorted(missing)[0]})")
+        else:
+            _create_tables(engine)
+    except StoreError:
+        raise
+    except (ImportError, sa.exc.NoSuchModuleError) as exc:
+        raise StoreError(f"cannot open database {shown}: its driver is not installed ({_problem(exc)}); for PostgreSQL: pip install psycopg") from None
+    except sa.exc.ArgumentError as exc:
+        raise StoreError(f"cannot open database {shown}: not a SQLite path or database URL ({_problem(exc)})") from None
+    except DB_ERRORS as exc:
+        if is_damage(_problem(exc)):
+            raise damaged(shown, _problem(exc)) from None
+        raise StoreError(f"cannot open database {shown}: {_problem(exc)} (is it a database file, complete, and is the server reachable?)") from None
+    return engine
+
+
+def _check_integrity(engine: sa.Engine, shown: str) -> None:
+    """StoreError naming the first problem when SQLite's ``quick_check`` finds any (pages and
+    indexes that do not fit together; linear in the file's size, about 0.1 s for 30 MB)."""
+    with engine.connect() as conn:
+        rows = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check(5)")]
+    if rows != ["ok"]:
+        raise damaged(shown, " ".join(str(r) for r in rows).replace("*** in database main ***", "").strip())
+
+
+def legacy_layout(engine: sa.Engine) -> bool:
+    """Whether the database has the old ``turns.messages`` column (see :func:`~agorabench.store.migrate.migrate`)."""
+    inspector = sa.inspect(engine)
+    return inspector.has_table("turns") and "messages" in {c["name"] for c in inspector.get_columns("turns")}
+
+
+def _create_tables(engine: sa.Engine, attempts: int = 10) -> None:
+    """Create the missing tables and indexes; another process creating the same ones at the
+    same moment ("already exists") only means trying again."""
+    for attempt in range(attempts):
+        try:
+            metadata.create_all(engine)
+            return
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.IntegrityError) as exc:
+            if "already exists" not in str(exc) and "duplicate" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    """Settings of every new connection to a writable SQLite file."""
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")  # first: another process may hold the file
+    # SQLite does not wait (busy_timeout is not consulted) for the lock it takes to switch a new
+    # file to WAL, so two processes opening one fresh database together met "database is
+    # locked". The switch is tried again for a while; once a process has made it, it is a no-op.
+    for attempt in range(WAL_ATTEMPTS):
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(min(0.5, 0.01 * 2**attempt))
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _sqlite_pragmas_ro(dbapi_conn, _record) -> None:
+    """Settings of every new connection to a SQLite file opened read-only."""
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()

@@ -1,0 +1,117 @@
+"""How a game's turns lie in the database: each role's messages stored once per game (table
+``transcripts``), and every turn's prompt as a span of that list (``msg_start``, ``msg_count``),
+so storage grows linearly with a game's length. :func:`layout` computes the lists and spans,
+:func:`game_rows` turns a finished game into the rows written, :func:`_span` reads a prompt back.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable
+
+from ..records import TurnRecord
+from .codec import _safe
+
+
+def layout(records: Iterable[TurnRecord]) -> tuple[dict[str, list[dict[str, str]]], list[tuple[int, int]]]:
+    """Each role's messages stored once, and every turn's prompt as ``(start, count)`` in them.
+
+    A role's turns usually see one growing transcript, so turn k's prompt is a prefix of turn
+    k+1's and the role's list is simply the longest prompt. A prompt that neither extends nor
+    repeats the current run of messages (a game that reset a role's transcript) starts a new run
+    at the end of the list, so any sequence of prompts is stored exactly, at worst in full.
+    """
+    stored: dict[str, list[dict[str, str]]] = {}
+    runs: dict[str, tuple[int, list[dict[str, str]]]] = {}  # role -> (start, current run)
+    spans: list[tuple[int, int]] = []
+    for t in records:
+        msgs = list(t.messages or [])
+        role_list = stored.setdefault(t.role, [])
+        start, run = runs.get(t.role, (0, []))
+        n, m = len(run), len(msgs)
+        if m >= n and msgs[:n] == run:  # extends (or equals) the current run
+            role_list.extend(msgs[n:])
+            runs[t.role] = (start, msgs)
+        elif m < n and run[:m] == msgs:  # repeats a prefix of it
+            pass
+        else:  # a new run
+            start = len(role_list)
+            role_list.extend(msgs)
+            runs[t.role] = (start, msgs)
+        spans.append((start, m))
+    return stored, spans
+
+
+def game_rows(
+    *,
+    id: str,
+    study: str,
+    game: str,
+    config: dict[str, Any],
+    seats: dict[str, str],
+    repeat: int,
+    seed: int,
+    prompt_version: str,
+    status: str,
+    outcome: dict[str, Any] | None,
+    metrics: dict[str, float] | None,
+    error: str | None,
+    turn_records: Iterable[TurnRecord],
+    started: float | None = None,
+    source: str = "run",
+    finished: float | None = None,
+) -> dict[str, Any]:
+    """A finished game as the rows :meth:`Store.save_games` writes (game, transcripts, turns)."""
+    records = list(turn_records)
+    stored, spans = layout(records)
+    return {
+        "game": {
+            "id": id,
+            "study": study,
+            "game": game,
+            "config": config,
+            "seats": seats,
+            "repeat": repeat,
+            "seed": seed,
+            "prompt_version": prompt_version,
+            "status": status,
+            "outcome": _safe(outcome),
+            "metrics": metrics,
+            "error": _safe(error),
+            "n_turns": len(records),
+            "n_invalid": sum(1 for t in records if not t.valid),
+            "source": source,
+            "started": started,
+            "finished": finished if finished is not None else time.time(),
+        },
+        "transcripts": [{"game_id": id, "role": role, "messages": _safe(msgs)} for role, msgs in stored.items() if msgs],
+        "turns": [
+            {
+                "game_id": id,
+                "idx": t.index,
+                "role": t.role,
+                "phase": t.phase,
+                "msg_start": start,
+                "msg_count": count,
+                "raw": _safe(t.raw),
+                "action": _safe(t.action),
+                "valid": t.valid,
+                "retries": t.retries,
+                "error": _safe(t.error),
+                "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens,
+                "cost": t.cost,
+                "latency": t.latency,
+                "cached": t.cached,
+                "metrics": t.metrics,
+            }
+            for t, (start, count) in zip(records, spans)
+        ],
+    }
+
+
+def _span(stored: list[dict[str, str]] | None, start: int | None, count: int | None) -> list[dict[str, str]]:
+    """The prompt a turn was shown: ``count`` messages of its role's list from ``start``."""
+    if not stored or not count:
+        return []
+    return stored[start or 0 : (start or 0) + count]

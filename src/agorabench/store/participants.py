@@ -1,0 +1,111 @@
+"""The web app's rows: the people taking part in a served study (``web_participants``) and the
+turns they were shown and answered (``web_turns``), read and written by :class:`Participants` on a
+store's database. The store itself never touches these tables; the web app creates them."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import sqlalchemy as sa
+
+from .schema import participants, web_metadata, web_turns
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+class Participants:
+    """Reads and writes of the web app's tables, on the engine of ``store``."""
+
+    def __init__(self, store: Store) -> None:
+        self.engine = store.engine
+
+    def create_tables(self) -> None:
+        """Create the web app's tables where they are missing."""
+        web_metadata.create_all(self.engine)
+
+    # participants -------------------------------------------------------------------------
+    def games_of(self, study: str) -> dict[str, str]:
+        """Participants' game ids of ``study`` -> the id of the study game each one plays (its
+        ``base_spec``); empty for a database that was never served (no participants table)."""
+        if not sa.inspect(self.engine).has_table(participants.name):
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(participants.c.game_id, participants.c.base_spec).where(participants.c.study == study))
+            return {game_id: base for game_id, base in rows}
+
+    def get(self, token: str, study: str) -> dict[str, Any] | None:
+        """The row of the participant with session ``token`` in ``study``, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(participants).where(participants.c.token == token, participants.c.study == study)).first()
+        return dict(row._mapping) if row else None
+
+    def of_study(self, study: str) -> list[dict[str, Any]]:
+        """Every participant row of ``study``, in the order they entered."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(participants).where(participants.c.study == study).order_by(participants.c.created))
+            return [dict(r._mapping) for r in rows]
+
+    def update(self, token: str, **values: Any) -> None:
+        """Set columns of a participant's row (and its ``updated`` time)."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(participants).where(participants.c.token == token).values(updated=time.time(), **values))
+
+    def enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]]) -> tuple[str, bool]:
+        """The session token of the participant ``pid_hash`` of ``study``, and whether the row is
+        new. A participant not yet there gets the row ``new_row(n)`` (every column but ``study``
+        and ``pid_hash``; ``n`` is how many participants the study has so far), written in the
+        transaction that counted them. When the same person enters twice at the same moment, the
+        loser of the race tries once more and finds the winner's row."""
+        try:
+            return self._enter(study, pid_hash, new_row)
+        except sa.exc.IntegrityError:
+            return self._enter(study, pid_hash, new_row)
+
+    def _enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]]) -> tuple[str, bool]:
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(participants.c.token).where(participants.c.study == study, participants.c.pid_hash == pid_hash)).first()
+            if row:
+                return row[0], False
+            n = conn.execute(sa.select(sa.func.count()).select_from(participants).where(participants.c.study == study)).scalar_one()
+            values = new_row(n)
+            conn.execute(sa.insert(participants).values(study=study, pid_hash=pid_hash, **values))
+        return values["token"], True
+
+    # turns --------------------------------------------------------------------------------
+    def turn(self, token: str, seq: int) -> dict[str, Any] | None:
+        """Turn ``seq`` of a participant, or None when it was never shown."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq)).first()
+        return dict(row._mapping) if row else None
+
+    def insert_turn(self, token: str, seq: int) -> None:
+        """A new open turn: not shown, not answered."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(web_turns).values(token=token, seq=seq, errors=[], timed_out=False))
+
+    def mark_shown(self, token: str, seq: int, shown_at: float) -> None:
+        """When the participant first saw the turn's form."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq).values(shown_at=shown_at))
+
+    def record_answer(self, token: str, seq: int, action: Any, answered_at: float, response_time: float, errors: list[str]) -> None:
+        """The participant's valid answer to the turn (``action`` as JSON), with the errors of
+        their earlier submissions."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(web_turns)
+                .where(web_turns.c.token == token, web_turns.c.seq == seq)
+                .values(action=action, answered_at=answered_at, response_time=response_time, errors=errors)
+            )
+
+    def record_timeout(self, token: str, seq: int) -> None:
+        """The turn ran out of time (or the participant had gone): it counts as answered now."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq).values(timed_out=True, answered_at=time.time()))
+
+    def answered_count(self, token: str) -> int:
+        """How many turns the participant answered (timeouts included)."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(web_turns).where(web_turns.c.token == token, web_turns.c.answered_at.is_not(None))).scalar_one()

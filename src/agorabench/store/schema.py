@@ -1,0 +1,153 @@
+"""Every table in the database, as SQLAlchemy Core definitions.
+
+``metadata`` holds the store's own tables, which every writable :class:`~agorabench.store.store.Store`
+creates: studies, games, turns, per-role transcripts, the response cache, claims and the
+recorded seatings of each study. ``web_metadata`` holds the tables of the web app (participants
+and the turns they answered); they live in the same database but are created only where a study
+is served (:meth:`~agorabench.store.participants.Participants.create_tables`).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+# ------------------------------------------------------------------------------------------
+# The store's tables
+
+metadata = sa.MetaData()
+
+studies = sa.Table(
+    "studies",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("game", sa.String(100), nullable=False),
+    sa.Column("spec", sa.JSON, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+games = sa.Table(
+    "games",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("study", sa.String(200), index=True, nullable=False),
+    sa.Column("game", sa.String(100), nullable=False),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("seats", sa.JSON, nullable=False),  # role -> model name
+    sa.Column("repeat", sa.Integer, nullable=False, default=0),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("prompt_version", sa.String(100), nullable=False, default=""),
+    sa.Column("status", sa.String(20), nullable=False),  # done | error (| abandoned, set by the web app)
+    sa.Column("outcome", sa.JSON(none_as_null=True)),
+    sa.Column("metrics", sa.JSON(none_as_null=True)),
+    sa.Column("error", sa.Text),
+    sa.Column("n_turns", sa.Integer, default=0),
+    sa.Column("n_invalid", sa.Integer, default=0),
+    sa.Column("source", sa.String(50), default="run"),  # run | import:<format>
+    sa.Column("started", sa.Float),
+    sa.Column("finished", sa.Float),
+)
+
+turns = sa.Table(
+    "turns",
+    metadata,
+    sa.Column("game_id", sa.String(64), sa.ForeignKey("games.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("role", sa.String(50), nullable=False),
+    sa.Column("phase", sa.String(100)),
+    # the turn's prompt: transcripts[game_id, role][msg_start : msg_start + msg_count]
+    sa.Column("msg_start", sa.Integer),
+    sa.Column("msg_count", sa.Integer),
+    sa.Column("raw", sa.Text),
+    sa.Column("action", sa.JSON(none_as_null=True)),
+    sa.Column("valid", sa.Boolean, nullable=False),
+    sa.Column("retries", sa.Integer, default=0),
+    sa.Column("error", sa.Text),
+    sa.Column("prompt_tokens", sa.Integer, default=0),
+    sa.Column("completion_tokens", sa.Integer, default=0),
+    sa.Column("cost", sa.Float, default=0.0),
+    sa.Column("latency", sa.Float, default=0.0),
+    sa.Column("cached", sa.Boolean, default=False),
+    sa.Column("metrics", sa.JSON(none_as_null=True)),
+)
+
+transcripts = sa.Table(
+    "transcripts",
+    metadata,
+    sa.Column("game_id", sa.String(64), sa.ForeignKey("games.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("role", sa.String(50), primary_key=True),
+    sa.Column("messages", sa.JSON, nullable=False),  # each message the role's turns saw, stored once
+)
+
+cache = sa.Table(
+    "cache",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("identity", sa.String(300), nullable=False),
+    sa.Column("response", sa.JSON, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+claims = sa.Table(
+    "claims",
+    metadata,
+    sa.Column("game_id", sa.String(64), primary_key=True),
+    sa.Column("study", sa.String(200), nullable=False),
+    sa.Column("owner", sa.String(64), nullable=False),
+    sa.Column("heartbeat", sa.Float, nullable=False),
+)
+
+#: The seatings a study was run with (its models, matchups and seats as one JSON value), one row
+#: per distinct value. Reports and exports expand the study file's current grid with each one, so
+#: games played with ``--model`` or from the dashboard belong to the study's design.
+study_runs = sa.Table(
+    "study_runs",
+    metadata,
+    sa.Column("study", sa.String(200), primary_key=True),
+    sa.Column("key", sa.String(64), primary_key=True),  # SHA-256 of the seating as sorted-key JSON
+    sa.Column("seating", sa.JSON, nullable=False),
+    sa.Column("first", sa.Float, nullable=False),
+    sa.Column("last", sa.Float, nullable=False),
+)
+
+# ------------------------------------------------------------------------------------------
+# The web app's tables (same database; created by the web app, never by the store itself)
+
+web_metadata = sa.MetaData()
+
+participants = sa.Table(
+    "web_participants",
+    web_metadata,
+    sa.Column("token", sa.String(64), primary_key=True),
+    sa.Column("study", sa.String(200), index=True, nullable=False),
+    sa.Column("participant", sa.String(200), nullable=False),
+    sa.Column("pid_hash", sa.String(32), nullable=False),
+    sa.Column("source", sa.String(20), nullable=False),  # prolific | mturk | link
+    sa.Column("params", sa.JSON, nullable=False),
+    sa.Column("csrf", sa.String(64), nullable=False),
+    sa.Column("stage", sa.String(20), nullable=False),
+    sa.Column("base_spec", sa.String(64), nullable=False),
+    sa.Column("game_id", sa.String(64), nullable=False),
+    sa.Column("role", sa.String(50), nullable=False),
+    sa.Column("quiz_attempts", sa.Integer, default=0),
+    sa.Column("attention", sa.JSON),
+    sa.Column("answers", sa.JSON),
+    sa.Column("game_status", sa.String(20)),
+    sa.Column("code", sa.String(64)),
+    sa.Column("bonus", sa.Float),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("updated", sa.Float, nullable=False),
+    sa.UniqueConstraint("study", "pid_hash", name="uq_web_participant"),
+)
+
+web_turns = sa.Table(
+    "web_turns",
+    web_metadata,
+    sa.Column("token", sa.String(64), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("shown_at", sa.Float),
+    sa.Column("answered_at", sa.Float),
+    sa.Column("action", sa.JSON(none_as_null=True)),
+    sa.Column("response_time", sa.Float),
+    sa.Column("errors", sa.JSON),
+    sa.Column("timed_out", sa.Boolean, default=False),
+)

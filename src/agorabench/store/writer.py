@@ -1,0 +1,162 @@
+"""Group commit: :class:`GameWriter` gathers the games that finish close together and writes
+them to the store in one transaction, on the caller's thread or on a worker thread of its own,
+with the response cache's waiting answers written first."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import sqlalchemy as sa
+
+from .layout import game_rows
+
+if TYPE_CHECKING:
+    from .cache import SQLCache
+    from .store import Store
+
+
+class GameWriter:
+    """Group commit for finished games, with the same ``save_game`` call as :class:`Store`.
+
+    Outside :meth:`grouped` every game is written at once (a game played on its own, e.g. by the
+    web app, is in the store when ``save_game`` returns). Inside it, games are written together
+    when ``batch`` of them wait or the oldest has waited ``interval`` seconds, by :meth:`flush`
+    (which the runner also calls periodically, through :meth:`commit`), and when the block ends. A
+    game is in flight until its group is committed: a kill loses at most the games being played
+    and those finished within the last ``interval``, and a resume plays exactly those again.
+    ``before_commit`` runs first (the runner flushes the response cache there, so every stored
+    game's answers are in the cache).
+
+    With :meth:`write_in_background` (the runner's choice for file and server databases), a
+    group inside :meth:`grouped` is written on a worker thread: the games and the cache's
+    buffered answers are taken on the caller's thread, then written there, answers first, while
+    the event loop goes on reading responses. One group is written at a time (a group that is
+    due while the previous one is still being written waits for it, so groups are the same as
+    without the thread); a failed write raises its ``StoreError`` at the next ``save_game``,
+    :meth:`commit` or :meth:`flush`.
+    """
+
+    def __init__(self, store: Store, batch: int = 256, interval: float = 0.5, before_commit: Callable[[], None] | None = None) -> None:
+        self.store = store
+        self.batch = batch
+        self.interval = interval
+        self.before_commit = before_commit
+        self._pending: list[dict[str, Any]] = []
+        self._oldest = 0.0
+        self._grouping = 0
+        self._cache: SQLCache | None = None
+        self._background = False
+        self._executor: Any = None
+        self._future: Any = None
+        #: Games whose transaction committed, by status: what a run's closing line counts.
+        self.committed: collections.Counter[str] = collections.Counter()
+
+    def write_in_background(self, cache: SQLCache | None) -> bool:
+        """Write groups on a worker thread from now on, ``cache``'s buffered answers first (the
+        cache then leaves its writing to this writer). False, and nothing changes, where a
+        second thread would not see the same database (SQLite in memory)."""
+        stores = [self.store] + ([cache.store] if cache is not None else [])
+        if any(isinstance(st.engine.pool, sa.pool.SingletonThreadPool) for st in stores):
+            return False
+        self._background, self._cache = True, cache
+        if cache is not None:
+            cache.auto_flush = False
+        return True
+
+    @contextlib.contextmanager
+    def grouped(self) -> Iterator[GameWriter]:
+        """Group the games saved inside the block; whatever waits is written when it ends."""
+        self._grouping += 1
+        try:
+            yield self
+        finally:
+            self._grouping -= 1
+            try:
+                self.flush()
+            finally:
+                if not self._grouping:
+                    if self._executor is not None:
+                        self._executor.shutdown(wait=True)
+                        self._executor = None
+                    # background writing lasts one block: the cache flushes by itself again
+                    if self._cache is not None:
+                        self._cache.auto_flush = True
+                    self._background, self._cache = False, None
+
+    def save_game(self, **fields: Any) -> None:
+        if not self._pending:
+            self._oldest = time.monotonic()
+        self._pending.append(game_rows(**fields))
+        if not self._grouping or len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.interval:
+            if self._threaded():
+                self._wait()
+                self._submit()
+            else:
+                self.flush()
+
+    def due(self) -> bool:
+        """Whether the oldest waiting game has waited ``interval`` seconds (or, writing in the
+        background, ``batch`` answers wait in the cache)."""
+        if self._pending and time.monotonic() - self._oldest >= self.interval:
+            return True
+        return self._threaded() and self._cache is not None and self._cache.waiting() >= self.batch
+
+    def commit(self) -> None:
+        """Write what waits: on the worker thread when writing in the background (if a write is
+        still running, a later call takes the rest), else at once."""
+        if not self._threaded():
+            self.flush()
+            return
+        if self._future is not None and not self._future.done():
+            return
+        self._wait()
+        self._submit()
+
+    def flush(self) -> None:
+        """Write everything that waits, here and now (after the background write, if any)."""
+        self._wait()
+        if self.before_commit is not None:
+            self.before_commit()
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        self.store.save_games(pending)
+        self._count(pending)
+
+    def _count(self, batch: list[dict[str, Any]]) -> None:
+        """Count a batch whose transaction committed (``Counter`` updates are atomic enough for
+        the one writer thread and the loop's reads of a total)."""
+        self.committed.update(row["game"]["status"] for row in batch)
+
+    def _threaded(self) -> bool:
+        return self._background and self._grouping > 0
+
+    def _submit(self) -> None:
+        answers = self._cache.take() if self._cache is not None else []
+        games, self._pending = self._pending, []
+        if not games and not answers:
+            return
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agorabench-writer")
+        self._future = self._executor.submit(self._write, answers, games)
+
+    def _write(self, answers: list[dict[str, Any]], games: list[dict[str, Any]]) -> None:
+        if answers:
+            self._cache.write(answers)  # type: ignore[union-attr]
+        if games:
+            self.store.save_games(games)
+            self._count(games)
+
+    def _wait(self) -> None:
+        """Wait for the background write; raise its error."""
+        future, self._future = self._future, None
+        if future is not None:
+            future.result()
+
+    def __len__(self) -> int:
+        return len(self._pending)
