@@ -290,6 +290,8 @@ def test_dashboard_needs_its_token(tmp_path, monkeypatch):
         (game_id,) = re.findall(r'href="/dash/game/([0-9a-f]+)"', games)
         viewer = r.get(f"/dash/game/{game_id}").text
         assert viewer.count('class="turn-row"') == 4 and "human:" in viewer and "alice_gain" in viewer
+        shown = [int(n) for n in re.findall(r"<summary>(\d+) messages</summary>", viewer)]
+        assert len(shown) == 4 and all(n > 0 for n in shown), shown  # each turn's new prompt messages
         # start the model-only game from the dashboard (spe vs always-reject)
         csrf = re.search(r'name="csrf" value="([^"]+)"', r.get("/dash").text).group(1)
         assert r.post("/dash/run", data={"csrf": "wrong"}).status_code == 403

@@ -85,11 +85,20 @@ class Dashboard:
         return rows
 
     def game(self, game_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        """A game's row and its turns (without their prompts), or (None, [])."""
+        """A game's row and its turns, or (None, []). Each turn's ``messages`` are what its
+        prompt added to the role's previous one (all of it when the prompt does not extend the
+        previous one, e.g. after a restarted transcript)."""
         g = self.store.game(game_id)
         if g is None:
             return None, []
-        return g, self.store.turns(game_id=game_id, messages=False)
+        turns = self.store.turns(game_id=game_id)
+        before: dict[str, list[dict[str, Any]]] = {}
+        for t in turns:
+            full = list(t.get("messages") or [])
+            seen = before.get(t["role"], [])
+            t["messages"] = full[len(seen) :] if seen and full[: len(seen)] == seen else full
+            before[t["role"]] = full + ([{"role": "assistant", "content": t.get("raw") or ""}] if t.get("raw") else [])
+        return g, turns
 
     # routes -------------------------------------------------------------------------------
     def _routes(self, app: FastAPI) -> None:
