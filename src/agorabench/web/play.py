@@ -37,7 +37,7 @@ from ..core.coverage import run_seating
 from ..core.game import Game
 from ..core.runner import Runner
 from ..core.study import GameSpec, Study, StudyError
-from ..core.table import Reply, Table, TurnRequest
+from ..core.table import TurnRequest
 from ..redact import redact
 from ..store.participants import Participants
 from ..store.store import Store
@@ -500,40 +500,15 @@ class Manager:
 # Instructions: the role's own system prompt, rendered by the game
 
 
-class _Probe:
-    """A player that holds the game at its first question: by then every game has set the
-    system messages, which are the instructions its players receive."""
-
-    def __init__(self, asked: asyncio.Event, formats: set[str]) -> None:
-        self.asked = asked
-        self.formats = formats
-
-    async def act(self, request: TurnRequest) -> Reply:
-        self.formats.add(request.action_type.format_instructions())
-        self.asked.set()
-        await asyncio.Event().wait()  # until cancelled
-        raise AssertionError("unreachable")
-
-
 async def instructions_text(study: Study, runner: Runner, spec: GameSpec, role: str) -> str:
-    """What the game tells ``role`` before the first decision (its system message, without the
-    answer-format lines meant for models)."""
+    """What the game tells ``role`` before the first decision (its system message, from
+    :meth:`~agorabench.core.game.Game.instructions`, without the answer-format lines meant for
+    models)."""
     game_cls: type[Game] = study.game_class(spec.game)
     config = game_cls.Config(**spec.config)
     names = {r: study.models[m].seat_label(i) for i, (r, m) in enumerate(spec.seats.items())}
-    asked = asyncio.Event()
-    formats: set[str] = set()
-    table = Table({r: _Probe(asked, formats) for r in game_cls.active_roles(config)}, seed=spec.seed, nature_seed=spec.nature_seed)
-    game = game_cls(config, runner.prompts_for(game_cls), names)
-    task = asyncio.create_task(game.play(table))
-    waiter = asyncio.create_task(asked.wait())
-    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    for t in (task, waiter):
-        t.cancel()
-    await asyncio.gather(task, waiter, return_exceptions=True)
-    transcript = table.transcripts.get(role) or []
-    system = transcript[0]["content"] if transcript and transcript[0]["role"] == "system" else ""
-    return strip_formats(system, formats)
+    told = await game_cls(config, runner.prompts_for(game_cls), names).instructions(seed=spec.seed, nature_seed=spec.nature_seed)
+    return strip_formats(told.system.get(role, ""), set(told.formats))
 
 
 #: A sentence telling a model how to write its answer (JSON, XML or an ``Answer:`` line).
