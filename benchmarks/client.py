@@ -218,12 +218,12 @@ def load_line() -> str:
 
 
 CATEGORIES = [
-    ("HTTP client (our HTTP/1.1 client, transport; aiohttp, openai SDK where used)", ("models/http11.py", "models/openai_compat.py", "aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
+    ("HTTP client (our HTTP/1.1 client, transport; aiohttp, openai SDK where used)", ("models/http11.py", "models/openai_compat.py", "models/transport/", "models/errors.py", "aiohttp", "openai", "httpx", "yarl", "multidict", "anyio", "h11")),
     ("JSON (orjson, json: stored columns, cache key, bodies)", ("orjson", "/json/")),
-    ("store and response cache (SQLAlchemy, sqlite3, store.py)", ("sqlalchemy", "sqlite3", "store/store.py", "redact.py")),
+    ("store and response cache (SQLAlchemy, sqlite3, store.py)", ("sqlalchemy", "sqlite3", "store/", "redact.py")),
     ("Model.complete (cache key hashing, retries, limits, sanitising)", ("hashlib", "models/model.py", "models/limits.py", "models/base.py")),
     ("prompt rendering (jinja2, games)", ("jinja2", "games/", "core/game.py")),
-    ("table, actions, parsing (pydantic, re)", ("core/table.py", "core/actions.py", "pydantic", "/re/", "core/agents.py")),
+    ("table, actions, parsing (pydantic, re)", ("core/table.py", "core/actions.py", "core/formats.py", "pydantic", "/re/", "core/agents.py")),
     ("runner (claims, progress, workers)", ("core/runner.py", "core/study.py", "core/progress.py")),
     ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl", "uvloop")),
 ]

@@ -27,6 +27,8 @@ from ..loop import run as run_loop
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
+from ..models.providers import BackendOptions, open_backend
+from ..models.spec import SpecError
 from ..redact import redact
 from ..store.store import claim_owner, CLAIM_TTL, GameWriter, SQLCache, Store, StoreError
 from .agents import LLMAgent
@@ -41,23 +43,17 @@ CLAIM_BATCH = 64
 
 
 def build_backend(entry: ModelEntry):
-    """The backend for an LLM model entry; ValueError for an unknown spec."""
-    spec = entry.spec
-    if spec == "local" or spec.startswith("local/"):
-        from ..models.embedded import shared_embedded_backend
+    """The backend of an LLM model entry (:func:`agorabench.models.providers.open_backend`);
+    StudyError for a spec that names no backend, BackendError for one that cannot be made."""
+    try:
+        return open_backend(entry.model_spec, backend_options(entry))
+    except SpecError as exc:
+        raise StudyError(str(exc)) from None
 
-        return shared_embedded_backend(model_path=entry.params.get("model_path"), n_threads=entry.params.get("n_threads"), state_cache_mb=entry.state_cache_mb)
-    provider, sep, model_name = spec.partition("/")
-    if sep and provider == "anthropic":
-        from ..models.anthropic import AnthropicBackend
 
-        return AnthropicBackend(model_name, base_url=entry.base_url, api_key_env=entry.api_key_env if entry.api_key_env != "OPENAI_API_KEY" else "ANTHROPIC_API_KEY", timeout=entry.timeout, prompt_caching=entry.prompt_caching)
-    if sep and provider in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together") or entry.base_url:
-        from ..models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend
-
-        cls = {"lean": LeanOpenAIBackend, "aiohttp": AiohttpOpenAIBackend}.get(entry.transport, OpenAICompatBackend)
-        return cls(model_name or spec, base_url=entry.base_url, api_key_env=entry.api_key_env, timeout=entry.timeout, dialect="llamacpp" if provider == "llamacpp" else "openai")
-    raise StudyError(f"unknown model spec {spec!r} for model {entry.name!r}: use local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL")
+def backend_options(entry: ModelEntry) -> BackendOptions:
+    """The entry's settings that say how its backend makes calls."""
+    return BackendOptions(api_key_env=entry.api_key_env, timeout=entry.timeout, transport=entry.transport, prompt_caching=entry.prompt_caching, params=entry.params, state_cache_mb=entry.state_cache_mb)
 
 
 @dataclass
@@ -141,7 +137,7 @@ class Runner:
         if entry.is_human:
             raise StudyError(f"model {entry.name!r} is a human seat: its games are played by participants through `agora serve`")
         if entry.is_strategy:
-            key = entry.spec.split("/", 1)[1]
+            key = entry.model_spec.name
             known_strategies = strategies(spec.game)
             factory = known_strategies.get(key)
             if factory is None:
@@ -168,7 +164,6 @@ class Runner:
         names = sorted(names if names is not None else {m for s in specs or [] for m in s.seats.values()})
         if all(self.study.models[name].is_strategy for name in names):
             return  # nothing to probe (and no HTTP client to import: a second before the first game)
-        from ..models.openai_compat import OpenAICompatBackend
         from ..models.probe import probe_many
 
         targets = {}
@@ -176,9 +171,11 @@ class Runner:
             entry = self.study.models[name]
             if entry.is_strategy:
                 continue
-            backend = self._model(entry).backend
-            if isinstance(backend, OpenAICompatBackend):
-                targets[name] = (backend.base_url, backend.api_key, backend.model, min(10.0, entry.timeout))
+            # each backend says what its server is asked (None: nothing to probe, e.g. in-process)
+            probe = getattr(self._model(entry).backend, "probe_target", None)
+            target = probe() if probe is not None else None
+            if target is not None:
+                targets[name] = target
         problems = await probe_many(targets)  # one listing per distinct server and key
         bad = [f"model {name!r}: {problem}" for name, problem in problems.items() if problem]
         if bad:

@@ -59,6 +59,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 from ..families import load_game
+from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, split_url
 from ..redact import redact
 from .game import Game
 
@@ -99,7 +100,8 @@ class ModelEntry(BaseModel):
     price_output: float = Field(0.0, ge=0, le=10_000)
     #: Dollars per million prompt tokens read from the server's prompt cache (None: price_input).
     price_cached_input: float | None = Field(None, ge=0)
-    #: OpenAI-compatible endpoints: ``lean`` (aiohttp + orjson, default) or ``sdk`` (the openai SDK).
+    #: OpenAI-compatible endpoints: ``lean`` (our HTTP/1.1 client, default), ``aiohttp`` or ``sdk``
+    #: (the openai SDK); see :mod:`agorabench.models.transport`.
     transport: Literal["lean", "aiohttp", "sdk"] = "lean"
     #: The provider's budgets; calls are paced to stay within them (None: no limit).
     requests_per_minute: float | None = Field(None, gt=0)
@@ -116,31 +118,17 @@ class ModelEntry(BaseModel):
     @classmethod
     def _url_in_spec(cls, data: Any) -> Any:
         """``PROVIDER/MODEL@URL`` in ``spec`` means ``spec = PROVIDER/MODEL`` and ``base_url = URL``,
-        as on the command line."""
+        as on the command line (see :func:`agorabench.models.spec.split_url`)."""
         if isinstance(data, dict) and isinstance(data.get("spec"), str) and "@" in data["spec"]:
-            spec, _, url = data["spec"].partition("@")
-            if data.get("base_url") not in (None, url.strip()):
-                raise ValueError(f"spec {data['spec']!r} names a URL and base_url names another")
-            data = {**data, "spec": spec.strip(), "base_url": url.strip() or None}
+            spec, url = split_url(data["spec"], data.get("base_url"))
+            data = {**data, "spec": spec, "base_url": url}
         return data
 
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, v: str | None) -> str | None:
         """``base_url`` is an http(s) URL with a host (and a numeric port, if any)."""
-        if v is None:
-            return v
-        from urllib.parse import urlsplit
-
-        try:
-            parts = urlsplit(v.strip())
-            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(f"base_url {redact(v)!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
-        return v.strip()
+        return v if v is None else check_base_url(v)
 
     @field_validator("params")
     @classmethod
@@ -170,13 +158,19 @@ class ModelEntry(BaseModel):
         return self.name == self.spec or any(c in self.name for c in "/@:")
 
     @property
+    def model_spec(self) -> ModelSpec:
+        """The spec and base URL parsed (:func:`agorabench.models.spec.parse_spec`, cached);
+        SpecError (a ValueError) for a hosted spec with neither a known provider nor a URL."""
+        return parse_spec(self.spec, self.base_url, owner=self.name)
+
+    @property
     def is_strategy(self) -> bool:
-        return self.spec.startswith("strategy/")
+        return spec_kind(self.spec) == "strategy"
 
     @property
     def is_human(self) -> bool:
         """A seat for a person (``spec = "human"``), played through ``agora serve``."""
-        return self.spec == "human"
+        return spec_kind(self.spec) == "human"
 
 
 def _check_finite(name: str, value: Any) -> None:
@@ -577,9 +571,9 @@ def parse_model_spec(spec: str) -> ModelEntry:
     spec = spec.strip()
     if not spec:
         raise StudyError("empty model spec")
-    name, _, url = spec.partition("@")
+    name, url = split_url(spec)  # the model is named by its spec without the URL
     try:
-        return ModelEntry(name=name, spec=name, base_url=url or None)
+        return ModelEntry(name=name, spec=name, base_url=url)
     except ValidationError as exc:
         problem = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())
         raise StudyError(f"--model {redact(spec)!r}: {problem}") from None

@@ -19,9 +19,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .base import Completion, GenerationSettings
 from ..redact import redact
-from .openai_compat import api_key_from_env, sdk_error
+from .base import BackendError, Completion, GenerationSettings
+from .credentials import api_key_from_env
+from .errors import sdk_error
 
 _EPHEMERAL = {"type": "ephemeral"}
 
@@ -61,7 +62,6 @@ class AnthropicBackend:
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
-        sdk = self._sdk
         system, turns = to_messages_api(messages, self.prompt_caching)
         # temperature travels as a body field: recent SDK versions no longer take it as an argument
         kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": settings.max_tokens, "extra_body": {"temperature": settings.temperature}}
@@ -70,8 +70,11 @@ class AnthropicBackend:
         started = time.perf_counter()
         try:
             resp = await self.client.messages.create(**kwargs)
-        except sdk.APIError as exc:  # 529 ("overloaded") is a 5xx: transient
-            raise sdk_error(exc, sdk, self.base_url) from None
+        except Exception as exc:
+            known = self.classify_error(exc)
+            if known is None:
+                raise
+            raise known from None
         latency = time.perf_counter() - started
         text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
         usage = resp.usage
@@ -86,6 +89,17 @@ class AnthropicBackend:
             finish_reason=resp.stop_reason or "stop",
             extra={"cache_write_tokens": written} if written else {},
         )
+
+    def classify_error(self, exc: BaseException) -> BackendError | None:
+        """An error of the ``anthropic`` SDK as a BackendError (529, "overloaded", is a 5xx:
+        transient); None for any other exception."""
+        if isinstance(exc, self._sdk.APIError):
+            return sdk_error(exc, self._sdk, self.base_url)
+        return None
+
+    def probe_target(self) -> None:
+        """Not probed before a study: the Messages API has no listing to check a name against."""
+        return None
 
     async def aclose(self) -> None:
         await self.client.close()

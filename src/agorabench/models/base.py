@@ -80,4 +80,14 @@ class Backend(Protocol):
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion: ...
 
+    def classify_error(self, exc: BaseException) -> BackendError | None:
+        """The BackendError an exception of this backend's client amounts to (retryable, a rate
+        limit, fatal, ...); None for one the backend does not know."""
+        ...
+
+    def probe_target(self) -> tuple[str | None, str | None, str, float] | None:
+        """(base URL, key, model name, timeout) of the model listing to check before a study
+        (:func:`agorabench.models.probe.probe_many`); None for a backend with nothing to probe."""
+        ...
+
     async def aclose(self) -> None: ...

@@ -180,7 +180,7 @@ class EmbeddedBackend:
                 **kwargs,
             )
         except ValueError as exc:  # e.g. the transcript no longer fits the context window
-            raise BackendError(f"embedded model refused the request: {exc}", retryable=False) from None
+            raise self.classify_error(exc) from None
         finally:
             elapsed = time.perf_counter() - started
             self.busy_seconds += elapsed
@@ -198,6 +198,17 @@ class EmbeddedBackend:
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._run, messages, settings)
+
+    def classify_error(self, exc: BaseException) -> BackendError | None:
+        """llama-cpp-python refuses a request it cannot run (a transcript longer than the context
+        window, ...) with ValueError: not retried, the same request would fail again."""
+        if isinstance(exc, ValueError):
+            return BackendError(f"embedded model refused the request: {exc}", retryable=False)
+        return None
+
+    def probe_target(self) -> None:
+        """Nothing to probe: the model runs in this process."""
+        return None
 
     async def aclose(self) -> None:
         return None

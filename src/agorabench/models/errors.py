@@ -1,0 +1,101 @@
+"""Failures of hosted models as :class:`~agorabench.models.base.BackendError`: which are worth
+another attempt (rate limits, timeouts, lost connections, 5xx), which are not (a bad request, an
+answer too large), which end the model's games (a rejected key), and how long the server asked
+us to wait. Shared by every transport and SDK, so that the same failure reads the same whichever
+way the request went."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from .base import BackendError
+
+#: Longest Retry-After taken at its word (seconds); a longer, negative or non-finite one is
+#: ignored and the call backs off as if none had been given.
+MAX_RETRY_AFTER = 3600.0
+
+
+def retry_after_headers(headers: Mapping[str, str] | None) -> float | None:
+    """The wait a server asked for in ``retry-after-ms`` or ``retry-after``, in seconds, when it
+    is a finite number from 0 to :data:`MAX_RETRY_AFTER`; else None (``nan``, ``-1``, ``1e308``
+    and HTTP dates are all left to the caller's own backoff)."""
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    for name in ("retry-after-ms", "retry-after"):
+        value = lowered.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            continue
+        if name.endswith("-ms"):
+            seconds /= 1000
+        if math.isfinite(seconds) and 0 <= seconds <= MAX_RETRY_AFTER:
+            return seconds
+    return None
+
+
+def retry_after(exc: Any) -> float | None:
+    """The Retry-After of an SDK exception's response, if any."""
+    return retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))
+
+
+def status_error(status: int, message: str, headers: Mapping[str, str] | None) -> BackendError:
+    """An HTTP error status as a BackendError. 429 is a rate limit (retried after the server's
+    Retry-After); 5xx, 408 and 409 are transient; 401 and 403 mean the key was refused, which no
+    later call would change (fatal); any other status (a bad request) is not retried."""
+    if status == 429:
+        return BackendError(f"rate limited: {message}", retryable=True, retry_after=retry_after_headers(headers), rate_limited=True)
+    if status in (401, 403):
+        return BackendError(f"unauthorised (HTTP {status}): the server rejected the API key", retryable=False, fatal=True)
+    return BackendError(f"HTTP {status}: {message}", retryable=status >= 500 or status in (408, 409), retry_after=retry_after_headers(headers))
+
+
+def too_large(why: object) -> BackendError:
+    """An answer over the body bound. Not retried: the server would send it again, and a reply is
+    cut at 20,000 characters in any case. The game is stored as failed and the next run plays it."""
+    return BackendError(f"answer too large: {why}; a reply is cut at 20,000 characters anyway, so this is not retried", retryable=False)
+
+
+def connection_problem(exc: BaseException, base_url: str | None) -> str:
+    """What went wrong connecting, naming a refused connection as such (SDKs report every
+    connection failure alike); the chain of causes is searched for the refusal."""
+    where = base_url or "the default URL"
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+            return f"connection refused at {where} (is the server running?)"
+        cause = cause.__cause__ or cause.__context__
+    return f"cannot connect to {where}: {exc}"
+
+
+def error_message(data: Any, raw: bytes) -> str:
+    """The message of an error body: ``error.message`` of a JSON error, else the body's start."""
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return str(data["error"].get("message", ""))
+    return raw[:200].decode("utf-8", "replace")
+
+
+def sdk_error(exc: Exception, sdk: Any, base_url: str | None = None) -> BackendError:
+    """An exception of the ``openai`` or ``anthropic`` SDK (``sdk``: the module; both have the
+    same error classes) as a BackendError. Rate limits, timeouts and lost connections are
+    retried, a refused connection is called so (the SDK reports it as a timeout), a malformed or
+    cut-off body is transient, and statuses read as in :func:`status_error`."""
+    from .http11 import BodyTooLarge
+
+    if isinstance(exc, BodyTooLarge) or isinstance(exc.__cause__, BodyTooLarge):
+        return too_large(exc)
+    if isinstance(exc, sdk.RateLimitError):
+        return BackendError(f"rate limited: {exc}", retryable=True, retry_after=retry_after(exc), rate_limited=True)
+    if isinstance(exc, sdk.APITimeoutError):
+        problem = connection_problem(exc, base_url)
+        refused = "refused" in problem
+        return BackendError(problem if refused else f"no answer within the timeout ({exc})", retryable=True, timed_out=not refused)
+    if isinstance(exc, sdk.APIConnectionError):
+        return BackendError(connection_problem(exc, base_url), retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(exc.status_code, exc.message, getattr(exc.response, "headers", None))
+    if isinstance(exc, (ValueError, getattr(sdk, "APIResponseValidationError", ValueError))):
+        return BackendError(f"the server's answer was cut off or malformed ({type(exc).__name__}: {str(exc)[:120]})", retryable=True)
+    return BackendError(f"{type(exc).__name__}: {exc}", retryable=True)

@@ -1,0 +1,94 @@
+"""Which backend serves which spec: the providers hosted models are reached through, each with
+the factory of its backend and its defaults (the environment variable holding its key, the
+dialect its server speaks), and :func:`open_backend`, which builds the backend of a parsed spec.
+
+A backend's module is imported when a model needs it, not before: a study of scripted players
+imports no HTTP client, a ``lean`` transport no ``openai`` SDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .base import Backend
+    from .spec import ModelSpec
+
+#: The key variable a model entry names unless told otherwise; a provider with a key of its own
+#: (Anthropic) reads that one instead.
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How a model entry asks for its calls to be made (everything but the spec)."""
+
+    #: None or :data:`DEFAULT_KEY_ENV`: the provider's own variable.
+    api_key_env: str | None = None
+    timeout: float = 120.0
+    #: OpenAI-compatible servers: the transport's name (see :mod:`agorabench.models.transport`).
+    transport: str = "lean"
+    prompt_caching: bool = True
+    #: The embedded model: ``model_path`` and ``n_threads`` are read from here.
+    params: Mapping[str, Any] = field(default_factory=dict)
+    state_cache_mb: int | None = None
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One provider: ``factory(spec, options, provider)`` builds its backend."""
+
+    name: str
+    factory: Callable[["ModelSpec", BackendOptions, "Provider"], "Backend"]
+    key_env: str = DEFAULT_KEY_ENV
+    #: How constrained decoding is asked for (see ``ChatCompletionsBackend._constraint``).
+    dialect: str = "openai"
+
+    def key_variable(self, options: BackendOptions) -> str:
+        chosen = options.api_key_env
+        return self.key_env if chosen in (None, DEFAULT_KEY_ENV) else chosen
+
+
+def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Provider) -> "Backend":
+    from .openai_compat import ChatCompletionsBackend
+
+    return ChatCompletionsBackend(spec.name, base_url=spec.base_url, api_key_env=provider.key_variable(options), timeout=options.timeout, dialect=provider.dialect, transport=options.transport)
+
+
+def _anthropic(spec: "ModelSpec", options: BackendOptions, provider: Provider) -> "Backend":
+    from .anthropic import AnthropicBackend
+
+    return AnthropicBackend(spec.name, base_url=spec.base_url, api_key_env=provider.key_variable(options), timeout=options.timeout, prompt_caching=options.prompt_caching)
+
+
+def _openai_like(name: str, dialect: str = "openai") -> Provider:
+    return Provider(name, _chat_completions, dialect=dialect)
+
+
+#: Providers by the prefix of their specs (``PROVIDER/MODEL``).
+PROVIDERS: dict[str, Provider] = {
+    "anthropic": Provider("anthropic", _anthropic, key_env="ANTHROPIC_API_KEY", dialect="anthropic"),
+    **{name: _openai_like(name) for name in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "together")},
+    "llamacpp": _openai_like("llamacpp", dialect="llamacpp"),  # llama.cpp's server: GBNF grammars
+}
+
+#: The provider of a spec with a base URL whose prefix is no provider's (``NAME@URL``).
+GENERIC_PROVIDER = "openai"
+
+
+def open_backend(spec: "ModelSpec", options: BackendOptions | None = None) -> "Backend":
+    """The backend of a local or hosted spec. BackendError where the backend cannot be made
+    (a key missing from the environment, ...); SpecError for a spec no backend plays (a
+    strategy, a person)."""
+    options = options or BackendOptions()
+    if spec.kind == "local":
+        from .embedded import shared_embedded_backend
+
+        return shared_embedded_backend(model_path=options.params.get("model_path"), n_threads=options.params.get("n_threads"), state_cache_mb=options.state_cache_mb)
+    if spec.kind == "hosted" and spec.provider in PROVIDERS:
+        provider = PROVIDERS[spec.provider]
+        return provider.factory(spec, options, provider)
+    from .spec import SpecError
+
+    raise SpecError(f"model spec {spec.text!r} is played without a backend ({spec.kind})")
