@@ -13,7 +13,8 @@ from agorabench.core.study import StudyError, load_study
 from agorabench.core.table import TIMEOUT
 from agorabench.store.store import Store
 from agorabench.web.forms import form_fields, parse_form
-from agorabench.web.play import evaluate_bonus, participant_from_query, web_settings
+from agorabench.web.participants import participant_from_query
+from agorabench.web.settings import evaluate_bonus, web_settings
 from web_support import TOKEN, AppServer, study_text
 
 BARGAIN = dict(game="glee.bargaining", seats=[{"alice": "participant", "bob": "opponent"}], models=[{"name": "opponent", "spec": "strategy/always-reject"}])

@@ -107,7 +107,7 @@ def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int, 
     run with: ``--model``, the dashboard, participants) unless ``--all``; if that leaves no
     game, the error says how many are outside."""
     from .core.coverage import design
-    from .web.play import participant_games
+    from .web.participants import participant_games
 
     db = args.db or _default_db(args.study)
     study = load_study(args.study) if Path(args.study).exists() else None

@@ -239,7 +239,7 @@ class StudyFile(BaseModel):
     parts: list[StudyPart] = Field(default_factory=list)
     models: list[ModelEntry] = Field(min_length=1)
     #: Settings of the participant web app (``[web]``: consent, quiz, time limit, bonus...),
-    #: validated by ``agorabench.web.play.WebSettings`` when the study is served.
+    #: validated by ``agorabench.web.settings.WebSettings`` when the study is served.
     web: dict[str, Any] = Field(default_factory=dict)
     #: Settings of the analysis, e.g. ``reference_model`` (the model effects are relative to).
     analysis: dict[str, Any] = Field(default_factory=dict)

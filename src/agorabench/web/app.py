@@ -30,7 +30,8 @@ from fastapi.templating import Jinja2Templates
 from ..core.study import Study
 from ..store.store import Store
 from .forms import MAX_TEXT, answer_text, form_fields, parse_form
-from .play import Manager, participant_from_query, strip_formats
+from .participants import participant_from_query
+from .play import Manager, strip_formats
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "agora_session"

@@ -1,0 +1,182 @@
+"""The ``[web]`` settings of a served study (consent, instructions, quiz, attention checks,
+questionnaire, time limit, completion code) and its bonus rule: a small arithmetic expression over
+the finished game's outcome and metrics, evaluated safely and capped."""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..core.study import Study, StudyError
+
+
+# ------------------------------------------------------------------------------------------
+# Study settings ([web] in the study file)
+
+
+class QuizItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    options: list[str] = Field(min_length=2)
+    answer: str
+
+    @field_validator("answer")
+    @classmethod
+    def _known(cls, v: str, info: Any) -> str:
+        if v not in info.data.get("options", []):
+            raise ValueError(f"quiz answer {v!r} is not one of the options")
+        return v
+
+
+class AttentionCheck(QuizItem):
+    #: Shown after the participant's N-th answered turn.
+    after: int = Field(ge=1)
+
+
+class Question(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    question: str
+    kind: Literal["text", "choice", "scale"] = "text"
+    options: list[str] = Field(default_factory=list)
+    #: Points of a scale question (1..scale).
+    scale: int = Field(7, ge=2, le=11)
+    required: bool = True
+
+
+class WebSettings(BaseModel):
+    """The ``[web]`` table of a study file."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = ""
+    consent: str = (
+        "You are invited to take part in a short decision-making study. You will play a game with "
+        "another player, which may be a computer program. Your answers are stored for research "
+        "under a pseudonymous identifier. Taking part is voluntary and you may stop at any time."
+    )
+    #: Seconds a participant has for one turn; 0 means no limit.
+    time_limit: float = Field(0, ge=0)
+    #: Seconds a turn may stay unanswered (shown or not) before the participant counts as gone:
+    #: from then on the fallback answers for them and the game is stored as ``abandoned``; 0: never.
+    idle_timeout: float = Field(600, ge=0)
+    #: Most games running at once; a new participant beyond it gets a "full, try again" page.
+    max_live: int = Field(50, ge=1)
+    #: Most new sessions one client address may open per minute (0: no limit).
+    starts_per_minute: int = Field(10, ge=0)
+    #: A regular expression every participant id must match in full (e.g. Prolific's
+    #: ``"[0-9a-f]{24}"``); empty: any id.
+    participant_pattern: str = ""
+    #: If not empty, the only participant ids admitted.
+    allowed_participants: list[str] = Field(default_factory=list)
+
+    @field_validator("participant_pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"participant_pattern {v!r} is not a regular expression ({exc})") from None
+        return v
+
+    def admits(self, participant: str) -> bool:
+        """Whether ``participant`` passes the allow-list and the id pattern."""
+        if self.allowed_participants and participant not in self.allowed_participants:
+            return False
+        return not self.participant_pattern or re.fullmatch(self.participant_pattern, participant) is not None
+    quiz: list[QuizItem] = Field(default_factory=list)
+    attention_checks: list[AttentionCheck] = Field(default_factory=list)
+    questionnaire: list[Question] = Field(default_factory=list)
+    #: Bonus rule: one expression, or one per role, over the game's metrics and numeric outcome
+    #: fields (e.g. ``"0.0002 * alice_gain"``); rounded to cents and clipped to [0, bonus_max].
+    bonus: str | dict[str, str] = "0"
+    bonus_max: float = Field(10.0, ge=0)
+    #: One code for every participant (as Prolific uses); otherwise each gets a random one.
+    completion_code: str = ""
+    #: Where to send a finished participant (``{code}`` is replaced), e.g. Prolific's return link.
+    completion_url: str = ""
+
+    def bonus_rule(self, role: str) -> str:
+        return self.bonus if isinstance(self.bonus, str) else self.bonus.get(role, "0")
+
+
+def web_settings(study: Study) -> WebSettings:
+    try:
+        settings = WebSettings(**study.file.web)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise StudyError(f"study {study.name!r}: web.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    for role_rule in ([settings.bonus] if isinstance(settings.bonus, str) else settings.bonus.values()):
+        try:
+            _check_expression(role_rule)
+        except ValueError as exc:
+            raise StudyError(f"study {study.name!r}: web.bonus {role_rule!r}: {exc}") from None
+    return settings
+
+
+# ------------------------------------------------------------------------------------------
+# Bonus expressions: numbers, names, + - * / **, unary minus, min/max/round/abs.
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg}
+_FUNCS = {"min": min, "max": max, "round": round, "abs": abs}
+
+
+def _check_expression(text: str) -> ast.AST:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise ValueError("not an arithmetic expression") from None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.Call, *(_OPS))):
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
+                raise ValueError("only min, max, round and abs may be called")
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            continue
+        raise ValueError(f"{type(node).__name__} is not allowed")
+    return tree
+
+
+def evaluate_bonus(text: str, values: dict[str, float], cap: float) -> float:
+    """The bonus of one participant: the rule's value, 0 where a name is missing, in cents,
+    clipped to [0, cap]."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise KeyError(node.id)
+            return float(values[node.id])
+        if isinstance(node, ast.BinOp):
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp):
+            return _OPS[type(node.op)](ev(node.operand))
+        if isinstance(node, ast.Call):
+            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
+        raise ValueError(type(node).__name__)
+
+    try:
+        value = ev(_check_expression(text))
+    except (KeyError, ZeroDivisionError, OverflowError, TypeError):
+        return 0.0
+    if not math.isfinite(value):
+        return 0.0
+    return round(min(max(value, 0.0), cap), 2)
+
+
+def bonus_values(outcome: dict[str, Any] | None, metrics: dict[str, Any] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for source in (outcome or {}, metrics or {}):
+        for key, value in source.items():
+            if isinstance(value, bool):
+                out[key] = float(value)
+            elif isinstance(value, (int, float)) and value is not None and math.isfinite(value):
+                out[key] = float(value)
+    return out
