@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..text import storable
 from .formats import FORMATS, AnswerFormat, Format
 
 
@@ -103,7 +104,6 @@ def _is_number_text(text: str) -> bool:
     return bool(_PLAIN_NUMBER.fullmatch(body))
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff\x00]")
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
 #: Longest value of a field that is not free text (a choice with its explanation, a number);
 #: below Python's 4,300-digit limit on converting text to int.
@@ -130,7 +130,7 @@ def _clean(data: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]
     for key, value in data.items():
         key = key.strip().lower() if isinstance(key, str) else key
         if isinstance(value, str):  # a JSON escape can encode half an emoji: never store it
-            value = _LONE_SURROGATE.sub("\ufffd", value)
+            value = storable(value)
         if isinstance(value, str) and key not in text_fields:
             value = value.strip()
             if len(value) > MAX_VALUE_CHARS:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..redact import redact
+from ..text import storable
 
 #: Longest reply kept from a model; longer ones are cut and marked (the turn is then judged on
 #: what is left, typically as invalid). Bounds parsing time and storage per turn.
 MAX_REPLY_CHARS = 20_000
 CUT_MARK = "\n[agora: reply cut at {n} characters]"
-
-_UNSAFE = re.compile("[\ud800-\udfff\x00]")
 
 
 def sanitize_text(text: Any, limit: int = MAX_REPLY_CHARS) -> tuple[str, bool]:
@@ -21,7 +19,7 @@ def sanitize_text(text: Any, limit: int = MAX_REPLY_CHARS) -> tuple[str, bool]:
     half) and NUL characters become U+FFFD, non-strings become text, and a reply longer than
     ``limit`` is cut and marked. Returns the text and whether it was cut."""
     text = "" if text is None else text if isinstance(text, str) else str(text)
-    text = _UNSAFE.sub("\ufffd", text)
+    text = storable(text)
     if len(text) > limit:
         return text[:limit] + CUT_MARK.format(n=limit), True
     return text, False

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
 from ..redact import redact
+from ..text import storable
 
 #: Characters no stored text may hold: lone surrogates (not UTF-8) and NUL (not PostgreSQL text).
-_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
 
 #: Types of values inside a dict or list that :func:`_safe` passes on as they are.
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -41,10 +40,7 @@ def _safe(value: Any) -> Any:
 def _safe_text(text: str) -> str:
     """One string made storable (see :func:`_safe`)."""
     text = redact(text)
-    # isascii only reads a flag, and pure ASCII cannot hold a surrogate: then NUL is all to find
-    if text.isascii() and "\x00" not in text:
-        return text
-    return _UNSTORABLE.sub("\ufffd", text)
+    return storable(text)
 
 
 def _loads(text: str) -> Any:

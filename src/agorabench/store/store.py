@@ -47,7 +47,7 @@ from ..records import GameRecord, Record, StudyRecord
 # this module, as they were before it was split.
 from .cache import SQLCache, _prefix  # noqa: F401
 from .claims import CLAIM_TTL, ClaimMethods, _owner_gone, _start_time, claim_owner  # noqa: F401
-from .codec import _SCALARS, _UNSTORABLE, _dumps, _jsonable, _loads, _safe, _safe_text  # noqa: F401
+from .codec import _SCALARS, _dumps, _jsonable, _loads, _safe, _safe_text  # noqa: F401
 from .engine import WAL_ATTEMPTS, _create_tables, _sqlite_pragmas, _sqlite_pragmas_ro, _url, legacy_layout, open_engine  # noqa: F401
 from .errors import DAMAGE_SIGNS, DB_ERRORS, StoreError, StoreFormatError, _problem, damaged, is_damage  # noqa: F401
 from .layout import _span, game_rows, layout  # noqa: F401
