@@ -7,10 +7,10 @@ transport. Run it with PYTHONPATH pointing at the sources to measure (an older c
 """
 import asyncio, resource, sys, subprocess, time, socket
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-from conftest import free_port, wait_http
+from support.helpers import free_port, wait_http
 kind = sys.argv[1]
 port = free_port()
-srv = subprocess.Popen([sys.executable, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "fake_openai.py"), str(port), "--big-body", kind], stderr=subprocess.DEVNULL)
+srv = subprocess.Popen([sys.executable, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "support" / "fake_openai.py"), str(port), "--big-body", kind], stderr=subprocess.DEVNULL)
 wait_http(f"http://127.0.0.1:{port}/stats", proc=srv)
 from agorabench.models.openai_compat import LeanOpenAIBackend
 from agorabench.models.base import GenerationSettings

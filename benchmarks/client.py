@@ -1,6 +1,6 @@
 """Client throughput against a fast OpenAI-compatible backend: is agorabench the bottleneck?
 
-One loopback server (tests/fake_openai.py, answering after 100 ms, in its own process, counting
+One loopback server (tests/support/fake_openai.py, answering after 100 ms, in its own process, counting
 requests itself) and, in this process, one after another at the same number C of requests in
 flight:
 
@@ -96,7 +96,7 @@ def server_count(port: int) -> int:
 
 def start_server(port: int, fast: bool = True) -> subprocess.Popen:
     extra = ["--fast"] if fast else []
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), "--latency", str(LATENCY), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "fake_openai.py"), str(port), "--latency", str(LATENCY), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(150):
         try:
             server_count(port)

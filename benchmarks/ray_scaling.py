@@ -1,7 +1,7 @@
 """Ray fan-out against a latency-bound backend: calls/s with 4 workers vs 1 at a fixed
 per-worker concurrency.
 
-A study whose LLM seat is served by ``tests/fake_openai.py`` (answers after ``--latency``
+A study whose LLM seat is served by ``tests/support/fake_openai.py`` (answers after ``--latency``
 seconds) is played with ``run_ray`` into a fresh SQLite store, once with 1 worker and once with
 4, each worker running the async runner with ``--concurrency`` games in flight. Ray is started
 once (and warmed up) before both timings, so the figures count playing, not cluster start-up.
@@ -56,7 +56,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--port", type=int, default=18_431)
     args = p.parse_args()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(args.port), "--latency", str(args.latency)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "fake_openai.py"), str(args.port), "--latency", str(args.latency)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(300):
             try:

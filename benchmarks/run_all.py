@@ -112,12 +112,12 @@ def free_port() -> int:
 
 def bench_openai(tmp: Path, quick: bool) -> list[tuple[str, str]]:
     """Calls/s of Model.complete through the default (lean) transport against
-    tests/fake_openai.py (100 ms); benchmarks/client.py compares it with the SDK and a study."""
+    tests/support/fake_openai.py (100 ms); benchmarks/client.py compares it with the SDK and a study."""
     from agorabench.models.model import Model
     from agorabench.models.openai_compat import LeanOpenAIBackend
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), "--latency", "0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "fake_openai.py"), str(port), "--latency", "0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
             try:

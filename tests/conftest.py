@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+# The helpers live in tests/support/; they are named here as well because code outside the
+# tests (benchmarks/body_bound.py) imports free_port and wait_http from this module.
+from support.helpers import FAKE_OPENAI, ROOT, free_port, run_agora, wait_http  # noqa: F401
+
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 THREADS = int(os.environ.get("AGORA_THREADS", "2"))
 os.environ.setdefault("AGORA_THREADS", str(THREADS))
@@ -24,25 +24,6 @@ def shared_fixtures() -> Path:
     if not SHARED_FIXTURES.is_dir():
         pytest.skip("../shared/fixtures is absent (not a CI checkout); fixture-based tests skipped")
     return SHARED_FIXTURES
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, timeout: float = 120.0, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except Exception:
-            time.sleep(0.3)
-    raise TimeoutError(url)
 
 
 @pytest.fixture(scope="session")
@@ -72,18 +53,6 @@ def llama_server():
             proc.kill()
 
 
-def run_agora(*args: str, cwd: Path | None = None, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the real command line (``python -m agorabench ...``)."""
-    return subprocess.run(
-        [sys.executable, "-m", "agorabench", *args],
-        cwd=cwd or ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
 @pytest.fixture
 def write_study(tmp_path):
     """Write a study file (TOML text) into tmp_path and return its path."""
@@ -98,13 +67,13 @@ def write_study(tmp_path):
 
 @pytest.fixture
 def fake_openai():
-    """Start tests/fake_openai.py with the given fault options; returns (base_url, stats_url).
+    """Start tests/support/fake_openai.py with the given fault options; returns (base_url, stats_url).
     Every server started is stopped at the end of the test."""
     procs: list[subprocess.Popen] = []
 
     def _start(*options: str, port: int | None = None) -> tuple[str, str]:
         port = port or free_port()
-        proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([sys.executable, str(FAKE_OPENAI), str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         procs.append(proc)
         wait_http(f"http://127.0.0.1:{port}/stats", timeout=30, proc=proc)
         return f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/stats"
@@ -124,13 +93,6 @@ def fake_openai():
             proc.kill()
 
 
-def server_requests(stats_url: str) -> int:
-    import json
-
-    with urllib.request.urlopen(stats_url, timeout=5) as resp:
-        return json.loads(resp.read())["requests"]
-
-
 @pytest.fixture
 def play_study(write_study, tmp_path):
     """Write a study file and play it through the command line; returns (study path, database)."""
@@ -147,8 +109,8 @@ def play_study(write_study, tmp_path):
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server on 127.0.0.1 for the whole session (see tests/pg_server.py)."""
-    from pg_server import PostgresServer, pg_bin
+    """A real PostgreSQL server on 127.0.0.1 for the whole session (see tests/support/pg_server.py)."""
+    from support.pg_server import PostgresServer, pg_bin
 
     if not pg_bin("initdb"):
         if os.environ.get("CI"):

@@ -1,0 +1,109 @@
+"""The embedded model plays a full commons month end to end under the original protocol (harvest,
+private outcome, a chat opened by the manager's report, the next harvest) in a mixed-model group (agent_0: the embedded model in process;
+agent_1: the same weights behind the OpenAI-compatible llama.cpp server), and the study replays
+from the cache with no model calls. Plumbing only: the tiny model chooses at about chance.
+
+Two *embedded* entries in one process are avoided on purpose: llama-cpp-python silences its
+logging by redirecting file descriptors 1 and 2 around each call, which is not thread-safe across
+two models on two executor threads and can leave the CLI's stdout pointing at /dev/null."""
+
+from __future__ import annotations
+
+import pytest
+
+from agorabench.store.store import Store
+
+from support.helpers import run_agora
+
+STUDY = """
+name = "commons_llm"
+game = "commons"
+matchups = "seats"
+seats = [{ "*" = "smol-a", "agent_1" = "smol-b" }]
+seed = 1
+max_retries = 1
+
+[fixed]
+scenario = "fishery"
+n_agents = 2
+months = 2
+max_conversation_steps = 2     # the manager's report and one remark
+summariser = false             # keeps the test to the two agents' seats (the extraction is tested with strategies)
+# A chance-level model could empty the lake in month 1 and end the game before the chat; with
+# C = 0 nothing collapses, so the test always reaches the discussion and the second harvest.
+collapse_threshold = 0
+
+[[models]]
+name = "smol-a"
+spec = "local"
+max_tokens = 96
+constrained = true
+
+[[models]]
+name = "smol-b"
+spec = "llamacpp/smollm2"
+base_url = "BASE_URL"
+max_tokens = 64
+constrained = true
+"""
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, llama_server):
+    folder = tmp_path_factory.mktemp("commons_llm")
+    path = folder / "study.toml"
+    path.write_text(STUDY.replace("BASE_URL", llama_server), encoding="utf-8")
+    db = folder / "first.db"
+    result = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=1200)
+    return path, db, result
+
+
+@pytest.mark.llm
+def test_embedded_model_plays_a_full_month(first_run):
+    _, db, result = first_run
+    assert result.returncode == 0, result.stderr
+    assert "1 played, 0 errors" in result.stdout
+    store = Store(db)
+    (game,) = store.games("commons_llm")
+    assert game["status"] == "done" and game["seats"] == {"agent_0": "smol-a", "agent_1": "smol-b"}
+    out = game["outcome"]
+    assert out["months_played"] == 2 and not out["collapsed"]
+    turns = store.turns(game_id=game["id"])
+    harvests = [t for t in turns if t["phase"] == "harvest"]
+    chat = [t for t in turns if t["phase"] == "discuss"]
+    assert sorted((t["metrics"]["month"], t["role"]) for t in harvests) == [(1, "agent_0"), (1, "agent_1"), (2, "agent_0"), (2, "agent_1")]
+    # a chat every month, the last one included: the report, then one remark
+    assert len(chat) == 2 and [len(m["report"]) + len(m["discussion"]) for m in out["months"]] == [2, 2]
+    assert game["n_turns"] == len(turns) == len(harvests) + len(chat)
+    for t in turns:
+        assert t["raw"] is not None
+        assert (t["valid"] and t["action"] is not None) or (not t["valid"] and t["error"]), t
+    for t in harvests:
+        month = out["months"][t["metrics"]["month"] - 1]
+        asked = t["action"]["amount"] if t["valid"] else 0
+        assert month["requested"][t["role"]] == asked == t["metrics"]["requested"]
+        assert t["metrics"]["collected"] == month["collected"][t["role"]] <= asked
+    # memory: the second harvest prompt carries the private outcome, the report and the chat
+    second = next(t for t in harvests if t["metrics"]["month"] == 2 and t["role"] == "agent_0")
+    seen = "\n".join(m["content"] for m in second["messages"])
+    assert "You asked to catch" in seen and "Mayor:\n> Good evening" in seen and "meet in town" in seen
+    assert "Month 2 begins." in seen and "Month 2 of 2" not in seen
+    assert set(game["metrics"]) >= {"survival_time", "total_gain", "efficiency", "equality", "over_usage"}
+    assert game["metrics"]["survival_time"] == 2
+
+
+@pytest.mark.llm
+def test_mixed_model_study_replays_from_cache_without_calls(first_run, tmp_path):
+    path, first_db, result = first_run
+    assert result.returncode == 0, result.stderr
+    second_db = tmp_path / "second.db"
+    replay = run_agora("run", str(path), "--cache", str(first_db), "--db", str(second_db), "--quiet", timeout=600)
+    assert replay.returncode == 0, replay.stderr
+    assert " 0 model calls" in replay.stdout and "1 played" in replay.stdout
+    (a,) = Store(first_db).games("commons_llm")
+    (b,) = Store(second_db).games("commons_llm")
+    assert a["id"] == b["id"] and a["outcome"] == b["outcome"] and a["metrics"] == b["metrics"]
+    # simultaneous answers are recorded in the order they arrive, which a cache changes
+    ta = sorted((t["role"], t["phase"], t["raw"], t["valid"]) for t in Store(first_db).turns(game_id=a["id"]))
+    tb = sorted((t["role"], t["phase"], t["raw"], t["valid"]) for t in Store(second_db).turns(game_id=b["id"]))
+    assert ta == tb and len(ta) == a["n_turns"]

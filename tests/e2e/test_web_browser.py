@@ -1,0 +1,263 @@
+"""Participants in a real browser (Debian's chromium via Playwright) against the web app on
+127.0.0.1: one full journey per game against scripted players, one against the embedded model,
+a refresh and a server restart mid-game, and a model message carrying a script tag."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agorabench.analysis.report import build_report
+from agorabench.core.table import TIMEOUT
+from agorabench.games.glee.strategies import BARGAINING
+from agorabench.store.store import Store
+from support.web import AppServer, browser, journey, ServeProcess, study_text  # noqa: F401  (browser: fixture)
+
+# game -> (human role, seats, fixed parameters, opponent models, answer policy, human turns expected)
+GAMES = {
+    "glee.bargaining": (
+        "alice",
+        [{"alice": "participant", "bob": "opponent"}],
+        {"money": 100, "horizon": 2, "complete_info": False, "delta_a": 0.9, "delta_b": 0.73},
+        [{"name": "opponent", "spec": "strategy/always-reject"}],
+        lambda f, prompt, opts: {"alice_gain": "60", "bob_gain": "40", "decision": "reject"}.get(f),
+        2,
+    ),
+    "glee.negotiation": (
+        "bob",
+        [{"alice": "opponent", "bob": "participant"}],
+        {"horizon": 2},
+        [{"name": "opponent", "spec": "strategy/truthful"}],
+        lambda f, prompt, opts: {"decision": "reject", "price": "5000"}.get(f),
+        2,
+    ),
+    "glee.persuasion": (
+        "bob",
+        [{"alice": "opponent", "bob": "participant"}],
+        {"horizon": 2},
+        [{"name": "opponent", "spec": "strategy/truthful"}],
+        lambda f, prompt, opts: {"decision": "yes"}.get(f),
+        2,
+    ),
+    "envy.points": (
+        "focal",
+        [{"focal": "participant", "peer": "opponent"}],
+        {"matrix": "M2"},
+        [{"name": "opponent", "spec": "strategy/self-max"}],
+        lambda f, prompt, opts: {"choice": "C"}.get(f),
+        3,
+    ),
+    "envy.workplace": (
+        "subject",
+        [{"subject": "participant", "peer": "opponent"}],
+        {},
+        [{"name": "opponent", "spec": "strategy/fixed"}],
+        lambda f, prompt, opts: {"envy": "4", "self_esteem": "2"}.get(f),
+        7,
+    ),
+    "commons": (
+        "agent_0",
+        [{"agent_0": "participant", "*": "opponent"}],
+        {"n_agents": 3, "months": 2, "max_conversation_steps": 2},
+        [{"name": "opponent", "spec": "strategy/sustainable"}],
+        lambda f, prompt, opts: {"amount": "3", "message": "Let us each take a little.", "proposed_limit": "4"}.get(f),
+        None,
+    ),
+}
+
+
+def _stored(db, study: str, role: str) -> tuple[dict, list[dict]]:
+    store = Store(db)
+    try:
+        (game,) = [g for g in store.games(study)]
+        turns = store.turns(study)
+    finally:
+        store.dispose()
+    return game, turns
+
+
+@pytest.mark.parametrize("game", list(GAMES))
+def test_participant_journey_per_game(game, browser, tmp_path):
+    role, seats, fixed, models, policy, expected = GAMES[game]
+    name = "web_" + game.replace(".", "_")
+    path = tmp_path / "study.toml"
+    path.write_text(study_text(name, game, seats, fixed, models, {"completion_code": "DONE42", "bonus": "2.5"}))
+    db = tmp_path / "web.db"
+    page = browser.new_page()
+    try:
+        with AppServer(path, db) as server:
+            seen = journey(page, server.url, f"P{abs(hash(game)) % 10**6}", policy)
+    finally:
+        page.close()
+    assert seen["code"] == "DONE42" and seen["bonus"] == "$2.50"
+    assert seen["instructions"].strip(), "instructions come from the game's own system prompt"
+    for text in [seen["instructions"], *seen["prompts"]]:  # what tells models how to write answers is left out
+        assert "XML" not in text and "JSON" not in text and '{"' not in text and "Answer:" not in text, text
+    assert all(p.strip() for p in seen["prompts"])
+    g, turns = _stored(db, name, role)
+    assert g["status"] == "done" and g["seats"][role].startswith("human:")
+    human = [t for t in turns if t["role"] == role]
+    assert human and all(t["valid"] and t["latency"] > 0 for t in human)
+    if expected is not None:
+        assert seen["turns"] == expected == len(human)
+    else:
+        assert seen["turns"] == len(human) >= 2  # commons: harvests plus the chat turns that fell to the person
+        assert [t["phase"] for t in human].count("harvest") == 2
+    assert seen["attention"] == (1 if len(human) > 1 else 0)
+    report = build_report(Store(db), name, tmp_path / "report")
+    assert g["seats"][role] in report.read_text()
+
+
+def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
+    """A split that does not add up is refused with the action's own message, and the message
+    is kept with the turn; the hidden discount factor of Bob is in no byte the browser got."""
+    role, seats, fixed, models, _policy, _ = GAMES["glee.bargaining"]
+    path = tmp_path / "study.toml"
+    path.write_text(study_text("web_errors", "glee.bargaining", seats, fixed, models))
+    db = tmp_path / "web.db"
+    bodies: list[str] = []
+    page = browser.new_page()
+    page.on("response", lambda r: bodies.append(r.text()) if r.ok and r.request.method != "HEAD" and r.status != 303 else None)
+
+    def first_wrong(page, n):
+        if n == 0:
+            page.fill("input[name='alice_gain']", "70")
+            page.fill("input[name='bob_gain']", "70")
+            page.click("#submit-turn")
+            assert "must add up to $100" in page.inner_text("#form-errors")
+
+    try:
+        with AppServer(path, db) as server:
+            journey(page, server.url, "PERR", lambda f, p, o: {"alice_gain": "60", "bob_gain": "40", "decision": "reject"}.get(f), on_turn=first_wrong)
+    finally:
+        page.close()
+    _, turns = _stored(db, "web_errors", role)
+    first = [t for t in turns if t["role"] == "alice"][0]
+    assert first["valid"] and "must add up to $100" in (first["error"] or "")
+    served = "\n".join(bodies)
+    assert "10%" in served  # Alice's own loss per round is shown ...
+    assert "27%" not in served and "0.73" not in served and "73%" not in served  # ... Bob's never
+
+
+def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
+    from agorabench.core.agents import Strategy
+    from agorabench.games.glee.common import Decision
+
+    class Scripted(Strategy):
+        def decide(self, request):
+            obs = request.prompt.observation
+            if obs["phase"] == "respond":
+                return Decision(decision="reject")
+            return request.action_type(alice_gain=50, bob_gain=50, message="<script>window.pwned = 1</script><b>bold</b>")
+
+    BARGAINING["xss-test"] = Scripted
+    try:
+        path = tmp_path / "study.toml"
+        path.write_text(study_text("web_xss", "glee.bargaining", [{"alice": "participant", "bob": "x"}], {"money": 100, "horizon": 2, "messages": True}, [{"name": "x", "spec": "strategy/xss-test"}], {"attention_checks": []}))
+        page = browser.new_page()
+        seen_script = []
+
+        def check(page, n):
+            if n == 1:  # Bob's proposal with its message is on screen
+                seen_script.append(page.inner_text("#prompt"))
+                assert page.evaluate("window.pwned") is None
+                assert page.query_selector("#prompt b") is None
+
+        try:
+            with AppServer(path, tmp_path / "web.db") as server:
+                journey(page, server.url, "PXSS", lambda f, p, o: {"alice_gain": "50", "bob_gain": "50", "message": "<i>hi</i>", "decision": "accept"}.get(f), on_turn=check)
+        finally:
+            page.close()
+        assert "<script>window.pwned = 1</script><b>bold</b>" in seen_script[0]
+    finally:
+        del BARGAINING["xss-test"]
+
+
+def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
+    """Mid-game, a reload and a killed-and-restarted server show the same open turn with the
+    same history; the game then finishes with every turn stored once."""
+    path = tmp_path / "study.toml"
+    path.write_text(study_text("web_resume", "glee.bargaining", [{"alice": "participant", "bob": "opponent"}], {"money": 100, "horizon": 3}, [{"name": "opponent", "spec": "strategy/always-reject"}], {"attention_checks": []}))
+    db = tmp_path / "web.db"
+    server = ServeProcess(path, db).start()
+    page = browser.new_page()
+    try:
+        page.goto(f"{server.url}/start?participant=resume1")
+        page.click("#agree")
+        page.click("#continue")
+        page.check("input[name='q0'][value='Yes']")
+        page.click("#submit-quiz")
+        page.fill("input[name='alice_gain']", "55")
+        page.fill("input[name='bob_gain']", "45")
+        page.click("#submit-turn")
+        page.wait_for_selector("input[name='decision']")
+        before = page.inner_text("#prompt"), page.inner_text("#transcript")
+        assert "Round 2" in before[0]
+        url = page.url
+        page.reload()
+        assert (page.inner_text("#prompt"), page.inner_text("#transcript")) == before
+        page.goto("about:blank")  # the connection is lost while the server is down
+        server.kill()
+        server.start()
+        page.goto(url)
+        page.wait_for_selector("input[name='decision']")
+        assert (page.inner_text("#prompt"), page.inner_text("#transcript")) == before
+        page.check("input[name='decision'][value='reject']")
+        page.click("#submit-turn")
+        page.wait_for_selector("input[name='alice_gain']")
+        assert "Round 3" in page.inner_text("#prompt")
+        page.fill("input[name='alice_gain']", "50")
+        page.fill("input[name='bob_gain']", "50")
+        page.click("#submit-turn")
+        page.wait_for_selector("#submit-questionnaire")
+    finally:
+        page.close()
+        server.stop()
+    g, turns = _stored(db, "web_resume", "alice")
+    assert g["status"] == "done" and g["outcome"]["agreed"] is False
+    assert [(t["idx"], t["role"], t["phase"]) for t in turns] == [(0, "alice", "offer"), (1, "bob", "respond"), (2, "bob", "offer"), (3, "alice", "respond"), (4, "alice", "offer"), (5, "bob", "respond")]
+    assert [t["action"] for t in turns if t["role"] == "alice"] == [{"alice_gain": 55.0, "bob_gain": 45.0}, {"decision": "reject"}, {"alice_gain": 50.0, "bob_gain": 50.0}]
+
+
+@pytest.mark.llm
+def test_journey_against_the_embedded_model(browser, tmp_path):
+    path = tmp_path / "study.toml"
+    model = {"name": "smol", "spec": "local", "max_tokens": 48, "constrained": True, "params": {"n_threads": int(__import__("os").environ.get("AGORA_THREADS", "2"))}}
+    path.write_text(study_text("web_llm", "glee.bargaining", [{"alice": "participant", "bob": "smol"}], {"money": 100, "horizon": 2}, [model]))
+    db = tmp_path / "web.db"
+    page = browser.new_page()
+    try:
+        with AppServer(path, db) as server:
+            seen = journey(page, server.url, "PLLM", lambda f, p, o: {"alice_gain": "50", "bob_gain": "50", "decision": "reject"}.get(f))
+    finally:
+        page.close()
+    assert re.fullmatch(r"[0-9A-F]{10}", seen["code"])
+    g, turns = _stored(db, "web_llm", "alice")
+    assert g["status"] == "done"
+    bob = [t for t in turns if t["role"] == "bob"]
+    assert bob and all(t["prompt_tokens"] > 0 for t in bob if not t["cached"])
+    assert g["seats"]["bob"] == "smol" and g["seats"]["alice"].startswith("human:")
+    assert "human:" in build_report(Store(db), "web_llm", tmp_path / "report").read_text()
+    assert TIMEOUT not in {t["error"] for t in turns}
+
+
+def test_a_valid_session_url_in_another_browser_must_re_enter(browser, tmp_path):
+    """Issue 22 item 13: the session URL copied into a second browser (no session cookie) shows
+    the re-entry page, not the participant's game; the first browser plays on."""
+    _role, seats, fixed, models, _policy, _ = GAMES["glee.bargaining"]
+    path = tmp_path / "study.toml"
+    path.write_text(study_text("web_foreign", "glee.bargaining", seats, fixed, models))
+    owner, stranger = browser.new_context(), browser.new_context()
+    try:
+        with AppServer(path, tmp_path / "web.db") as server:
+            page = owner.new_page()
+            page.goto(f"{server.url}/start?PROLIFIC_PID=PFOREIGN&STUDY_ID=s&SESSION_ID=x")
+            url = page.url
+            assert "/p/" in url
+            other = stranger.new_page()
+            response = other.goto(url)
+            assert response.status == 403 and "entry link" in other.content()
+            assert page.goto(url).status == 200 and "entry link" not in page.content()
+    finally:
+        owner.close(), stranger.close()

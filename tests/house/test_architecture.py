@@ -1,0 +1,175 @@
+"""The house plan holds (issue 20): imports point the way the ``rooms`` block of
+``docs/architecture.md`` says, ``import_module`` lives only in the registry, and no module
+outside a family's own folder names one of its games or imports its code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from agorabench import families
+from support.helpers import ROOT
+
+SRC = ROOT / "src" / "agorabench"
+DOC = ROOT / "docs" / "architecture.md"
+
+
+def rules() -> dict[str, set[str]]:
+    """room -> rooms it may import, from the ```rooms block of the architecture document."""
+    block = re.search(r"```rooms\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert block, "docs/architecture.md has no ```rooms block"
+    out = {}
+    for line in block.group(1).splitlines():
+        if line.strip():
+            room, _, allowed = line.partition(":")
+            out[room.strip()] = set(allowed.split())
+    return out
+
+
+def modules() -> list[tuple[str, Path]]:
+    """(dotted module name, path) of every module of the package."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = ("agorabench",) + path.relative_to(SRC).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out.append((name, path))
+    return out
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports(module: str, path: Path) -> list[tuple[int, str]]:
+    """(line, imported agorabench module) of every import that runs (TYPE_CHECKING blocks left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST) -> None:
+        if _type_checking(node):
+            for child in getattr(node, "orelse", []):
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "agorabench":  # a module of the package, or a name of its __init__
+                found.extend((node.lineno, f"agorabench.{a.name}" if (SRC / f"{a.name}.py").exists() or (SRC / a.name).is_dir() else "agorabench") for a in node.names)
+            elif target.startswith("agorabench."):
+                found.append((node.lineno, target))
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names if a.name.startswith("agorabench."))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_imports_point_the_way_the_rooms_block_says():
+    allowed = rules()
+    broken = []
+    for module, path in modules():
+        room = room_of(module)
+        if room in ("__init__", "__main__"):
+            continue
+        assert room in allowed, f"room {room!r} ({path}) is missing from the rooms block of docs/architecture.md"
+        for line, target in imports(module, path):
+            other = room_of(target)
+            if other != room and other not in allowed[room] and other != "__init__":
+                broken.append(f"{path.relative_to(SRC.parent)}:{line} {room} -> {other}")
+    assert not broken, "imports against docs/architecture.md:\n" + "\n".join(broken)
+
+
+def test_the_rooms_block_keeps_the_issue_rules():
+    """store and models import nothing of games, core, web, analysis or cli; models nothing of
+    store; games nothing of store, models, web or cli."""
+    allowed = rules()
+    assert not allowed["store"] & {"games", "core", "web", "analysis", "cli"}
+    assert not allowed["models"] & {"games", "core", "web", "analysis", "cli", "store"}
+    assert not allowed["games"] & {"store", "models", "web", "cli"}
+
+
+def test_import_module_only_in_the_registry():
+    users = []
+    for module, path in modules():
+        text = path.read_text(encoding="utf-8")
+        if module != "agorabench.families" and ("import_module" in text or "__import__(" in text):
+            users.append(module)
+    assert not users
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every string constant that is not a docstring."""
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+    return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_no_module_outside_a_family_names_its_games_or_imports_its_code():
+    names = {g: f.name for f in families.families().values() for g in f.games} | {f.name: f.name for f in families.families().values()}
+    found = []
+    for module, path in modules():
+        parts = module.split(".")
+        home = parts[2] if len(parts) > 2 and parts[1] == "games" else None
+        if module == "agorabench.families":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, text in _strings(tree):
+            for word in re.findall(r"[A-Za-z_][\w.]*", text):
+                if word in names and names[word] != home:
+                    found.append(f"{path.relative_to(SRC.parent)}:{line} names {word!r}")
+        for line, target in imports(module, path):
+            tparts = target.split(".")
+            if len(tparts) > 2 and tparts[1] == "games" and tparts[2] != home:
+                found.append(f"{path.relative_to(SRC.parent)}:{line} imports {target}")
+    assert not found, "\n".join(found)
+
+
+def test_every_registered_game_belongs_to_one_family_and_loads():
+    seen: dict[str, str] = {}
+    for family in families.families().values():
+        assert family.description and family.games, family.name
+        for game in family.games:
+            assert game not in seen
+            seen[game] = family.name
+            assert families.load_game(game).name == game
+            assert families.family_of(game) is family
+    assert sorted(seen) == families.game_names()
+    with pytest.raises(families.UnknownGame, match="known games"):
+        families.load_game("no.such.game")
+
+
+def test_answer_formats_are_switched_in_one_place():
+    """Only core/formats.py knows the formats by name: nothing else compares ``response_format``
+    (or a format name) to decide how to write, describe or read an answer."""
+    from typing import get_args
+
+    from agorabench.core.formats import FORMATS, Format
+
+    assert set(FORMATS) == set(get_args(Format))
+    switching = []
+    for module, path in modules():
+        if module == "agorabench.core.formats":
+            continue
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"response_format\s*(==|!=|in)\s", text) or re.search(r"==\s*[\"'](xml|answer)[\"']", text):
+            switching.append(module)
+    assert not switching

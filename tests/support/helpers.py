@@ -1,0 +1,54 @@
+"""Process and network helpers: the repository root, a free loopback port, waiting for a server
+to answer, the real command line run as a subprocess, and the request count of the fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+#: The repository root (this file lives in ``tests/support/``).
+ROOT = Path(__file__).resolve().parents[2]
+#: The fault-injecting OpenAI/Anthropic server, started by path as its own process.
+FAKE_OPENAI = Path(__file__).resolve().with_name("fake_openai.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 120.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except Exception:
+            time.sleep(0.3)
+    raise TimeoutError(url)
+
+
+def run_agora(*args: str, cwd: Path | None = None, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the real command line (``python -m agorabench ...``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agorabench", *args],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def server_requests(stats_url: str) -> int:
+    with urllib.request.urlopen(stats_url, timeout=5) as resp:
+        return json.loads(resp.read())["requests"]

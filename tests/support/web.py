@@ -1,0 +1,249 @@
+"""Helpers of the web-app tests: a study file with a human seat, the app served by uvicorn on
+127.0.0.1 (in this process, or as the real `agora serve` command), a participant's HTTP client,
+Debian's chromium driven by Playwright, and a participant who fills any game's form."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+import pytest
+
+from support.helpers import ROOT, free_port, wait_http
+from support.studies import toml_value
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+TOKEN = "test-dashboard-token-0123456789"
+
+WEB = {
+    "title": "Test study",
+    "completion_code": "",
+    "bonus": "1",
+    "bonus_max": 5.0,
+    "quiz": [{"question": "Is this a test?", "options": ["No", "Yes"], "answer": "Yes"}],
+    "attention_checks": [{"after": 1, "question": "Choose Blue.", "options": ["Red", "Blue"], "answer": "Blue"}],
+    "questionnaire": [{"name": "why", "question": "Why?"}, {"name": "fair", "question": "Fair?", "kind": "scale", "scale": 5}],
+}
+
+
+def study_text(name: str, game: str, seats: list[dict[str, str]], fixed: dict[str, Any], models: list[dict[str, Any]], web: dict[str, Any] | None = None) -> str:
+    """A study file (TOML) with a human seat named ``participant``."""
+    lines = [f"name = {json.dumps(name)}", f"game = {json.dumps(game)}", 'matchups = "seats"', "seed = 0", f"seats = {toml_value(seats)}", ""]
+    lines += ["[fixed]"] + [f"{k} = {toml_value(v)}" for k, v in fixed.items()] + [""]
+    for m in [{"name": "participant", "spec": "human"}, *models]:
+        lines += ["[[models]]"] + [f"{k} = {toml_value(v)}" for k, v in m.items()] + [""]
+    settings = {**WEB, **(web or {})}
+    lines += ["[web]"] + [f"{k} = {toml_value(v)}" for k, v in settings.items()]
+    return "\n".join(lines) + "\n"
+
+
+BARGAIN = dict(game="glee.bargaining", seats=[{"alice": "participant", "bob": "opponent"}], models=[{"name": "opponent", "spec": "strategy/always-reject"}])
+
+
+def web_study(tmp_path, name="web_http", fixed=None, web=None, **kw):
+    """Write a study with a participant seat (by default Alice in a bargaining game against an
+    always-reject Bob) into ``tmp_path``; ``kw`` replaces game, seats or models."""
+    args = {**BARGAIN, **kw}
+    path = tmp_path / f"{name}.toml"
+    path.write_text(study_text(name, args["game"], args["seats"], fixed or {"money": 100, "horizon": 2}, args["models"], web))
+    return path
+
+
+class Participant:
+    """A participant's HTTP client: follows redirects, reads the CSRF value from each page."""
+
+    def __init__(self, base: str, pid: str) -> None:
+        self.c = httpx.Client(base_url=base, follow_redirects=True, timeout=30)
+        self.pid = pid
+        self.pages: list[str] = []
+
+    def get(self, url: str) -> httpx.Response:
+        r = self.c.get(url)
+        self.pages.append(r.text)
+        return r
+
+    def enter(self) -> httpx.Response:
+        r = self.get(f"/start?PROLIFIC_PID={self.pid}&STUDY_ID=s&SESSION_ID=x")
+        self.url = str(r.url.path)
+        return r
+
+    def post(self, stage: str, **data: str) -> httpx.Response:
+        page = self.get(self.url).text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        r = self.c.post(f"{self.url}/{stage}", data={"csrf": csrf, **data})
+        self.pages.append(r.text)
+        return r
+
+    def until(self, marker: str, timeout: float = 30) -> str:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            page = self.get(self.url).text
+            if marker in page:
+                return page
+            time.sleep(0.05)
+        raise AssertionError(f"{marker!r} never appeared")
+
+    def seq(self) -> str:
+        return re.search(r'name="seq" value="(\d+)"', self.until('id="turn-form"')).group(1)
+
+
+class AppServer:
+    """``create_app`` served by uvicorn in a thread of this process, on 127.0.0.1."""
+
+    def __init__(self, study_path: Path | None, db: Path) -> None:
+        import uvicorn
+
+        from agorabench.core.study import load_study
+        from agorabench.web.app import create_app
+
+        study = load_study(study_path) if study_path else None
+        self.app = create_app(study, str(db), dashboard_token=TOKEN)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> "AppServer":
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            if time.time() > deadline or not self.thread.is_alive():
+                raise RuntimeError("web app did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+class ServeProcess:
+    """The real ``agora serve`` command in a subprocess (killed and started again by tests)."""
+
+    def __init__(self, study_path: Path, db: Path, port: int | None = None) -> None:
+        self.args = [sys.executable, "-m", "agorabench", "serve", str(study_path), "--db", str(db), "--host", "127.0.0.1", "--port", str(port or free_port())]
+        self.port = int(self.args[-1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "ServeProcess":
+        env = {**os.environ, "AGORA_DASHBOARD_TOKEN": TOKEN}
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+        wait_http(self.url + "/", timeout=60, proc=self.proc)
+        return self
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through Playwright's Python API, one per test module. Not per session:
+    Playwright's sync API keeps an event loop running in this thread, where later tests call
+    ``asyncio.run``."""
+    if not Path(CHROMIUM).exists():
+        if shutil.which("apt-get") and os.geteuid() == 0:
+            pytest.fail("chromium is missing: run scripts/setup.sh (it installs the Debian package)")
+        pytest.skip("chromium is not installed and cannot be without root")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+Policy = Callable[[str, str, list[str]], str | None]
+
+
+def fill_turn(page, policy: Policy | None = None) -> None:
+    """Fill the open turn's form the way a participant would: ``policy(field, prompt, options)``
+    may name a value; otherwise the first option, a number within the bounds, or short text."""
+    prompt = page.inner_text("#prompt") if page.query_selector("#prompt") else ""
+    done: set[str] = set()
+    for el in page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea"):
+        name = el.get_attribute("name")
+        if name in done:  # the other buttons of a radio group
+            continue
+        done.add(name)
+        kind = el.get_attribute("type") or el.evaluate("e => e.tagName.toLowerCase()")
+        if kind == "radio":
+            options = [r.get_attribute("value") for r in page.query_selector_all(f"#turn-form input[name='{name}']")]
+            choice = (policy(name, prompt, options) if policy else None) or options[0]
+            page.check(f"#turn-form input[name='{name}'][value='{choice}']")
+        elif kind == "checkbox":
+            if policy and policy(name, prompt, []) == "true":
+                el.check()
+        elif kind == "number":
+            value = policy(name, prompt, []) if policy else None
+            if value is None:
+                lo = el.get_attribute("min")
+                value = str(max(1, int(float(lo))) if lo not in (None, "") else 1)
+            el.fill(value)
+        else:
+            value = policy(name, prompt, []) if policy else None
+            el.fill(value if value is not None else "I think this is reasonable.")
+
+
+def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer: str = "Yes", max_turns: int = 40, on_turn: Callable[[Any, int], None] | None = None) -> dict[str, Any]:
+    """One participant from the entry link to the completion code; returns what was seen."""
+    page.goto(f"{base}/start?PROLIFIC_PID={pid}&STUDY_ID=st1&SESSION_ID=se1")
+    page.click("#agree")
+    instructions = page.inner_text("#instructions")
+    page.click("#continue")
+    if page.query_selector("#submit-quiz"):
+        page.check("input[name='q0'][value='No']")
+        page.click("#submit-quiz")
+        page.wait_for_selector("#quiz-error")
+        page.check(f"input[name='q0'][value='{quiz_answer}']")
+        page.click("#submit-quiz")
+    turns = attention = 0
+    prompts: list[str] = []
+    while True:
+        try:
+            page.wait_for_selector("#turn-form, #submit-attention, #submit-questionnaire", timeout=120_000)
+        except Exception as exc:  # say what the participant saw instead
+            raise AssertionError(f"no turn after {turns} turns at {page.url}: {page.inner_text('body')[:1500]!r}") from exc
+        if page.query_selector("#submit-attention"):
+            page.check("input[name='answer'][value='Blue']")
+            page.click("#submit-attention")
+            attention += 1
+            continue
+        if page.query_selector("#submit-questionnaire"):
+            break
+        prompts.append(page.inner_text("#prompt") if page.query_selector("#prompt") else "")
+        if on_turn:
+            on_turn(page, turns)
+        fill_turn(page, policy)
+        page.click("#submit-turn")
+        turns += 1
+        assert turns <= max_turns, "the game did not end"
+    page.fill("textarea[name='a_why']", "It seemed sensible.")
+    page.check("input[name='a_fair'][value='4']")
+    page.click("#submit-questionnaire")
+    code = page.inner_text("#code")
+    return {"instructions": instructions, "turns": turns, "attention": attention, "code": code, "bonus": page.inner_text("#bonus"), "prompts": prompts}
