@@ -451,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cf = sub.add_parser("conformance", help="check that games follow the rules every game must (roles, strategies, random play, determinism, actions, report)")
     cf.add_argument("game", nargs="*", help="games to check (default: every registered game)")
-    cf.add_argument("--check", action="append", help="only this check (repeatable): roles, strategies, instructions, random, deterministic, outcome, actions, report")
+    cf.add_argument("--check", action="append", help="only this check (repeatable): roles, strategies, instructions, prompts, random, deterministic, outcome, actions, report")
     cf.set_defaults(func=cmd_conformance)
 
     m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")

@@ -11,6 +11,7 @@ Each check plays the game's quick configuration (its manifest's ``examples`` ent
   the rules reject;
 - ``instructions``: ``Game.instructions()`` tells each role the system message it starts the
   game with, without playing it;
+- ``prompts``: no message of those games runs two sentences together ("to Bob.There are");
 - ``random``: players that answer every field with a random value of its type (as a weak model
   would) never crash the game: it ends with an outcome, and every rejected answer is a recorded
   invalid turn with the game's fallback;
@@ -30,6 +31,7 @@ import asyncio
 import json
 import math
 import random
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +187,19 @@ def check_instructions(game: str) -> None:
             _check(told.system.get(role) == first[0]["content"], f"instructions() tells {role} something else than its first system message in play")
 
 
+#: Two sentences written together: an end of sentence directly followed by the next one's capital
+#: (a template's whitespace control that ate a line break), e.g. "to Bob.There are".
+RUN_TOGETHER = re.compile(r"[a-z0-9)\]][.!?][A-Z]")
+
+
+def check_prompts(game: str) -> None:
+    for name, role, factories in seatings(game):
+        for turn in play(game, _seat(factories)).turns:
+            for message in turn.messages:
+                found = RUN_TOGETHER.search(message["content"])
+                _check(found is None, f"a {message['role']} message to {turn.role} runs two sentences together: {message['content'][max(0, found.start() - 30) : found.end() + 20]!r}" if found else "")
+
+
 def check_random(game: str) -> None:
     active = families.load_game(game).active_roles(config_of(game))
     for seed in SEEDS:
@@ -288,6 +303,7 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "roles": check_roles,
     "strategies": check_strategies,
     "instructions": check_instructions,
+    "prompts": check_prompts,
     "random": check_random,
     "deterministic": check_deterministic,
     "outcome": check_outcome,
