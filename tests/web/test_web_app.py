@@ -220,7 +220,7 @@ def test_dashboard_needs_its_token(tmp_path, monkeypatch):
     db = tmp_path / "web.db"
     with AppServer(path, db) as server:
         anon = httpx.Client(base_url=server.url)
-        for url in ("/dash", "/dash/games", "/dash/game/x", "/dash/report", "/dash/bonus.csv"):
+        for url in ("/dash", "/dash/games", "/dash/game/x", "/dash/report", "/dash/bonus.csv", "/dash/bonus-prolific.txt"):
             assert anon.get(url).status_code == 401
             assert anon.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert anon.post("/dash/run", data={"csrf": "x"}).status_code == 401
@@ -240,6 +240,7 @@ def test_dashboard_needs_its_token(tmp_path, monkeypatch):
         assert "token=" not in str(home.url)
         csv = r.get("/dash/bonus.csv").text.splitlines()
         assert csv == ["participant,source,completion_code,bonus", f"D1,prolific,{code},0.50"]  # alice got 0: Bob's offer gave her nothing
+        assert r.get("/dash/bonus-prolific.txt").text == "D1,0.50\n"  # Prolific's bulk bonus box: ID,amount, no header
         games = r.get("/dash/games?status=done&model=human").text
         (game_id,) = re.findall(r'href="/dash/game/([0-9a-f]+)"', games)
         viewer = r.get(f"/dash/game/{game_id}").text

@@ -171,6 +171,18 @@ class Dashboard:
                     w.writerow([p["participant"], p["source"], p["code"], f"{p['bonus'] or 0:.2f}"])
             return PlainTextResponse(buf.getvalue(), media_type="text/csv", headers={"Content-Disposition": "attachment; filename=bonus.csv"})
 
+        @app.get("/dash/bonus-prolific.txt")
+        @authed
+        async def bonus_prolific(request: Request):
+            """The bonuses as Prolific's bulk bonus box takes them: one ``ID,amount`` line per
+            Prolific participant who finished with a bonus above zero, no header."""
+            lines = [
+                f"{p['participant']},{p['bonus']:.2f}"
+                for p in (self.manager.participants() if self.manager is not None else [])
+                if p["stage"] == "done" and p["code"] and p["source"] == "prolific" and (p["bonus"] or 0) > 0
+            ]
+            return PlainTextResponse("".join(line + "\n" for line in lines), headers={"Content-Disposition": "attachment; filename=bonus-prolific.txt"})
+
         @app.post("/dash/run")
         @authed
         async def run(request: Request):
