@@ -5,14 +5,19 @@ SVG and every table as CSV beside ``index.html``."""
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Union
 
 import pandas as pd
 
+from .. import __version__
 from ..families import definitions, report_sections
+from ..redact import redact
 from ..store.store import Store
 from .frames import games_df, turns_df
 from .plots import artifacts, table_html
@@ -103,18 +108,32 @@ def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) 
         parts.append("<h3>Settings</h3>" + table_html(pd.DataFrame(rows), name="study settings"))
     models = spec.get("models") or []
     if models:
-        mt = pd.DataFrame([{"name": m.get("name"), "label": m.get("display_name") or m.get("name"), "spec": m.get("spec"), "temperature": m.get("temperature"), "max_tokens": m.get("max_tokens"), "constrained decoding": m.get("constrained")} for m in models])
+        mt = pd.DataFrame([{"name": m.get("name"), "label": m.get("display_name") or m.get("name"), "spec": m.get("spec"), "parameters": ", ".join(f"{k} = {v}" for k, v in sorted((m.get("params") or {}).items())), "temperature": m.get("temperature"), "max_tokens": m.get("max_tokens"), "constrained decoding": m.get("constrained")} for m in models])
         parts.append("<h3>Models</h3>" + table_html(mt, name="study models"))
     seats = [c for c in games.columns if c.startswith("model_")]
     if len(games):
         counts = games.groupby(["game", "status"]).size().unstack(fill_value=0).reset_index()
+        counts.columns.name = None  # the status values head their columns; no empty "status" cell
         parts.append("<h3>Games</h3>" + table_html(counts, name="game counts"))
         if seats:
             per_model = pd.concat([games[c].rename("model") for c in seats]).value_counts().rename_axis("model").reset_index(name="seats taken")
             parts.append(table_html(per_model, name="seats per model"))
     if definitions:
         parts.append("<h3>Metrics</h3>" + definitions)
-    return Section(f"Study {study}", "\n".join(parts))
+    return Section("The study", "\n".join(parts))
+
+
+def provenance(store: Store, spec: dict) -> str:
+    """One line saying where the report comes from: when it was made, by which agorabench, from
+    which database (its size, for a file) and which study file (a hash of the stored study file,
+    so two reports of one study can be told apart when the file changed)."""
+    where = redact(store.db)
+    path = Path(store.db)
+    if "://" not in store.db and path.is_file():
+        where += f" ({path.stat().st_size / 2**20:,.1f} MiB)"
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<p class='note' id='provenance'>Generated {made} by agorabench {html.escape(__version__)} from {html.escape(where)}; study file sha256 {digest}.</p>"
 
 
 def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
@@ -165,7 +184,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
         if family is not None and not done.empty:
             sections += guarded(f"{game} analyses", lambda: family(done, turns))
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{body}</body></html>"
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{provenance(store, spec)}\n{body}</body></html>"
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
