@@ -247,6 +247,8 @@ def test_dashboard_needs_its_token(tmp_path, monkeypatch):
         assert viewer.count('class="turn-row"') == 4 and "human:" in viewer and "alice_gain" in viewer
         shown = [int(n) for n in re.findall(r"<summary>(\d+) messages</summary>", viewer)]
         assert len(shown) == 4 and all(n > 0 for n in shown), shown  # each turn's new prompt messages
+        info = viewer[viewer.index('id="game-info"') : viewer.index("</table>")]
+        assert "<details open><summary>outcome" in info and not re.search(r"\d\.\d{5,}", info)  # outcome open, numbers rounded
         # start the model-only game from the dashboard (spe vs always-reject)
         csrf = re.search(r'name="csrf" value="([^"]+)"', r.get("/dash").text).group(1)
         assert r.post("/dash/run", data={"csrf": "wrong"}).status_code == 403
@@ -322,3 +324,9 @@ def test_new_sessions_are_rate_limited_per_client_and_ids_checked(tmp_path):
     with AppServer(listed, tmp_path / "allow.db") as server:
         assert httpx.get(f"{server.url}/start?PROLIFIC_PID=NOPE").status_code == 403
         assert httpx.get(f"{server.url}/start?PROLIFIC_PID=OK1").status_code == 303
+
+
+def test_dashboard_rounds_floats_for_reading():
+    from agorabench.web.dashboard import _rounded
+
+    assert _rounded({"efficiency": 0.123456789, "turns": [1.00000004, 2], "who": "alice"}) == {"efficiency": 0.1235, "turns": [1.0, 2], "who": "alice"}

@@ -24,6 +24,17 @@ from ..store.store import Store
 COOKIE = "agora_dash"
 
 
+def _rounded(value: Any, digits: int = 4) -> Any:
+    """``value`` for reading: every float rounded to ``digits`` decimals (in lists and dicts too)."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: _rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v, digits) for v in value]
+    return value
+
+
 class Dashboard:
     """Registers the ``/dash`` routes on ``app``."""
 
@@ -144,7 +155,7 @@ class Dashboard:
             if g is None:
                 return page(request, "message.html", title="Not found", message="No such game.", status=404)
             roles = sorted({t["role"] for t in ts})
-            return page(request, "dash_game.html", title=f"Game {game_id}", g=g, turns=ts, roles=roles, dumps=lambda v: json.dumps(v, indent=1, ensure_ascii=False, sort_keys=True))
+            return page(request, "dash_game.html", title=f"Game {game_id}", g=g, turns=ts, roles=roles, dumps=lambda v: json.dumps(_rounded(v), indent=1, ensure_ascii=False, sort_keys=True))
 
         @app.get("/dash/report", response_class=HTMLResponse)
         @authed
