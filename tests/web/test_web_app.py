@@ -241,6 +241,7 @@ def test_dashboard_needs_its_token(tmp_path, monkeypatch):
         csv = r.get("/dash/bonus.csv").text.splitlines()
         assert csv == ["participant,source,completion_code,bonus", f"D1,prolific,{code},0.50"]  # alice got 0: Bob's offer gave her nothing
         assert r.get("/dash/bonus-prolific.txt").text == "D1,0.50\n"  # Prolific's bulk bonus box: ID,amount, no header
+        assert '<td class="status">done</td>' in r.get("/dash").text
         games = r.get("/dash/games?status=done&model=human").text
         (game_id,) = re.findall(r'href="/dash/game/([0-9a-f]+)"', games)
         viewer = r.get(f"/dash/game/{game_id}").text
@@ -330,3 +331,13 @@ def test_dashboard_rounds_floats_for_reading():
     from agorabench.web.dashboard import _rounded
 
     assert _rounded({"efficiency": 0.123456789, "turns": [1.00000004, 2], "who": "alice"}) == {"efficiency": 0.1235, "turns": [1.0, 2], "who": "alice"}
+
+
+def test_dashboard_says_what_happened_to_each_participant():
+    from agorabench.web.dashboard import participant_status
+
+    assert participant_status({"stage": "done", "game_status": "declined"}) == "declined"  # not "done" like a completer
+    assert participant_status({"stage": "done", "game_status": "done"}) == "done"
+    assert participant_status({"stage": "questionnaire", "game_status": "abandoned"}) == "abandoned"
+    assert participant_status({"stage": "play", "game_status": None}) == "playing"
+    assert participant_status({"stage": "quiz", "game_status": None}) == "quiz"

@@ -13,6 +13,7 @@ import io
 import inspect
 import json
 import tempfile
+import time
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -22,6 +23,19 @@ from ..core.study import Study
 from ..store.store import Store
 
 COOKIE = "agora_dash"
+
+
+def participant_status(row: dict[str, Any]) -> str:
+    """What happened to a participant, in one word: ``declined`` (no consent), ``done``
+    (completion code shown), ``abandoned`` or ``error`` (their game ended that way), ``playing``
+    (at the table), else the stage they are at (consent, instructions, quiz, questionnaire)."""
+    if row.get("game_status") == "declined":
+        return "declined"
+    if row.get("stage") == "done":
+        return "done"
+    if row.get("game_status") in ("abandoned", "error"):
+        return str(row["game_status"])
+    return "playing" if row.get("stage") == "play" else str(row.get("stage") or "")
 
 
 def _rounded(value: Any, digits: int = 4) -> Any:
@@ -139,6 +153,9 @@ class Dashboard:
             for p in live:
                 lv = self.manager.live.get(p["token"])
                 p["waiting_for"] = "" if lv is None or p["stage"] != "play" else ("participant" if lv.pending is not None else "model")
+                p["status"] = participant_status(p)
+                p["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(p["created"]))
+                p["minutes"] = f"{(p['updated'] - p['created']) / 60:.1f}"
             running = self.run_task is not None and not self.run_task.done()
             return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message)
 
