@@ -29,6 +29,7 @@ def test_report_provenance_parameters_title_and_status_columns(tmp_path, write_s
     line = re.search(r"<p class='note' id='provenance'>(.*?)</p>", page).group(1)
     assert f"agorabench {__version__}" in line and str(db) in line and "MiB" in line
     assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", line) and re.search(r"study file sha256 [0-9a-f]{12}", line)
+    assert "id='warnings'" not in page  # scripted players, no errors: nothing to warn about
     assert page.count(f"Study {study.name}") == 1  # the page's heading, not again as a section title
     models = pd.read_csv(tmp_path / "rep" / "study-models.csv")
     assert models.set_index("name").loc["follower", "parameters"] == "sensitivity = 1.0"
@@ -36,3 +37,32 @@ def test_report_provenance_parameters_title_and_status_columns(tmp_path, write_s
     counts = page[page.index("<h3>Games</h3>") :]
     header = counts[: counts.index("</thead>")]
     assert "<th>done</th>" in header and "<th></th>" not in header and "<th>status</th>" not in header
+
+
+class Junk:
+    """A player whose every answer is unusable."""
+
+    async def act(self, request):
+        from agorabench.core.table import Reply
+
+        return Reply(text="I would rather not say.")
+
+
+def test_report_warns_first_about_a_model_whose_answers_were_unusable(tmp_path, write_study, monkeypatch):
+    from agorabench.games.glee.strategies import BARGAINING
+
+    monkeypatch.setitem(BARGAINING, "junk", Junk)
+    text = 'name = "warned"\ngame = "glee.bargaining"\nmatchups = "ordered_pairs"\n\n[fixed]\nhorizon = 2\n\n[[models]]\nname = "junk"\nspec = "strategy/junk"\n\n[[models]]\nname = "spe"\nspec = "strategy/spe"\n'
+    study = load_study(write_study(text))
+    db = tmp_path / "w.db"
+    stats, _ = run_study(study, db, progress=False)
+    assert stats.done == 2
+    store = Store(str(db))
+    try:
+        page = build_report(store, study.name, tmp_path / "rep", left_out=3).read_text(encoding="utf-8")
+    finally:
+        store.dispose()
+    block = page[page.index("id='warnings'") : page.index("</div>", page.index("id='warnings'"))]
+    assert page.index("id='warnings'") < page.index("<section>")  # before any table
+    assert "junk: 100% of its turns were invalid" in block and "spe:" not in block
+    assert "3 stored game(s) outside the study file's current design are left out" in block

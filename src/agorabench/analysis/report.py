@@ -57,6 +57,7 @@ table.data{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 table.data td,table.data th{border:1px solid #ddd;padding:.25em .5em;text-align:right}
 figure{display:inline-block;margin:.5em} figcaption{font-size:.8em;color:#555}
 .note{color:#555;font-size:.9em}
+.warnings{border-left:4px solid #b8860b;background:#fff8e1;padding:.3em 1em;margin:1em 0}
 """
 
 
@@ -136,6 +137,29 @@ def provenance(store: Store, spec: dict) -> str:
     return f"<p class='note' id='provenance'>Generated {made} by agorabench {html.escape(__version__)} from {html.escape(where)}; study file sha256 {digest}.</p>"
 
 
+#: A model whose share of invalid turns is above this is named in the report's warnings.
+INVALID_WARNING = 0.2
+
+
+def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int) -> str:
+    """What a reader must know before trusting the tables, at the top of the report: models
+    whose answers were mostly unusable (invalid rate above :data:`INVALID_WARNING`; their turns
+    fell back to the game's defaults), games aborted by errors, and stored games left out."""
+    items = []
+    if len(turns) and "model" in turns:
+        rates = turns.groupby("model")["valid"].agg(lambda v: 1 - v.astype(bool).mean())
+        for model, rate in rates[rates > INVALID_WARNING].sort_values(ascending=False).items():
+            items.append(f"{html.escape(str(model))}: {rate:.0%} of its turns were invalid and fell back to the game's defaults; its results describe those defaults as much as the model.")
+    errors = int((all_games["status"] != "done").sum()) if len(all_games) else 0
+    if errors:
+        items.append(f"{errors} of {len(all_games)} games ended in an error and are not in the analyses (the next run plays them again).")
+    if left_out:
+        items.append(f"{left_out} stored game(s) outside the study file's current design are left out (<code>--all</code> includes them).")
+    if not items:
+        return ""
+    return "<div class='warnings' id='warnings'><b>Warnings</b><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul></div>"
+
+
 def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
     """Played / error counts and the invalid-turn rate per model."""
     n = len(all_games)
@@ -184,7 +208,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
         if family is not None and not done.empty:
             sections += guarded(f"{game} analyses", lambda: family(done, turns))
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{provenance(store, spec)}\n{body}</body></html>"
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{provenance(store, spec)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
