@@ -126,6 +126,18 @@ def _plays(factory: Any, role: str) -> bool:
     return not roles or role in roles
 
 
+def _first_for(known: dict[str, Any], role: str) -> Callable[[], Player]:
+    """The first registered strategy that plays ``role`` (a random player if none does)."""
+    return next((f for f in known.values() if _plays(f, role)), RandomPlayer)
+
+
+def scripted_players(game: str, config: Any) -> dict[str, Player]:
+    """A fresh player for every active role of ``game`` under ``config``: its first strategy
+    that plays the role."""
+    known = families.strategies(game)
+    return {role: _first_for(known, role)() for role in families.load_game(game).active_roles(config)}
+
+
 def seatings(game: str) -> list[tuple[str, str, dict[str, Callable[[], Player]]]]:
     """(strategy, role, player factories by role) for every registered strategy in every
     active role it plays; the other roles get the first strategy that plays them (a random
@@ -140,8 +152,7 @@ def seatings(game: str) -> list[tuple[str, str, dict[str, Callable[[], Player]]]
                 continue
             factories: dict[str, Callable[[], Player]] = {}
             for other in active:
-                filler = factory if other == role else next((f for f in known.values() if _plays(f, other)), RandomPlayer)
-                factories[other] = filler
+                factories[other] = factory if other == role else _first_for(known, other)
             out.append((name, role, factories))
     return out
 

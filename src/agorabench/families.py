@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Callable, TYPE_CHECKING
@@ -92,7 +92,7 @@ def _manifests() -> list[Family]:
 def _placed(family: Any, package: str) -> Family:
     if not isinstance(family, Family):
         raise TypeError(f"the manifest of {package} is not an agorabench.families.Family")
-    return family if family.package else Family(**{**family.__dict__, "package": package})
+    return family if family.package else replace(family, package=package)
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,8 @@ import sqlite3
 
 import pytest
 
-from agorabench.cli import main
+from support.helpers import agora, one_line_error
+
 from agorabench.store.store import Store
 from support.studies import envy_points, paper_grid, scripted
 
@@ -40,19 +41,6 @@ horizon = 4
 name = "only-in-file"
 spec = "strategy/always-accept"
 """
-
-
-def agora(capsys, *args: str) -> tuple[int, str, str]:
-    rc = main(list(args))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(rc: int, err: str, *words: str) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("agora: error: "), err
-    for w in words:
-        assert w.lower() in lines[0].lower(), (w, lines[0])
 
 
 def _rows(path) -> list[dict[str, str]]:

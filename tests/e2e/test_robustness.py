@@ -24,7 +24,7 @@ from agorabench.cli import main
 from agorabench.core.actions import Action
 from agorabench.core.table import Prompt, Reply, Table
 from agorabench.store.store import Store, StoreError
-from support.helpers import ROOT, free_port, run_agora, server_requests
+from support.helpers import ROOT, agora, free_port, one_line_error, run_agora, server_requests
 from support.studies import envy_points, paper_grid, scripted
 
 
@@ -62,21 +62,6 @@ spec = "strategy/always-accept"
 
 def envy(write_study, url, name="robust", model="fake", timeout=30, attempts=3, file="study.toml"):
     return write_study(envy_study(url, name=name, model=model, timeout=timeout, attempts=attempts), name=file)
-
-
-def agora(capsys, *args: str) -> tuple[int, str, str]:
-    """The command line in this process (faster than a subprocess); returns (rc, stdout, stderr)."""
-    rc = main(list(args))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(rc: int, err: str, *words: str) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("agora: error: "), err
-    assert "Traceback" not in err
-    for w in words:
-        assert w.lower() in lines[0].lower(), (w, lines[0])
 
 
 # 1. poison answers -------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agorabench.cli import main
-from support.helpers import ROOT
+from support.helpers import ROOT, agora, one_line_error
 from support.studies import envy_points, model, scripted
 
 
@@ -25,20 +25,6 @@ def scripted_study(name: str, repeats: int, models: list[dict] | None = None, **
     models = models or [scripted("always-b"), scripted("self-max")]
     situation = {"peer_status": "leading", "margin": "marginal", "peer_move": "B"}
     return envy_points(name, models, repeats=repeats, **settings, grid={"matrix": ["M1", "M2", "M3"]}, fixed=situation)
-
-
-def agora(capsys, *args: str) -> tuple[int, str, str]:
-    rc = main(list(args))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(rc: int, err: str, *words: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("agora: error: "), err
-    for w in words:
-        assert w.lower() in lines[0].lower(), (w, lines[0])
-    return lines[0]
 
 
 def _stored(db: Path) -> int:

@@ -209,14 +209,9 @@ def test_conformance_prompts_of_every_ready_study_run_no_sentences_together():
     """The ``prompts`` check over the configurations of every ready study (up to 40 per game and
     study, spread over the grid), not only each game's quick example: a template's whitespace
     control must never eat the break between two sentences ("to Bob.There are")."""
-    from agorabench.conformance import RUN_TOGETHER
+    from agorabench.conformance import RUN_TOGETHER, scripted_players
     from agorabench.core.study import load_study
     from support.helpers import ROOT
-
-    def scripted(game: str, config) -> dict:
-        known = families.strategies(game).values()
-        roles = families.load_game(game).active_roles(config)
-        return {r: next(f for f in known if not getattr(f, "plays", ()) or r in f.plays)() for r in roles}
 
     checked = 0
     for path in sorted((ROOT / "studies").glob("*.toml")):
@@ -225,7 +220,7 @@ def test_conformance_prompts_of_every_ready_study_run_no_sentences_together():
             configs = study.configurations(part)
             step = max(1, len(configs) // 40)
             for config in configs[::step]:
-                for turn in play(part.game, scripted(part.game, config), config=config).turns:
+                for turn in play(part.game, scripted_players(part.game, config), config=config).turns:
                     for message in turn.messages:
                         found = RUN_TOGETHER.search(message["content"])
                         assert found is None, (path.name, part.game, message["content"][max(0, found.start() - 40) : found.end() + 20])

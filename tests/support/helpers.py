@@ -52,3 +52,23 @@ def run_agora(*args: str, cwd: Path | None = None, timeout: float = 900, env: di
 def server_requests(stats_url: str) -> int:
     with urllib.request.urlopen(stats_url, timeout=5) as resp:
         return json.loads(resp.read())["requests"]
+
+
+def agora(capsys, *args: str) -> tuple[int, str, str]:
+    """The command line in this process (faster than a subprocess); returns (rc, stdout, stderr)."""
+    from agorabench.cli import main
+
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(rc: int, err: str, *words: str) -> str:
+    """Exit status 2 and exactly one line on stderr, ``agora: error: ...``, holding each of
+    ``words`` (any case) and no traceback; returns that line."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("agora: error: "), err
+    assert "Traceback" not in err
+    for w in words:
+        assert w.lower() in lines[0].lower(), (w, lines[0])
+    return lines[0]
