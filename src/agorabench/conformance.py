@@ -12,6 +12,10 @@ Each check plays the game's quick configuration (its manifest's ``examples`` ent
 - ``instructions``: ``Game.instructions()`` tells each role the system message it starts the
   game with, without playing it;
 - ``prompts``: no message of those games runs two sentences together ("to Bob.There are");
+  every question marks where its answer format begins (``{{ format_begins }}`` in its
+  template), which a person's page leaves out (the form replaces it); the parts of every message
+  (:meth:`~agorabench.core.table.Table.parts`) join to it, and no mark reaches a player, a
+  stored turn or the outcome;
 - ``random``: players that answer every field with a random value of its type (as a weak model
   would) never crash the game: it ends with an outcome, and every rejected answer is a recorded
   invalid turn with the game's fallback;
@@ -40,7 +44,7 @@ from typing import Any, Callable
 from . import families
 from .core.actions import Action
 from .core.game import Prompts
-from .core.table import Player, Reply, Table, TurnRecord, TurnRequest
+from .core.table import FORMAT, Player, Reply, Table, TurnRecord, TurnRequest
 
 #: Seeds each randomised check plays.
 SEEDS = (1, 2, 3)
@@ -91,6 +95,8 @@ class Played:
     metrics: dict[str, Any]
     turns: list[TurnRecord]
     asked: set[type[Action]]
+    #: What the players were shown that breaks the parts rule (see ``check_prompts``).
+    problems: list[str]
 
 
 def config_of(game: str) -> Any:
@@ -103,22 +109,36 @@ def play(game: str, players: dict[str, Player], seed: int = 1, config: Any = Non
     cls = families.load_game(game)
     config = config if config is not None else config_of(game)
     asked: set[type[Action]] = set()
-    seen = {role: _Watch(player, asked) for role, player in players.items()}
+    problems: list[str] = []
+    seen = {role: _Watch(player, asked, problems) for role, player in players.items()}
     table = Table(seen, seed=seed, max_retries=1)
     instance = cls(config, Prompts(cls.prompt_dir), names={})
     outcome = asyncio.run(instance.play(table))
-    return Played(outcome, instance.metrics(outcome), list(table.turns), asked)
+    return Played(outcome, instance.metrics(outcome), list(table.turns), asked, problems)
 
 
 class _Watch:
-    """A player that notes the action types it is asked for."""
+    """A player that notes the action types it is asked for, and what breaks the parts rule:
+    parts that do not join to their message, a mark a player sees, a first ask without an
+    answer format."""
 
-    def __init__(self, player: Player, asked: set[type[Action]]) -> None:
-        self.player, self.asked = player, asked
+    def __init__(self, player: Player, asked: set[type[Action]], problems: list[str]) -> None:
+        self.player, self.asked, self.problems = player, asked, problems
 
     async def act(self, request: TurnRequest) -> Reply:
         self.asked.add(request.action_type)
+        joined = ["".join(p.text for p in parts) for parts in request.parts]
+        if joined != [m["content"] for m in request.messages]:
+            self.problems.append(f"the parts of the messages to {request.role} do not join to the messages")
+        if any(_MARKED.search(m["content"]) for m in request.messages):
+            self.problems.append(f"a message to {request.role} still carries a mark")
+        if request.attempt == 0 and not any(p.kind == FORMAT for p in (request.parts[-1] if request.parts else ())):
+            self.problems.append(f"the {request.prompt.phase or 'first'} question to {request.role} marks no answer format ({{{{ format_begins }}}})")
         return await self.player.act(request)
+
+
+#: The marks of :mod:`agorabench.core.speech`, which must never leave the table.
+_MARKED = re.compile("[\ue000-\ue002]")
 
 
 def _plays(factory: Any, role: str) -> bool:
@@ -205,7 +225,11 @@ RUN_TOGETHER = re.compile(r"[a-z0-9)\]][.!?][A-Z]")
 
 def check_prompts(game: str) -> None:
     for name, role, factories in seatings(game):
-        for turn in play(game, _seat(factories)).turns:
+        played = play(game, _seat(factories))
+        _check(not played.problems, played.problems[0] if played.problems else "")
+        stored = json.dumps([[vars(t) for t in played.turns], played.outcome], ensure_ascii=False, default=repr)
+        _check(not _MARKED.search(stored), "a mark reached a stored turn or the outcome")
+        for turn in played.turns:
             for message in turn.messages:
                 found = RUN_TOGETHER.search(message["content"])
                 _check(found is None, f"a {message['role']} message to {turn.role} runs two sentences together: {message['content'][max(0, found.start() - 30) : found.end() + 20]!r}" if found else "")

@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agorabench.core.executors import deal
-from agorabench.core.study import GameSpec, load_study
+from agorabench.core.executors import Share
+from agorabench.core.study import load_study
 from agorabench.store.store import Store
 from support.helpers import FAKE_OPENAI, ROOT
 from support.studies import envy_points, model, scripted
@@ -151,19 +151,6 @@ def baseline(tmp_path_factory):
     return path, port, one
 
 
-def test_deal_spreads_games_round_robin_in_id_order():
-    specs = [GameSpec(id=f"g{i}", game="x", config={}, seats={}, repeat=0, seed=i) for i in (3, 0, 9, 1, 7, 4, 8, 2, 6, 5)]
-    shares = deal(specs, 4)  # in id order, not study order
-    assert shares == [["g0", "g4", "g8"], ["g1", "g5", "g9"], ["g2", "g6"], ["g3", "g7"]]
-    assert deal(specs[:2], 4) == [["g0"], ["g3"]]  # no empty shares
-    # seating by seating: seatings alternate in id order, so id order alone would give two of
-    # four workers every game that calls the model; each must get one of them
-    mixed = [GameSpec(id=f"m{i:02d}", game="x", config={}, seats={"focal": "llm" if i % 2 == 0 else "b", "peer": "b" if i % 2 == 0 else "llm"}, repeat=0, seed=i) for i in range(8)]
-    calls = {s.id for s in mixed if s.seats["focal"] == "llm"}
-    for share in deal(mixed, 4):
-        assert len(share) == 2 and len(calls & set(share)) == 1
-
-
 def test_ray_run_matches_one_process_run_and_resumes_after_a_driver_kill(baseline, tmp_path):
     path, port, one = baseline
     fan = str(tmp_path / "fan.db")
@@ -223,7 +210,7 @@ def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_r
     assert proc.returncode == 1 and "Traceback" not in err, err
     assert "agora: error: 1 Ray share(s) failed" in err and f"{missing} game(s) not played" in err, (out, err)
     assert f"96 games, 0 already done, {len(done)} played" in out, out
-    shares = deal(load_study(str(path)).expand(), 2)
+    shares = [[spec.id for spec in Share(i, 2)(load_study(str(path)))] for i in range(2)]  # the deal (tests/core/test_executor_shares.py)
     killed = int(tag.rpartition("s")[2])
     assert set(shares[1 - killed]) <= set(done) and 0 < missing < len(shares[killed])  # the other share finished
     assert claims() == []  # the dead share's claims are released: nothing holds the resume back

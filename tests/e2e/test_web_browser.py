@@ -64,7 +64,22 @@ GAMES = {
         lambda f, prompt, opts: {"amount": "3", "message": "Let us each take a little.", "proposed_limit": "4"}.get(f),
         None,
     ),
+    "ultimatum": (
+        "proposer",
+        [{"proposer": "participant", "responder": "opponent"}],
+        {"pie": 10, "rounds": 2},
+        [{"name": "opponent", "spec": "strategy/fair"}],
+        lambda f, prompt, opts: {"offer": "4"}.get(f),
+        2,
+    ),
 }
+
+
+def test_every_registered_game_has_a_participant_journey():
+    """A game registered without a journey here would never be played in a browser by a test."""
+    from agorabench import families
+
+    assert set(GAMES) == set(families.game_names())
 
 
 def _stored(db, study: str, role: str) -> tuple[dict, list[dict]]:

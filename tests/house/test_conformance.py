@@ -17,6 +17,7 @@ from agorabench.conformance import CHECKS, RandomPlayer, play, run
 from agorabench.core.actions import Action
 from agorabench.core.agents import Strategy
 from agorabench.core.game import Game, GameConfig
+from agorabench.core.speech import FORMAT_MARK
 from agorabench.core.table import Prompt, Table, TurnRequest
 
 CASES = [(game, check) for game in families.game_names() for check in CHECKS]
@@ -110,6 +111,26 @@ class LyingCoin(ToldCoin):
         return type(told)({"caller": "Call any number of flips."}, told.formats)
 
 
+class MarkedCoin(Coin):
+    """Marks where its question's answer format begins, as templates do with ``{{ format_begins }}``."""
+
+    name = "coin.marked"
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        for flip in range(self.config.flips):
+            await table.ask("caller", Prompt(f"Call flip {flip + 1}. {FORMAT_MARK}{Call.format_instructions()}", phase="call"), Call, fallback=Call(call="heads"))
+        return {"right": 0}
+
+
+class LeakyCoin(MarkedCoin):
+    """Broken: puts marked template text into its outcome."""
+
+    name = "coin.leaky"
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        return {**await super().play(table), "said": f"{FORMAT_MARK}Answer in JSON."}
+
+
 class Heads(Strategy):
     def decide(self, request: TurnRequest) -> Call:
         return Call(call="heads")
@@ -134,8 +155,8 @@ def planted(monkeypatch):
     coin = families.Family(
         name="coin",
         description="a planted test family",
-        games={"coin.fair": "test_conformance:Coin", "coin.global": "test_conformance:GlobalCoin", "coin.set": "test_conformance:SetCoin", "coin.edge": "test_conformance:Coin", "coin.told": "test_conformance:ToldCoin", "coin.lying": "test_conformance:LyingCoin"},
-        strategies={"coin.fair": "test_conformance:GOOD", "coin.global": "test_conformance:GOOD", "coin.set": "test_conformance:GOOD", "coin.edge": "test_conformance:BAD", "coin.told": "test_conformance:GOOD", "coin.lying": "test_conformance:GOOD"},
+        games={"coin.fair": "test_conformance:Coin", "coin.global": "test_conformance:GlobalCoin", "coin.set": "test_conformance:SetCoin", "coin.edge": "test_conformance:Coin", "coin.told": "test_conformance:ToldCoin", "coin.lying": "test_conformance:LyingCoin", "coin.marked": "test_conformance:MarkedCoin", "coin.leaky": "test_conformance:LeakyCoin"},
+        strategies={"coin.fair": "test_conformance:GOOD", "coin.global": "test_conformance:GOOD", "coin.set": "test_conformance:GOOD", "coin.edge": "test_conformance:BAD", "coin.told": "test_conformance:GOOD", "coin.lying": "test_conformance:GOOD", "coin.marked": "test_conformance:GOOD", "coin.leaky": "test_conformance:GOOD"},
         package="tests",
     )
     monkeypatch.setattr(families, "families", lambda: {**real, "coin": coin})
@@ -158,6 +179,16 @@ def test_conformance_instructions_are_the_system_message_of_play(planted):
     assert run(["coin.told"], RULES) == []
     failed = run(["coin.lying"], RULES)
     assert [c for _g, c, _w in failed] == ["instructions"], failed
+
+
+def test_conformance_prompts_fail_without_a_marked_answer_format_or_with_a_leaked_mark(planted):
+    """A person's page leaves out the answer format by its mark: a question without one fails,
+    and so does a mark that leaves the table (here in the outcome)."""
+    assert run(["coin.marked"], ["prompts"]) == []
+    failed = run(["coin.fair"], ["prompts"])
+    assert len(failed) == 1 and "marks no answer format" in failed[0][2], failed
+    failed = run(["coin.leaky"], ["prompts"])
+    assert len(failed) == 1 and "a mark reached" in failed[0][2], failed
 
 
 def test_conformance_outcome_fails_on_data_that_is_not_json_or_not_numbers(planted):

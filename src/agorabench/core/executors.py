@@ -1,10 +1,11 @@
 """Executors: where a study's games are played.
 
 - ``async`` (the default): one process, one event loop (:func:`agorabench.core.runner.run_study`).
-- ``ray``: the missing games are dealt into ``workers`` shares (:func:`deal`), and each share is
+- ``ray``: the study's games are dealt into ``workers`` shares (:func:`dealt`), and each share is
   played by a Ray task running the async runner on it, all writing one store and one response
-  cache (a database URL, or an SQLite file when the cluster is this machine). The driver only
-  expands the study and adds up the results.
+  cache (a database URL, or an SQLite file when the cluster is this machine). Nobody lists the
+  design: the driver counts the games and adds up the results, and each task generates the
+  study's games one at a time and plays those of its share that are not stored yet.
 
 Nothing is lost to a kill: every task commits its finished games as the one-process runner does.
 A task whose worker dies is started again by Ray (``retries`` times); the new attempt takes over
@@ -14,39 +15,137 @@ retries are spent the driver still waits for the other shares, releases the dead
 and reports how many games were not played, so that the next run (a resume) plays them at once.
 A run started again after the driver was killed plays only the games still missing. The games
 and their seeds do not depend on the executor, so the dataset is that of a one-process run.
+
+The deal depends on the design and the number of shares only, never on what is stored: a resume
+with the same ``workers`` deals every game to the share it had, and its missing games are where
+they were (after a share failed for good, all of that share's games wait for one worker).
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
+import json
+import math
 import os
 import shutil
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..loop import run as run_loop
-from .study import GameSpec, StudyError, load_study
+from .study import GameSpec, Study, StudyError, load_study
 
 
-def deal(specs: list[GameSpec], workers: int) -> list[list[str]]:
-    """Game ids dealt round-robin into at most ``workers`` non-empty shares, seating by seating:
-    games are ordered by their seats (which model sits where), then by id, and dealt with one
-    running counter, so every share gets an equal part (±1) of each seating.
+#: 64-bit arithmetic for :func:`_mix`.
+_MASK = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    """SplitMix64's finaliser: a well-spread 64-bit number from any integer (the same in every
+    process, unlike ``hash``)."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def _seating_key(seats: dict[str, str]) -> str:
+    """A seating (which model sits in which role) as text, whatever the roles' order."""
+    return json.dumps(sorted(seats.items()))
+
+
+def _seating_hash(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
+
+
+def seating_positions(study: Study, counted: bool = False) -> Iterator[tuple[GameSpec, str, int]]:
+    """Every game of the study in study order (:meth:`~agorabench.core.study.Study.iter_specs`),
+    with its seating's key and its position k: how many games of the same seating come before it.
+
+    In a design that plays every configuration with every seating (no ``sample``, no listed
+    ``seats``) a seating meets each configuration with its roles once, so k is computed, not
+    counted: (the configuration's rank among those with the same roles, over all parts) ×
+    repeats + repeat, and memory does not grow with the number of seatings (10^7 pairs of one
+    game each). Otherwise (or with ``counted``) k is counted per seating; there the seatings are
+    the study file's list, or the study holds every sampled cell anyway."""
+    parts = study._parts()
+    if counted or study.file.matchups == "seats" or any(study._sample(p) for p in parts):
+        seen: dict[str, int] = {}
+        seats, key = None, ""
+        for spec in study.iter_specs():
+            if spec.seats is not seats:  # one dict per (configuration, seating) cell
+                seats, key = spec.seats, _seating_key(spec.seats)
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            yield spec, key, k
+        return
+    # the configurations of every part in order: (game, configuration as JSON, rank among those with its roles)
+    table: list[tuple[str, str, int]] = []
+    ranks: collections.Counter[tuple[str, ...]] = collections.Counter()
+    for part in parts:
+        game_cls = study.game_class(part.game)
+        for config in study.configurations(part):
+            roles = tuple(sorted(game_cls.roles(config)))
+            table.append((part.game, json.dumps(config.model_dump(mode="json"), sort_keys=True), ranks[roles]))
+            ranks[roles] += 1
+    repeats, i, config, seats, key, rank = study.file.repeats, -1, None, None, "", 0
+    for spec in study.iter_specs():
+        if spec.config is not config:  # the games of one configuration share its dict, in order
+            config, text = spec.config, json.dumps(spec.config, sort_keys=True)
+            i += 1
+            while i < len(table) and table[i][:2] != (spec.game, text):
+                i += 1  # a configuration that no seating fills has no game
+            if i == len(table):
+                raise RuntimeError(f"game {spec.id}: configuration not in the study's order")
+            rank = table[i][2]
+        if spec.seats is not seats:
+            seats, key = spec.seats, _seating_key(spec.seats)
+        yield spec, key, rank * repeats + spec.repeat
+
+
+def dealt(study: Study, shares: int, counted: bool = False) -> Iterator[tuple[int, GameSpec]]:
+    """Every game of the study in study order, with the share (0 to ``shares`` - 1) that plays it.
+
+    The k-th game of a seating (:func:`seating_positions`) is in that seating's block k // shares,
+    and each block of ``shares`` games goes to every share once, in an order drawn from the
+    seating and the block (an affine permutation of the shares from a hash). So every share gets
+    an equal part (±1) of every seating, and the configurations of a seating are spread at random
+    (a plain stride would hand one share every value of a grid key with ``shares`` values).
 
     A seating decides a game's cost (a model in the deciding seat makes calls, a strategy none):
-    dealing in study order would hand every other game to the same workers, and even dealing in
-    id order leaves one share with more slow games by chance; the slowest share sets the wall time."""
-    shares: list[list[str]] = [[] for _ in range(max(1, workers))]
-    ordered = sorted(specs, key=lambda spec: (sorted(spec.seats.items()), spec.id))
-    for i, spec in enumerate(ordered):
-        shares[i % len(shares)].append(spec.id)
-    return [s for s in shares if s]
+    dealing in study order would hand every other game to the same workers, and dealing at random
+    leaves one share with more slow games by chance; the slowest share sets the wall time. The deal
+    depends on the design and ``shares`` only, never on the games already stored."""
+    n = max(1, shares)
+    units = [a for a in range(1, n + 1) if math.gcd(a, n) == 1]  # the steps that visit every share
+    key, base = None, 0
+    for spec, seating, k in seating_positions(study, counted):
+        if seating is not key:
+            key, base = seating, _seating_hash(seating)
+        block, x = divmod(k, n)
+        h = _mix(base ^ _mix(block))
+        yield (h % n + units[(h >> 32) % len(units)] * x) % n, spec
 
 
-def play_share(study_path: str, models: list[str] | None, db: str, ids: list[str], concurrency: int, cache_db: str | None, tag: str | None = None) -> dict[str, Any]:
-    """Play the games ``ids`` of a study with the async runner (the body of one Ray task).
+@dataclass(frozen=True)
+class Share:
+    """Share ``index`` of ``count`` (:func:`dealt`); called with a study, its games in study order
+    (what a :class:`~agorabench.core.runner.Runner` with ``select`` plays)."""
+
+    index: int
+    count: int
+
+    def __call__(self, study: Study) -> Iterator[GameSpec]:
+        return (spec for share, spec in dealt(study, self.count) if share == self.index)
+
+
+def play_share(study_path: str, models: list[str] | None, db: str, share: int, shares: int, concurrency: int, cache_db: str | None, tag: str | None = None) -> dict[str, Any]:
+    """Play the games :func:`dealt` gives share ``share`` of ``shares`` that are not stored yet,
+    with the async runner (the body of one Ray task); the study is generated here, game by game.
 
     ``tag`` names this share's claims; an attempt releases the claims an earlier attempt of
     the same share left (Ray starts a task again only once its worker is dead)."""
@@ -57,7 +156,7 @@ def play_share(study_path: str, models: list[str] | None, db: str, ids: list[str
     study = load_study(study_path, models=models)
     store = Store(db)
     cache_store = Store(cache_db) if cache_db else store
-    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=False, only=set(ids))
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=False, select=Share(share, shares))
     try:
         if tag:
             runner.owner = claim_owner(tag)
@@ -112,17 +211,18 @@ def run_ray(
     from ..store.store import Store
 
     study = load_study(study_path, models=models)
-    specs = study.expand()
+    total = study.check_size()  # counted, never listed: no list as long as the design, here or in a task
     store = Store(db)
     try:
         store.save_study(study.name, "+".join(study.file.games), study.file.model_dump(mode="json"))
         done = store.done_ids(study.name)
     finally:
         store.dispose()
-    todo = [s for s in specs if s.id not in done]
-    counts: dict[str, Any] = {"total": len(specs), "skipped": len(specs) - len(todo), "played": 0, "errors": 0, "elsewhere": 0, "not_played": 0, "failed": []}
+    skipped = sum(1 for s in study.iter_specs() if s.id in done) if done else 0
+    del done
+    counts: dict[str, Any] = {"total": total, "skipped": skipped, "played": 0, "errors": 0, "elsewhere": 0, "not_played": 0, "failed": []}
     summary: dict[str, Any] = {"calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
-    if not todo:
+    if skipped == total:
         return counts, summary
     db = db if "://" in db else str(Path(db).resolve())
     cache_db = cache_db if cache_db is None or "://" in cache_db else str(Path(cache_db).resolve())
@@ -134,49 +234,50 @@ def run_ray(
         else:
             temp = tempfile.mkdtemp(prefix="agora-ray-")
             ray.init(num_cpus=workers, include_dashboard=False, _temp_dir=temp, runtime_env=env, log_to_driver=False)
-    shares = deal(todo, workers)
+    # as many shares as workers (no more than games), whatever is stored: a resume deals the same way
+    shares = min(max(1, workers), total)
     run_id = uuid.uuid4().hex[:8]
-    tags = [f"ray{run_id}s{i}" for i in range(len(shares))]
+    tags = [f"ray{run_id}s{i}" for i in range(shares)]
     results: list[dict[str, Any]] = []
-    failed: list[tuple[list[str], str, str]] = []  # (ids, tag, why) of shares Ray gave up on
+    failed: list[tuple[int, str, str]] = []  # (share, tag, why) of shares Ray gave up on
     try:
         task = ray.remote(max_retries=max(0, retries), num_cpus=1)(play_share)
-        refs = [task.remote(str(Path(study_path).resolve()), models, db, ids, concurrency, cache_db, tag) for ids, tag in zip(shares, tags)]
-        for ref, ids, tag in zip(refs, shares, tags):
+        refs = [task.remote(str(Path(study_path).resolve()), models, db, i, shares, concurrency, cache_db, tag) for i, tag in enumerate(tags)]
+        for i, (ref, tag) in enumerate(zip(refs, tags)):
             try:
                 results.append(ray.get(ref))
             except ray.exceptions.RayError as exc:  # the worker died for good, or the task raised
-                failed.append((ids, tag, _failure(exc)))
+                failed.append((i, tag, _failure(exc)))
     finally:
         if started_here:
             ray.shutdown()
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
-    if failed:
-        store = Store(db)
-        try:
-            for _, tag, _ in failed:
-                store.release_tag(tag)
-            done = store.done_ids(study.name)
-        finally:
-            store.dispose()
-        for ids, _, why in failed:
-            counts["not_played"] += sum(1 for g in ids if g not in done)
-            counts["failed"].append(why)
+    store = Store(db)
+    try:
+        for _, tag, _ in failed:
+            store.release_tag(tag)
+        done_now = store.done_ids(study.name)
+    finally:
+        store.dispose()
+    # played = the games of the design now stored as done less those done before, counted in the
+    # store: a share that Ray started again skips what its killed attempt stored, and those games
+    # count here too; a failed share's games not stored are not played (one pass, dealt again)
+    lost = {i for i, _, _ in failed}
+    stored = 0
+    for share, spec in dealt(study, shares) if lost else ((0, s) for s in study.iter_specs()):
+        if spec.id in done_now:
+            stored += 1
+        elif share in lost and not study.has_human(spec):
+            counts["not_played"] += 1
+    counts["played"] = stored - skipped
+    counts["failed"] = [why for _, _, why in failed]
     for r in results:
         counts["errors"] += r["errors"]
         counts["elsewhere"] += r["elsewhere"]
         for key in ("calls", "cache_hits", "tokens", "cost"):
             summary[key] += r[key]
         summary["error_messages"] += r["error_messages"]
-    # played = the games of this run now stored as done, counted in the store: a share that Ray
-    # started again skips what its killed attempt stored, and those games count here too
-    store = Store(db)
-    try:
-        done_now = store.done_ids(study.name)
-    finally:
-        store.dispose()
-    counts["played"] = sum(1 for s in todo if s.id in done_now)
     summary["workers"] = len({r["pid"] for r in results})
     summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]
     return counts, summary

@@ -11,15 +11,15 @@ and its scripted strategies.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from .speech import quote
-from .table import Player, Reply, Table, TurnRequest
+from .speech import FORMAT_MARK, quote_marked
+from .table import FORMAT, Player, Reply, Table, TurnRequest, without
 
 
 class GameConfig(BaseModel):
@@ -86,16 +86,20 @@ class Game:
             t.cancel()
         await asyncio.gather(task, waiter, return_exceptions=True)
         system = {r: t[0]["content"] for r, t in table.transcripts.items() if t and t[0]["role"] == "system"}
-        return Instructions(system, frozenset(formats))
+        rules = {r: without(table.parts(r)[0], FORMAT).strip() for r in system}
+        return Instructions(system, frozenset(formats), rules)
 
 
 @dataclass(frozen=True)
 class Instructions:
-    """What :meth:`Game.instructions` returns: each role's system message, and the answer-format
-    instructions of the first question (which a person's form replaces)."""
+    """What :meth:`Game.instructions` returns: each role's system message, the answer-format
+    instructions of the first question (which a person's form replaces), and the system messages
+    without their answer-format part."""
 
     system: dict[str, str]
     formats: frozenset[str]
+    #: Each role's system message without its answer-format part (what a person reads).
+    rules: dict[str, str] = field(default_factory=dict)
 
 
 #: How many rendered prompts each :class:`Prompts` keeps for reuse.
@@ -116,7 +120,8 @@ class Prompts:
             lstrip_blocks=True,
             auto_reload=False,  # a study's templates do not change while it runs; no stat() per render
         )
-        self.env.filters["quote"] = quote  # other players' words: cleaned, quoted (core.speech)
+        self.env.filters["quote"] = quote_marked  # other players' words: cleaned, quoted, marked (core.speech)
+        self.env.globals["format_begins"] = FORMAT_MARK  # where the answer-format part begins (core.speech)
         self.version = self._version(folders)
         self._templates: dict[str, jinja2.Template] = {}
         self._rendered: dict[tuple[str, str], str] = {}

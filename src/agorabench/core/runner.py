@@ -20,7 +20,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..families import strategies
 from ..loop import run as run_loop
@@ -85,11 +85,13 @@ class Runner:
         cache: ResponseCache | None = None,
         progress: bool | ProgressView = True,
         probe: bool = True,
-        only: set[str] | None = None,
+        select: Callable[[Study], Iterator[GameSpec]] | None = None,
     ) -> None:
         self.study = study
         self.probe = probe
-        self.only = only  # play only these game ids (an executor's share of the study)
+        #: The games this runner may play, generated in study order (an executor's share,
+        #: :class:`~agorabench.core.executors.Share`); None: every game of the study.
+        self.select = select
         self.store = store
         self.concurrency = max(1, concurrency)
         self.cache = cache if cache is not None else SQLCache(store)
@@ -235,30 +237,36 @@ class Runner:
                 self.stats.error_messages.append(error or "")
         return status
 
+    def games(self) -> Iterator[GameSpec]:
+        """The games this run may play, one at a time in study order: ``select``'s (or every
+        game of the study), less those with a person in a seat (they play through `agora serve`)."""
+        games = self.select(self.study) if self.select is not None else self.study.iter_specs()
+        if any(entry.is_human for entry in self.study.models.values()):
+            return (s for s in games if not self.study.has_human(s))
+        return games
+
     async def run(self) -> RunStats:
-        streamed = self.only is None and not any(entry.is_human for entry in self.study.models.values())
-        if streamed:
-            # the games are counted, not listed, and generated as the workers claim them: a
-            # design of 10^7 games starts at once and holds only the ids already done
-            total = self.study.check_size()
-        else:  # an executor's share, or people in seats (they play through `agora serve`)
-            specs = self.study.expand()
-            if self.only is not None:
-                specs = [s for s in specs if s.id in self.only]
-            specs = [s for s in specs if not self.study.has_human(s)]
+        # the games are counted, not listed, and generated as the workers claim them: a design of
+        # 10^7 games starts at once and holds only the ids already done
+        total = self.study.check_size()
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         self.store.record_run(self.study.name, run_seating(self.study))  # reports count its games as the study's
         done = self.store.done_ids(self.study.name)
-        source: Iterator[GameSpec]
-        if streamed:
+        if self.select is None and not any(entry.is_human for entry in self.study.models.values()):
             # the design's games already done: one pass over the ids (none for a fresh study)
             skipped = sum(1 for s in self.study.iter_specs() if s.id in done) if done else 0
-            source = (s for s in self.study.iter_specs() if s.id not in done)
-            n_todo, names = total - skipped, {m for _, used in self.study.first_games().values() for m in used}
-        else:
-            todo = [s for s in specs if s.id not in done]
-            total, skipped, n_todo, source = len(specs), len(specs) - len(todo), len(todo), iter(todo)
-            names = {m for s in todo for m in s.seats.values()}
+            names = {m for _, used in self.study.first_games().values() for m in used}
+        else:  # an executor's share, or people in some seats: one pass counts the games this run may play
+            total = skipped = 0
+            names = set()
+            for s in self.games():
+                total += 1
+                if s.id in done:
+                    skipped += 1
+                else:
+                    names.update(s.seats.values())
+        source: Iterator[GameSpec] = (s for s in self.games() if s.id not in done)
+        n_todo = total - skipped
         self.stats = RunStats(total=total, skipped=skipped)
         try:
             self.check_models()

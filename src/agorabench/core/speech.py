@@ -7,6 +7,13 @@ prompt templates use it as the Jinja filter ``quote``. :func:`clean` removes ANS
 C0/C1 control characters (newline and tab kept), bidi embeddings/overrides/isolates and zero-width
 characters. :func:`escape_terminal` makes any text safe to print: control characters are shown as
 ``\\xNN`` escapes instead of acting on the terminal.
+
+Marks: a template says where the part that tells a model how to write its answer begins
+(``{{ format_begins }}``, :data:`FORMAT_MARK`; it runs to the end of the template's text), and the Jinja filter ``quote`` wraps other players'
+words in :data:`SPEECH_OPEN` / :data:`SPEECH_CLOSE`. The marks are private-use characters that
+:func:`clean` removes from any player's text; the :class:`~agorabench.core.table.Table` takes them
+out of every text it is given (:func:`split_marks`) and keeps each message's parts by kind, so no
+mark ever reaches a player or the store.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ _INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u0085\u2028\u2029]")
 #: Prefix of every line of quoted speech.
 QUOTE_PREFIX = "> "
+#: Where the answer-format part of a text begins (it runs to the end of the text).
+FORMAT_MARK = "\ue000"
+#: Around another player's words, as the template filter ``quote`` writes them.
+SPEECH_OPEN, SPEECH_CLOSE = "\ue001", "\ue002"
+_MARKS = re.compile("[\ue000-\ue002]")
 
 
 def clean(text: object) -> str:
@@ -32,13 +44,43 @@ def clean(text: object) -> str:
     s = _LINE_SEPARATORS.sub("\n", s)
     s = _ANSI.sub("", s)
     s = _CONTROL.sub("", s)
-    return _INVISIBLE.sub("", s)
+    return _MARKS.sub("", _INVISIBLE.sub("", s))
 
 
 def quote(text: object) -> str:
     """Another player's words as quoted speech: cleaned, every line starting with ``> ``."""
     lines = clean(text).strip("\n").split("\n")
     return "\n".join(QUOTE_PREFIX + line for line in lines)
+
+
+def quote_marked(text: object) -> str:
+    """:func:`quote`, between speech marks: the template filter ``quote``."""
+    return SPEECH_OPEN + quote(text) + SPEECH_CLOSE
+
+
+def unmark(text: str) -> str:
+    """``text`` without marks."""
+    return _MARKS.sub("", text)
+
+
+def split_marks(text: str, kind: str, fmt: str = "format", speech: str = "speech") -> list[tuple[str, str]]:
+    """``text`` as (kind, text) parts without its marks: ``kind`` outside them, ``fmt`` from the
+    first format mark on, ``speech`` between speech marks (inside the format part too). Joined,
+    the parts are :func:`unmark` of ``text``; empty parts are left out."""
+    parts: list[tuple[str, str]] = []
+    outer, in_speech, start = kind, False, 0
+    for m in _MARKS.finditer(text):
+        if m.start() > start:
+            parts.append((speech if in_speech else outer, text[start : m.start()]))
+        mark = m.group()
+        if mark == FORMAT_MARK:
+            outer = fmt
+        else:
+            in_speech = mark == SPEECH_OPEN
+        start = m.end()
+    if start < len(text):
+        parts.append((speech if in_speech else outer, text[start:]))
+    return parts
 
 
 _UNSAFE_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u2028\u2029]")

@@ -11,6 +11,14 @@ Invalid answers are re-asked with the validation error, up to ``max_retries`` ti
 the turn is recorded as invalid and ``ask`` returns the caller's fallback. A player that does
 not answer within its time limit (a person, see ``agents.Human``) gets the fallback at once and
 the turn is recorded invalid with the error :data:`TIMEOUT`.
+
+Every message is also kept as parts tagged by kind (:class:`Part`): the game's rules (the system
+message), the game's text, the task (a prompt's ``instructions``: what to answer), the answer
+format (how a model writes its answer), another player's words, a re-ask after an unusable
+answer, and the player's answer. Templates mark the answer format and other players' words
+(:mod:`agorabench.core.speech`); the table takes the marks out, so players and the store see
+plain text, and :meth:`Table.parts` gives what :meth:`Table.shown` gives, part by part (a
+person's page leaves out the answer format, which its form replaces).
 """
 
 from __future__ import annotations
@@ -18,13 +26,62 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from ..records import TurnRecord
 from .actions import Action, ParseError
+from .speech import split_marks, unmark
 
 A = TypeVar("A", bound=Action)
+
+#: The kinds of a message's parts: the game's rules (system message), the game's own text, the
+#: task (a prompt's ``instructions``), the answer format, another player's words, a re-ask, the
+#: player's answer.
+RULES, GAME, TASK, FORMAT, SPEECH, REASK, ANSWER = "rules", "game", "task", "format", "speech", "reask", "answer"
+
+
+@dataclass(frozen=True)
+class Part:
+    """A stretch of one message's text and what kind of text it is; a message's parts, joined,
+    are its content."""
+
+    kind: str
+    text: str
+
+
+def _parts(text: str, kind: str) -> tuple[Part, ...]:
+    """``text`` (which may carry marks) as parts, with ``kind`` outside the marks."""
+    return tuple(Part(k, t) for k, t in split_marks(text, kind, FORMAT, SPEECH))
+
+
+def _joined(*groups: tuple[Part, ...]) -> tuple[Part, ...]:
+    """The parts of ``groups`` one after another, neighbours of one kind made one part."""
+    out: list[Part] = []
+    for part in (p for g in groups for p in g):
+        if out and out[-1].kind == part.kind:
+            out[-1] = Part(part.kind, out[-1].text + part.text)
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+def without(parts: tuple[Part, ...], *kinds: str) -> str:
+    """The text of ``parts`` without the parts of ``kinds`` (e.g. a prompt as a person reads it,
+    without the answer format its form replaces)."""
+    return "".join(p.text for p in parts if p.kind not in kinds)
+
+
+def _slice(parts: tuple[Part, ...], start: int, end: int) -> tuple[Part, ...]:
+    """The parts of ``text[start:end]``, where ``text`` is ``parts`` joined."""
+    out: list[Part] = []
+    pos = 0
+    for part in parts:
+        lo, hi = max(start, pos), min(end, pos + len(part.text))
+        if lo < hi:
+            out.append(Part(part.kind, part.text[lo - pos : hi - pos]))
+        pos += len(part.text)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -73,6 +130,8 @@ class TurnRequest:
     attempt: int
     rng: random.Random
     error: str | None = None
+    #: ``messages``, each as its parts by kind (:meth:`Table.parts`).
+    parts: list[tuple[Part, ...]] = field(default_factory=list)
 
 
 class Player(Protocol):
@@ -108,6 +167,8 @@ class Table:
         self._player_rngs = {role: random.Random(f"{seed}:{role}") for role in players}
         self.max_retries = max_retries
         self.transcripts: dict[str, list[dict[str, str]]] = {role: [] for role in players}
+        #: role -> each transcript message as its parts by kind (joined: the message's content).
+        self._parts: dict[str, list[tuple[Part, ...]]] = {role: [] for role in players}
         #: role -> (message index, character offset): where the part a role is shown begins.
         self._shown_from: dict[str, tuple[int, int]] = {}
         #: role -> message index before which its answers are shown as the action they settled on.
@@ -121,23 +182,35 @@ class Table:
         self.turns: list[TurnRecord] = []
 
     def set_system(self, role: str, text: str) -> None:
-        """Set (or replace, before any turn) the role's system message."""
+        """Set (or replace, before any turn) the role's system message (the game's rules; a
+        format mark in it starts the part that says how to write answers)."""
         transcript = self.transcripts.setdefault(role, [])
+        parts = self._parts.setdefault(role, [])
+        message = {"role": "system", "content": unmark(text)}
         if transcript and transcript[0]["role"] == "system":
-            transcript[0] = {"role": "system", "content": text}
+            transcript[0], parts[0] = message, _parts(text, RULES)
         else:
-            transcript.insert(0, {"role": "system", "content": text})
+            transcript.insert(0, message)
+            parts.insert(0, _parts(text, RULES))
 
-    def tell(self, role: str, text: str) -> None:
+    def tell(self, role: str, text: str, kind: str = GAME) -> None:
         """Add an observation to the role's transcript without asking for a decision.
 
         Consecutive user messages are merged so chat templates stay alternating.
         """
+        self._tell(role, _parts(text, kind))
+
+    def _tell(self, role: str, new: tuple[Part, ...]) -> None:
         transcript = self.transcripts.setdefault(role, [])
+        parts = self._parts.setdefault(role, [])
+        text = "".join(p.text for p in new)
         if transcript and transcript[-1]["role"] == "user":
             transcript[-1] = {"role": "user", "content": transcript[-1]["content"] + "\n\n" + text}
+            joint = (Part(new[0].kind if new else GAME, "\n\n" + (new[0].text if new else "")),) + new[1:]
+            parts[-1] = _joined(parts[-1], joint)
         else:
             transcript.append({"role": "user", "content": text})
+            parts.append(new)
 
     def tell_all(self, roles: list[str] | tuple[str, ...], text: str) -> None:
         """Tell every role in ``roles`` the same text (a public announcement)."""
@@ -149,6 +222,7 @@ class Table:
         remembers nothing of earlier rounds. Turns already recorded keep the prompts they were
         shown (each turn stores its own messages)."""
         self.transcripts[role] = []
+        self._parts[role] = []
         for kept in (self._shown_from, self._condensed_before, self._final, self._instructions_at):
             kept.pop(role, None)
         self.set_system(role, system)
@@ -185,33 +259,49 @@ class Table:
     def shown(self, role: str) -> list[dict[str, str]]:
         """The messages the role is shown at a decision (see :meth:`forget_before` and
         :meth:`condense_before`)."""
+        return [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in self._view(role)]
+
+    def parts(self, role: str) -> list[tuple[Part, ...]]:
+        """:meth:`shown`, each message as its parts by kind."""
+        return [parts for _, parts in self._view(role)]
+
+    def _view(self, role: str) -> list[tuple[str, tuple[Part, ...]]]:
+        """(message role, parts) of what the role is shown: decisions before the condense mark
+        as their final action and their prompts without the task; after a forget mark, the
+        system message and what follows the mark."""
         transcript = self.transcripts.setdefault(role, [])
+        stored = self._parts.setdefault(role, [])
+        view = list(zip((m["role"] for m in transcript), stored))
         upto = self._condensed_before.get(role, 0)
         if upto:
             final, cut = self._final.get(role, {}), self._instructions_at.get(role, {})
-            transcript = [
-                {"role": "assistant", "content": final[i]} if i in final and i < upto
-                else {"role": m["role"], "content": m["content"][: cut[i]].rstrip()} if i in cut and i < upto
-                else m
-                for i, m in enumerate(transcript)
-            ]
+            for i, (who, parts) in enumerate(view[:upto]):
+                if i in final:
+                    view[i] = (who, (Part(ANSWER, final[i]),))
+                elif i in cut:
+                    content = transcript[i]["content"]
+                    view[i] = (who, _slice(parts, 0, len(content[: cut[i]].rstrip())))
         mark = self._shown_from.get(role)
         if mark is None:
-            return list(transcript)
+            return view
         index, offset = mark
-        head = transcript[:1] if transcript and transcript[0]["role"] == "system" else []
+        head = view[:1] if view and view[0][0] == "system" else []
         if index < len(head):
             index, offset = len(head), 0
-        rest = transcript[index:]
+        rest = view[index:]
         if rest and offset:
-            text = rest[0]["content"][offset:].lstrip("\n")
-            rest = ([{"role": rest[0]["role"], "content": text}] if text else []) + rest[1:]
+            who, parts = rest[0]
+            text = "".join(p.text for p in parts)
+            start = offset + len(text[offset:]) - len(text[offset:].lstrip("\n"))
+            kept = _slice(parts, start, len(text))
+            rest = ([(who, kept)] if kept else []) + rest[1:]
         return head + rest
 
     async def ask(self, role: str, prompt: Prompt, action_type: type[A], fallback: A | None = None) -> A | None:
         """Ask one role for a decision; return the action, or ``fallback`` if it stays invalid."""
         player = self.players[role]
-        self.tell(role, prompt.text)
+        prompt, parts = self._unmarked(prompt)
+        self._tell(role, parts)
         if prompt.instructions and prompt.text.endswith(prompt.instructions):
             last = self.transcripts[role][-1]["content"]
             self._instructions_at.setdefault(role, {})[len(self.transcripts[role]) - 1] = len(last) - len(prompt.instructions)
@@ -222,7 +312,9 @@ class Table:
         cached = True
         messages_at_ask = self.shown(role)  # messages are never changed in place, only replaced
         while True:
-            request = TurnRequest(role, self.shown(role), prompt, action_type, retries, self._player_rngs[role], error)
+            view = self._view(role)
+            messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
+            request = TurnRequest(role, messages, prompt, action_type, retries, self._player_rngs[role], error, [parts for _, parts in view])
             started = time.perf_counter()
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
             reply = await player.act(request)
@@ -233,10 +325,10 @@ class Table:
             cached = cached and reply.cached
             raw = reply.text
             if reply.timed_out:
-                self.transcripts[role].append({"role": "assistant", "content": "(no answer within the time limit)"})
+                self._answer(role, "(no answer within the time limit)")
                 self._record(role, prompt, messages_at_ask, raw, None, False, retries, TIMEOUT, usage, latency, cached)
                 return fallback
-            self.transcripts[role].append({"role": "assistant", "content": raw})
+            self._answer(role, raw)
             try:
                 action = reply.action if reply.action is not None else action_type.parse(raw)
                 if not isinstance(action, action_type):
@@ -251,7 +343,24 @@ class Table:
                 self._record(role, prompt, messages_at_ask, raw, None, False, retries, error, usage, latency, cached)
                 return fallback
             retries += 1
-            self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.")
+            self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.", kind=REASK)
+
+    @staticmethod
+    def _unmarked(prompt: Prompt) -> tuple[Prompt, tuple[Part, ...]]:
+        """``prompt`` without marks, and its text as parts: the prompt's ``instructions`` are
+        the task when the text ends with them."""
+        text, task = prompt.text, prompt.instructions
+        parts = _parts(text, GAME)
+        plain, task = unmark(text), unmark(task)
+        if task and plain.endswith(task):
+            cut = len(plain) - len(task)
+            tail = tuple(Part(TASK, p.text) if p.kind == GAME else p for p in _slice(parts, cut, len(plain)))
+            parts = _joined(_slice(parts, 0, cut), tail)
+        return (prompt if (plain, task) == (prompt.text, prompt.instructions) else replace(prompt, text=plain, instructions=task)), parts
+
+    def _answer(self, role: str, text: str) -> None:
+        self.transcripts[role].append({"role": "assistant", "content": text})
+        self._parts[role].append((Part(ANSWER, text),))
 
     async def ask_each(self, requests: dict[str, tuple[Prompt, type[Action], Action | None]]) -> dict[str, Action | None]:
         """Ask several roles at once (simultaneous moves); each sees only its own transcript.

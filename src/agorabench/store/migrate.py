@@ -1,5 +1,7 @@
 """Upgrading a database of the older layout, where each turn held its whole prompt in
-``turns.messages``, to per-role transcripts plus spans (:func:`migrate`, ``agora migrate DB``)."""
+``turns.messages``, to per-role transcripts plus spans (:func:`migrate`, ``agora migrate DB``),
+and adding the columns later versions gave the web app's tables (:func:`add_web_columns`, done
+by the web app itself when it opens a database)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import sqlalchemy as sa
 
 from .engine import legacy_layout, open_engine
 from .layout import layout
-from .schema import metadata, transcripts, turns
+from .schema import metadata, transcripts, turns, web_metadata
 
 
 def migrate(db: str | Path) -> int:
@@ -20,6 +22,7 @@ def migrate(db: str | Path) -> int:
     rewritten (0 when the database already has the current layout)."""
     engine = open_engine(db, check_format=False)
     try:
+        add_web_columns(engine)
         if not legacy_layout(engine):
             metadata.create_all(engine)
             return 0
@@ -46,6 +49,31 @@ def migrate(db: str | Path) -> int:
         return n
     finally:
         engine.dispose()
+
+
+def add_web_columns(engine: sa.Engine) -> list[str]:
+    """Add to the web app's existing tables the columns of :data:`~agorabench.store.schema.web_metadata`
+    they lack (nullable columns added by a later version, e.g. ``web_turns.opened_at``), in place;
+    returns them as ``table.column``. Another process adding the same column at the same moment
+    is no error."""
+    inspector = sa.inspect(engine)
+    added = []
+    for table in web_metadata.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue
+        have = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in have:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"))
+            except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
+                if "duplicate" not in str(exc).lower() and "already exists" not in str(exc):
+                    raise
+            added.append(f"{table.name}.{column.name}")
+    return added
 
 
 @dataclass

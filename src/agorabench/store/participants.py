@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import sqlalchemy as sa
 
+from .migrate import add_web_columns
 from .schema import participants, web_metadata, web_turns
 
 if TYPE_CHECKING:
@@ -22,8 +23,10 @@ class Participants:
         self.engine = store.engine
 
     def create_tables(self) -> None:
-        """Create the web app's tables where they are missing."""
+        """Create the web app's tables where they are missing, and add the columns a database
+        served by an older agorabench lacks."""
         web_metadata.create_all(self.engine)
+        add_web_columns(self.engine)
 
     # participants -------------------------------------------------------------------------
     def games_of(self, study: str) -> dict[str, str]:
@@ -80,10 +83,15 @@ class Participants:
             row = conn.execute(sa.select(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq)).first()
         return dict(row._mapping) if row else None
 
-    def insert_turn(self, token: str, seq: int) -> None:
-        """A new open turn: not shown, not answered."""
+    def insert_turn(self, token: str, seq: int, opened_at: float) -> None:
+        """A new open turn, opened at ``opened_at``: not shown, not answered."""
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(web_turns).values(token=token, seq=seq, errors=[], timed_out=False))
+            conn.execute(sa.insert(web_turns).values(token=token, seq=seq, opened_at=opened_at, errors=[], timed_out=False))
+
+    def mark_opened(self, token: str, seq: int, opened_at: float) -> None:
+        """When the turn was opened, for a turn stored before the column existed."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq, web_turns.c.opened_at.is_(None)).values(opened_at=opened_at))
 
     def mark_shown(self, token: str, seq: int, shown_at: float) -> None:
         """When the participant first saw the turn's form."""

@@ -145,6 +145,9 @@ web_turns = sa.Table(
     sa.Column("token", sa.String(64), primary_key=True),
     sa.Column("seq", sa.Integer, primary_key=True),
     sa.Column("shown_at", sa.Float),
+    #: When the game first opened the turn: its idle deadline counts from here, across restarts
+    #: (added later: older databases get it from :func:`~agorabench.store.migrate.add_web_columns`).
+    sa.Column("opened_at", sa.Float),
     sa.Column("answered_at", sa.Float),
     sa.Column("action", sa.JSON(none_as_null=True)),
     sa.Column("response_time", sa.Float),

@@ -31,7 +31,7 @@ from ..core.study import Study
 from ..store.store import Store
 from .forms import MAX_TEXT, answer_text, form_fields, parse_form
 from .participants import participant_from_query
-from .play import Manager, strip_formats
+from .play import Manager, for_person
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "agora_session"
@@ -187,9 +187,8 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             if check is not None:
                 return page(request, "attention.html", check=check, **ctx)
             messages = [dict(x) for x in live.messages]
-            formats = live.formats
-            for x in messages:
-                x["content"] = strip_formats(x["content"], formats) if x["role"] == "user" else answer_text(x["content"])
+            for x, parts in zip(messages, live.parts):
+                x["content"] = for_person(parts, live.formats) if x["role"] == "user" else answer_text(x["content"])
             history = [x for x in messages if x["role"] != "system"]
             p = live.pending
             ctx.update(instructions=live.system, history=history, version=live.version, poll=True)

@@ -10,17 +10,18 @@ A person's game is the study's game spec with the human seat replaced by
 :class:`~agorabench.core.agents.Human` in that seat and stored like any other game.
 
 Resuming. Every answer the person gives (or a timeout) is written to ``web_turns`` before the
-game sees it, and when a turn was first shown is written too. After a server restart the game is
-played again from its start: the recorded answers are replayed in order, model answers come from
-the response cache and scripted players are seeded, so the game reaches the same open turn with
-the same clock; nothing is asked twice and nothing is lost.
+game sees it, and when a turn was opened and first shown is written too. After a server restart
+the game is played again from its start: the recorded answers are replayed in order, model
+answers come from the response cache and scripted players are seeded, so the game reaches the
+same open turn with the same clocks (the time limit from when it was shown, the idle deadline
+from when it was opened, both across restarts; a participant who had gone stays gone); nothing
+is asked twice and nothing is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 import secrets
 import sys
 import time
@@ -34,7 +35,7 @@ from ..core.coverage import run_seating
 from ..core.game import Game
 from ..core.runner import Runner
 from ..core.study import GameSpec, Study, StudyError
-from ..core.table import TurnRequest
+from ..core.table import FORMAT, RULES, Part, TurnRequest, without
 from ..redact import redact
 from ..store.participants import Participants
 from ..store.store import Store
@@ -73,28 +74,40 @@ class Seat:
         seq, self.seq = self.seq, self.seq + 1
         live.formats.add(request.action_type.format_instructions())
         row = live.manager.turn_row(live.token, seq)
+        limit = live.manager.settings.time_limit
+        idle = live.manager.settings.idle_timeout
         if row is not None and (row["answered_at"] is not None or row["timed_out"]):
-            live.messages = list(request.messages)
+            live.messages, live.parts = list(request.messages), list(request.parts)
             if row["timed_out"]:
+                # replayed after a restart: a turn that timed out past its idle deadline means
+                # the participant had gone, and stays so (the game is stored as abandoned)
+                if idle and row["opened_at"] is not None and row["answered_at"] is not None and row["answered_at"] - row["opened_at"] >= idle:
+                    live.abandoned = True
                 return None
             action = request.action_type.model_validate(row["action"])
             return HumanAnswer(action, row["response_time"] or 0.0, tuple(row["errors"] or ()))
+        # the idle deadline counts from when the turn was first opened, also by a server that
+        # stopped since: a restart gives a participant who left no fresh idle period
+        opened = time.time()
         if row is None:
-            live.manager.insert_turn(live.token, seq)
+            live.manager.insert_turn(live.token, seq, opened)
+        elif row["opened_at"] is not None:
+            opened = row["opened_at"]
+        else:  # stored before turns recorded their opening: counted from now, and from now on
+            live.manager.rows.mark_opened(live.token, seq, opened)
         pending = Pending(seq, request, row["shown_at"] if row else None)
-        live.pending, live.messages = pending, list(request.messages)
+        live.pending, live.messages, live.parts = pending, list(request.messages), list(request.parts)
         live.touch()
         if live.abandoned:
             live.manager.record_timeout(live.token, seq)
             live.pending = None
             return None
-        limit = live.manager.settings.time_limit
-        idle = live.manager.settings.idle_timeout
-        idle_at = time.time() + idle if idle else None  # counted from when the turn opens
+        idle_at = opened + idle if idle else None
         while not pending.done:
             deadlines = [t for t in (None if (not limit or pending.shown_at is None) else pending.shown_at + limit, idle_at) if t is not None]
-            timeout = min(deadlines) - time.time() if deadlines else None
-            if idle_at is not None and time.time() >= idle_at and not pending.done:
+            now = time.time()  # one reading: past the idle deadline is also past the turn's
+            timeout = min(deadlines) - now if deadlines else None
+            if idle_at is not None and now >= idle_at:
                 live.abandoned = True  # gone: the fallback answers every turn from now on
             if timeout is not None and timeout <= 0:
                 live.manager.record_timeout(live.token, seq)
@@ -120,6 +133,8 @@ class Live:
     task: asyncio.Task | None = None
     pending: Pending | None = None
     messages: list[dict[str, str]] = field(default_factory=list)
+    #: ``messages``, each as its parts by kind (:meth:`~agorabench.core.table.Table.parts`).
+    parts: list[tuple[Part, ...]] = field(default_factory=list)
     formats: set[str] = field(default_factory=set)
     version: int = 0
     system: str = ""
@@ -142,8 +157,10 @@ class Manager:
         self.rows = Participants(store)
         self.rows.create_tables()
         store.record_run(study.name, run_seating(study))  # the seating participants' games are played with
-        specs = study.expand()
-        self.human_specs = [s for s in specs if self._human_roles(s)]
+        study.check_size()  # a design without games, or too large, is refused before it is generated
+        # only the games with a person in a seat are kept (the model-only ones stream past): a
+        # new participant gets the n-th of them by order of arrival, a returning one theirs by id
+        self.human_specs = [s for s in study.iter_specs() if self._human_roles(s)]
         if not self.human_specs:
             raise StudyError(f"study {study.name!r} has no game with a human seat (a model with spec = \"human\")")
         self.by_id = {s.id: s for s in self.human_specs}
@@ -164,8 +181,8 @@ class Manager:
     def turn_row(self, token: str, seq: int) -> dict[str, Any] | None:
         return self.rows.turn(token, seq)
 
-    def insert_turn(self, token: str, seq: int) -> None:
-        self.rows.insert_turn(token, seq)
+    def insert_turn(self, token: str, seq: int, opened_at: float) -> None:
+        self.rows.insert_turn(token, seq, opened_at)
 
     def record_timeout(self, token: str, seq: int) -> None:
         self.rows.record_timeout(token, seq)
@@ -303,34 +320,25 @@ class Manager:
 
 async def instructions_text(study: Study, runner: Runner, spec: GameSpec, role: str) -> str:
     """What the game tells ``role`` before the first decision (its system message, from
-    :meth:`~agorabench.core.game.Game.instructions`, without the answer-format lines meant for
-    models)."""
+    :meth:`~agorabench.core.game.Game.instructions`), without the answer-format part meant for
+    models (:func:`for_person`)."""
     game_cls: type[Game] = study.game_class(spec.game)
     config = game_cls.Config(**spec.config)
     names = {r: study.models[m].seat_label(i) for i, (r, m) in enumerate(spec.seats.items())}
     told = await game_cls(config, runner.prompts_for(game_cls), names).instructions(seed=spec.seed, nature_seed=spec.nature_seed)
-    return strip_formats(told.system.get(role, ""), set(told.formats))
+    system = told.system.get(role, "")
+    rules = told.rules.get(role, system)
+    return rules if rules != system.strip() else for_person((Part(RULES, system),), set(told.formats))
 
 
-#: A sentence telling a model how to write its answer (JSON, XML or an ``Answer:`` line).
-_FORMAT_SENTENCE = re.compile(r"""\{"|<response>|['"]?Answer: ?[<N'"]|\b(JSON|XML)\b""")
-
-
-def strip_formats(text: str, formats: set[str]) -> str:
-    """A prompt without what tells models how to format their answer, which the form replaces:
-    the action types' format instructions, and at the end of the prompt the sentences that ask
-    for JSON, XML or an ``Answer:`` line. Only trailing lines are touched: they are the asking
-    template's, while earlier lines may quote other players."""
+def for_person(parts: tuple[Part, ...], formats: set[str]) -> str:
+    """A message as a person reads it: without its answer-format part (marked in the templates,
+    see :mod:`agorabench.core.speech`), which the form replaces. A message with no marked
+    format part (a researcher's own template without the mark) is shown without the action
+    types' format instructions, found as they are written."""
+    if any(p.kind == FORMAT for p in parts):
+        return without(parts, FORMAT).strip()
+    text = "".join(p.text for p in parts)
     for f in formats:
         text = text.replace(f, "")
-    lines = text.rstrip().split("\n")
-    while lines:
-        sentences = re.split(r"(?<=[.?!])\s+", lines[-1].strip())
-        kept = [x for x in sentences if not _FORMAT_SENTENCE.search(x)]
-        if len(kept) == len(sentences):
-            break
-        if kept:
-            lines[-1] = " ".join(kept)
-            break
-        lines.pop()
-    return "\n".join(lines).strip()
+    return text.strip()

@@ -73,7 +73,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
-from ...core.speech import quote
+from ...core.speech import FORMAT_MARK, quote_marked
 from ...core.table import Prompt, Table
 from . import PROMPTS, SCENARIOS
 
@@ -156,7 +156,8 @@ def get_scenario(name: str, language: str) -> Scenario:
 
 
 _TEXT_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
-_TEXT_ENV.filters["quote"] = quote  # other players' words: cleaned, quoted (core.speech)
+_TEXT_ENV.filters["quote"] = quote_marked  # other players' words: cleaned, quoted, marked (core.speech)
+_TEXT_ENV.globals["format_begins"] = FORMAT_MARK  # where the answer-format part begins (core.speech)
 
 
 @lru_cache(maxsize=512)
