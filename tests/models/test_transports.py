@@ -4,7 +4,9 @@ classes; the Anthropic Messages API through its SDK, with prompt caching; prompt
 reported as ``cached_tokens``; study files select transports without changing game ids."""
 
 import asyncio
+import json
 import sqlite3
+import urllib.request
 
 import pytest
 
@@ -196,3 +198,25 @@ def test_an_answer_too_large_fails_the_call_without_holding_it(cls, kind, fake_o
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert "answer too large" in str(info.value) and not info.value.retryable, info.value
     assert grown_mib < 200, grown_mib
+
+
+@pytest.mark.parametrize("temperature,sent", [("default", False), (0.0, True), (0.7, True)])
+def test_temperature_default_sends_neither_temperature_nor_seed(temperature, sent, fake_openai, tmp_path, capsys):
+    """``temperature = "default"`` (the original GLEE project's setting) leaves sampling to the
+    provider: no chat request carries a temperature or a seed; a number sends both, with the
+    study's seed (issue 21, item 7). The report says which."""
+    from support.helpers import agora
+
+    url, stats = fake_openai()
+    path = tmp_path / "study.toml"
+    path.write_text(envy_points("decoding", [model("m", f"openai/x@{url}", temperature=temperature, api_key_env="NO_KEY_NEEDED"), scripted("self-max")], grid=paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=["A"])))
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "d.db"), "--quiet")
+    assert rc == 0, err
+    with urllib.request.urlopen(stats) as resp:
+        counts = json.loads(resp.read())
+    assert counts["requests"] > 0
+    assert counts["with_temperature"] == counts["with_seed"] == (counts["requests"] if sent else 0)
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(tmp_path / "d.db"), "--out", str(tmp_path / "r"))
+    assert rc == 0, err
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert ("provider default (none sent, no seed)" in page) == (not sent)

@@ -32,7 +32,8 @@ the request's messages, so tests know what a study must produce. Faults:
   before) and Anthropic style (``cache_read_input_tokens`` for the longest prefix ending at a
   ``cache_control`` breakpoint written before; breakpoints write their prefix).
 
-Tokens are whitespace-separated words. ``GET /stats`` gives the number of requests, of ``/models``
+Tokens are whitespace-separated words. ``GET /stats`` gives the number of requests (and of chat
+requests carrying a temperature, a seed), of ``/models``
 listings (``listings``), of 429s, the
 most in flight at once, and with ``?times=1`` each request's arrival time (server clock).
 """
@@ -90,7 +91,7 @@ def _plain(content) -> str:
 
 
 def make_app(opts: argparse.Namespace) -> web.Application:
-    state = {"n": 0, "listings": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": []}
+    state = {"n": 0, "listings": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": [], "with_temperature": 0, "with_seed": 0}
     loads = json.loads
     if opts.fast:
         import orjson
@@ -143,6 +144,8 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         if refused is not None:
             return refused
         body = loads(await request.read())
+        state["with_temperature"] += "temperature" in body
+        state["with_seed"] += "seed" in body
         if opts.big_body:
             return await big_body(request, opts.big_body)
         return await answering(_completion(body, state["n"]))
@@ -245,7 +248,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in opts.models.split(",") if m]})
 
     async def stats(request: web.Request) -> web.Response:
-        out = {"requests": state["n"], "listings": state["listings"], "refused": state["refused"], "peak_in_flight": state["peak"]}
+        out = {"requests": state["n"], "listings": state["listings"], "refused": state["refused"], "peak_in_flight": state["peak"], "with_temperature": state["with_temperature"], "with_seed": state["with_seed"]}
         if request.query.get("times"):
             out["times"] = state["times"]
         return web.json_response(out)

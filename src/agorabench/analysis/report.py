@@ -109,7 +109,7 @@ def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) 
         parts.append("<h3>Settings</h3>" + table_html(pd.DataFrame(rows), name="study settings"))
     models = spec.get("models") or []
     if models:
-        mt = pd.DataFrame([{"name": m.get("name"), "label": m.get("display_name") or m.get("name"), "spec": m.get("spec"), "parameters": ", ".join(f"{k} = {v}" for k, v in sorted((m.get("params") or {}).items())), "temperature": m.get("temperature"), "max_tokens": m.get("max_tokens"), "constrained decoding": m.get("constrained")} for m in models])
+        mt = pd.DataFrame([{"name": m.get("name"), "label": m.get("display_name") or m.get("name"), "spec": m.get("spec"), "parameters": ", ".join(f"{k} = {v}" for k, v in sorted((m.get("params") or {}).items())), "temperature": _temperature(m, spec), "max_tokens": m.get("max_tokens"), "constrained decoding": m.get("constrained")} for m in models])
         parts.append("<h3>Models</h3>" + table_html(mt, name="study models"))
     seats = [c for c in games.columns if c.startswith("model_")]
     if len(games):
@@ -122,6 +122,16 @@ def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) 
     if definitions:
         parts.append("<h3>Metrics</h3>" + definitions)
     return Section("The study", "\n".join(parts))
+
+
+def _temperature(model: dict, spec: dict) -> str:
+    """How a model entry samples, as the report states it: scripted players do not; ``default``
+    sends neither temperature nor seed (the provider's own sampling); a number is sent with the
+    study's seed."""
+    if str(model.get("spec", "")).startswith(("strategy/", "human")):
+        return "-"
+    t = model.get("temperature", 0.0)
+    return "provider default (none sent, no seed)" if t == "default" else f"{t} (seed {spec.get('seed', 0)})"
 
 
 def provenance(store: Store, spec: dict) -> str:

@@ -115,7 +115,8 @@ class Runner:
                 backend = build_backend(entry)
             except BackendError as exc:  # e.g. a missing API key: a setup problem, not a game's
                 raise StudyError(f"model {entry.name!r}: {exc}") from None
-            settings = GenerationSettings(temperature=entry.temperature, max_tokens=entry.max_tokens, seed=self.study.file.seed)
+            default = entry.temperature == "default"  # the provider's own sampling: no temperature, no seed sent
+            settings = GenerationSettings(temperature=None if default else entry.temperature, max_tokens=entry.max_tokens, seed=None if default else self.study.file.seed)
             self.models[entry.name] = Model(
                 backend,
                 settings,

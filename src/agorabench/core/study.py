@@ -48,7 +48,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Literal
+from typing import Annotated, Any, ClassVar, Iterator, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator, ValidationError
@@ -89,7 +89,10 @@ class ModelEntry(BaseModel):
     display_name: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = Field(0.0, ge=0, le=2)
+    #: Sampling temperature sent with every call (0 to 2), or ``"default"``: send no temperature
+    #: and no seed, so the provider samples as it does by default (the original GLEE project's
+    #: setting).
+    temperature: Annotated[float, Field(ge=0, le=2)] | Literal["default"] = 0.0
     max_tokens: int = Field(256, ge=1, le=1_000_000)
     max_concurrency: int = Field(16, ge=1, le=10_000)
     #: Attempts per call before a backend error aborts the game (rate limits and transient faults).
@@ -238,6 +241,9 @@ class StudyFile(BaseModel):
     #: Several games in one study, each with its own grid (instead of game/grid/fixed/configs).
     parts: list[StudyPart] = Field(default_factory=list)
     models: list[ModelEntry] = Field(min_length=1)
+    #: Settings every language model of the study takes unless its entry sets them, those given
+    #: with ``--model`` included (e.g. ``temperature = "default"``); scripted players ignore them.
+    model_defaults: dict[str, Any] = Field(default_factory=dict)
     #: Settings of the participant web app (``[web]``: consent, quiz, time limit, bonus...),
     #: validated by ``agorabench.web.settings.WebSettings`` when the study is served.
     web: dict[str, Any] = Field(default_factory=dict)
@@ -579,6 +585,19 @@ def parse_model_spec(spec: str) -> ModelEntry:
         raise StudyError(f"--model {redact(spec)!r}: {problem}") from None
 
 
+def _model_defaults(path: Path, defaults: Any) -> dict[str, Any]:
+    """The study file's ``model_defaults``: settings of a model entry, not its name or spec."""
+    if defaults is None:
+        return {}
+    if not isinstance(defaults, dict):
+        raise StudyError(f"{path}: model_defaults must be a table of model settings")
+    fixed = {"name", "spec", "display_name", "base_url"}
+    unknown = sorted(k for k in defaults if k not in ModelEntry.model_fields or k in fixed)
+    if unknown:
+        raise StudyError(f"{path}: model_defaults: {unknown[0]!r} is not a setting every model can share (e.g. temperature, max_tokens, timeout)")
+    return dict(defaults)
+
+
 def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     """Read and validate a study file; ``models`` (command-line specs) replace its models."""
     path = Path(path)
@@ -599,10 +618,13 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     if not isinstance(data, dict):
         raise StudyError(f"{path}: a study file must be a table of settings")
     seats_replaced = bool(models) and data.get("matchups") == "seats"
+    defaults = _model_defaults(path, data.get("model_defaults"))
     if models:
-        data["models"] = [parse_model_spec(m).model_dump() for m in models]
+        data["models"] = [{**parse_model_spec(m).model_dump(), **(defaults if spec_kind(split_url(m.strip())[0]) in ("local", "hosted") else {})} for m in models]
         if seats_replaced:
             data["matchups"] = "ordered_pairs"
+    elif defaults and isinstance(data.get("models"), list):
+        data["models"] = [{**defaults, **m} if isinstance(m, dict) and spec_kind(str(m.get("spec", "")).split("@")[0]) in ("local", "hosted") else m for m in data["models"]]
     try:
         file = StudyFile(**data)
     except ValidationError as exc:

@@ -64,7 +64,7 @@ class AnthropicBackend:
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         system, turns = to_messages_api(messages, self.prompt_caching)
         # temperature travels as a body field: recent SDK versions no longer take it as an argument
-        kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": settings.max_tokens, "extra_body": {"temperature": settings.temperature}}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": settings.max_tokens, "extra_body": {"temperature": settings.temperature} if settings.temperature is not None else {}}
         if system:
             kwargs["system"] = system
         started = time.perf_counter()

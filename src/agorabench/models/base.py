@@ -27,14 +27,19 @@ def sanitize_text(text: Any, limit: int = MAX_REPLY_CHARS) -> tuple[str, bool]:
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Sampling settings; part of the cache key."""
+    """Sampling settings; part of the cache key. ``temperature`` and ``seed`` None: not sent
+    (the provider's default sampling)."""
 
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     max_tokens: int = 256
-    seed: int = 0
+    seed: int | None = 0
     #: Constrained decoding: a JSON schema (JSON answers) or a GBNF grammar (other formats).
     json_schema: dict[str, Any] | None = None
     grammar: str | None = None
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling fields a request carries: temperature and seed unless None."""
+        return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed)) if v is not None}
 
     def key(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed, "json_schema": self.json_schema, "grammar": self.grammar}

@@ -174,9 +174,8 @@ class EmbeddedBackend:
         try:
             out = llama.create_chat_completion(
                 messages=messages,
-                temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
-                seed=settings.seed,
+                **settings.sampling(),  # none: llama-cpp-python's own defaults
                 **kwargs,
             )
         except ValueError as exc:  # e.g. the transcript no longer fits the context window

@@ -60,7 +60,9 @@ class ChatCompletionsBackend:
         self.transport = open_transport(transport or self.transport_name, endpoint)
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": settings.temperature, "max_tokens": settings.max_tokens, "seed": settings.seed}
+        sampling = settings.sampling()  # temperature and seed, unless left to the provider
+        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": sampling.get("temperature"), "max_tokens": settings.max_tokens, "seed": sampling.get("seed")}
+        request = {k: v for k, v in request.items() if v is not None or k not in ("temperature", "seed")}
         request.update(self._constraint(settings))
         started = time.perf_counter()
         completion = await self.transport.send(request)

@@ -158,7 +158,12 @@ def test_persuasion_myopic_buyer_sees_only_statistics():
     bob = table.transcripts["bob"]
     # a fresh buyer each round: system + one question + answer
     assert [m["role"] for m in bob] == ["system", "user", "assistant"]
-    assert "played 4 rounds" in bob[0]["content"] and "100%" in bob[0]["content"]
+    high = sum(r["quality"] == "high" for r in out["rounds"][:4])
+    assert f"bought 4 products from Alice so far; {high} of the products sold" in bob[1]["content"]  # the original's counts
+    assert "Round" not in bob[1]["content"] and "round" not in bob[0]["content"].replace("one round only", "").replace("In the round", "")
+    _, paper, _, _ = play(Persuasion, {"alice": strat(Persuasion, "always-accept"), "bob": strat(Persuasion, "always-accept")}, myopic=True, horizon=5, myopic_stats="paper")
+    first = paper.transcripts["bob"][0]["content"]
+    assert "played 4 rounds" in first and "100%" in first and paper.transcripts["bob"][1]["content"].startswith("Round 5.")
     long = play(Persuasion, {"alice": strat(Persuasion, "always-accept"), "bob": strat(Persuasion, "always-accept")}, myopic=False, horizon=5)[1]
     assert "It was of" in long.transcripts["bob"][-1]["content"] and len(long.transcripts["bob"]) == 12
 

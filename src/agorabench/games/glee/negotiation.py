@@ -47,6 +47,20 @@ class NegotiationConfig(GleeConfig):
     outside_option: bool = True
     #: Rounds actually played when ``horizon = "inf"`` (the original project used 30).
     infinite_rounds: int = Field(30, ge=1, le=MAX_ROUNDS)
+    #: What the players are told of their payoffs. ``implicit`` (the original project's framing):
+    #: one's own value as a bound (the seller's product is worth no less than V_A to it, the
+    #: buyer's no more than V_B) and a goal sentence each; ``explicit``: the value exactly, each
+    #: side's gain from a sale and that no sale gains nothing (prompt version 5's wording).
+    payoffs: Literal["implicit", "explicit"] = "implicit"
+    #: Where round numbers appear. ``original``: only when the horizon is stated and between 2
+    #: and 20 rounds, as the original project numbered rounds (its rejection notice named the
+    #: round in every game; we do not copy that leak); ``always``: in every game.
+    round_numbers: Literal["original", "always"] = "original"
+
+    @property
+    def shows_rounds(self) -> bool:
+        """Whether prompts number the rounds (see ``round_numbers``)."""
+        return self.round_numbers == "always" or (isinstance(self.horizon, int) and 1 < self.horizon <= 20)
 
     @property
     def value_a(self) -> float:
@@ -143,6 +157,9 @@ class Negotiation(AlternatingOffers):
             "messages": c.messages,
             "outside_option": c.outside_option,
             "horizon": horizon_known(c.horizon),
+            "explicit": c.payoffs == "explicit",
+            "show_round": c.shows_rounds,
+            "horizon_told": c.payoffs == "explicit" or (isinstance(c.horizon, int) and c.horizon <= 20),
         }
 
     def offer_kind(self) -> type[PriceOffer]:

@@ -60,6 +60,18 @@ class PersuasionConfig(GleeConfig):
     myopic: bool = False
     #: Rounds actually played when ``horizon = "inf"``.
     infinite_rounds: int = Field(20, ge=1, le=MAX_ROUNDS)
+    #: What a myopic buyer learns of the earlier rounds. ``original`` (the original project): how
+    #: many earlier buyers bought and how many of the products sold were of high quality, in the
+    #: round's prompt, and no round number; ``paper`` (§2.3, prompt version 5's wording): the
+    #: number of earlier rounds, the share with a sale and the share with a low-quality sale, and
+    #: the round number.
+    myopic_stats: Literal["original", "paper"] = "original"
+    #: What the players are told of their payoffs. ``implicit`` (the original project's framing):
+    #: the price, the values and the probability, no payoff function and no goal for the seller,
+    #: and to the seller that the price is final; ``explicit``: each side's gain, that the seller
+    #: earns a point per sale whatever the quality, and that qualities are drawn independently
+    #: (prompt version 5's wording).
+    payoffs: Literal["implicit", "explicit"] = "implicit"
 
 
 class SellerMessage(JsonForm):
@@ -102,10 +114,14 @@ class Persuasion(Game):
     @staticmethod
     def stats(history: list[dict[str, Any]]) -> dict[str, float]:
         n = len(history)
+        bought = sum(h["bought"] for h in history)
+        high = sum(h["bought"] and h["quality"] == "high" for h in history)
         return {
             "rounds": n,
-            "sold_share": sum(h["bought"] for h in history) / n if n else 0.0,
-            "low_sold_share": sum(h["bought"] and h["quality"] == "low" for h in history) / n if n else 0.0,
+            "sold_share": bought / n if n else 0.0,
+            "low_sold_share": (bought - high) / n if n else 0.0,
+            "bought": bought,
+            "high_bought": high,
         }
 
     def observation(self, role: str, t: int, phase: str, history: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -148,6 +164,10 @@ class Persuasion(Game):
             "past_rounds": stats["rounds"],
             "sold_percent": f"{stats['sold_share'] * 100:.0f}%",
             "low_sold_percent": f"{stats['low_sold_share'] * 100:.0f}%",
+            "paper_stats": c.myopic_stats == "paper",
+            "past_bought": stats["bought"],
+            "past_high_bought": stats["high_bought"],
+            "explicit": c.payoffs == "explicit",
         }
 
     async def play(self, table: Table) -> dict[str, Any]:
