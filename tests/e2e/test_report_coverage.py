@@ -149,7 +149,7 @@ def test_a_served_studys_participant_games_are_exported_and_reported(tmp_path, c
             p.enter(), p.post("consent", agree="yes"), p.post("instructions")
             p.post("play", seq=p.seq(), alice_gain="60", bob_gain="40")
             p.post("play", seq=p.seq(), decision="accept")
-            p.until("submit-questionnaire")
+            p.past_results()
         r = httpx.Client(base_url=server.url, follow_redirects=True, timeout=60, headers={"Authorization": f"Bearer {TOKEN}"})
         csrf = re.search(r'name="csrf" value="([^"]+)"', r.get("/dash").text).group(1)
         assert r.post("/dash/run", data={"csrf": csrf}).status_code == 200

@@ -12,7 +12,7 @@ from agorabench.analysis.report import build_report
 from agorabench.core.table import TIMEOUT
 from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
-from support.web import AppServer, browser, journey, ServeProcess, study_text  # noqa: F401  (browser: fixture)
+from support.web import TOKEN, AppServer, browser, journey, ServeProcess, study_text  # noqa: F401  (browser: fixture)
 
 # game -> (human role, seats, fixed parameters, opponent models, answer policy, human turns expected)
 GAMES = {
@@ -120,6 +120,10 @@ def test_participant_journey_per_game(game, browser, tmp_path):
         assert seen["turns"] == len(human) >= 2  # commons: harvests plus the chat turns that fell to the person
         assert [t["phase"] for t in human].count("harvest") == 2
     assert seen["attention"] == (1 if len(human) > 1 else 0)
+    # the results page: the game's own account of the outcome, and the bonus rule applied
+    assert seen["result"].strip() and "Every participant receives a bonus of $2.50." in seen["bonus_rule"]
+    numbers = [int(re.search(r"Step (\d+) of", s).group(1)) for s in seen["steps"]]
+    assert numbers == sorted(numbers) and numbers[-1] > numbers[0], seen["steps"]
     report = build_report(Store(db), name, tmp_path / "report")
     assert g["seats"][role] in report.read_text()
 
@@ -141,6 +145,8 @@ def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
             page.fill("input[name='bob_gain']", "70")
             page.click("#submit-turn")
             assert "must add up to $100" in page.inner_text("#form-errors")
+            # what was typed stays, so the person corrects one number instead of retyping both
+            assert page.input_value("input[name='alice_gain']") == "70" and page.input_value("input[name='bob_gain']") == "70"
 
     try:
         with AppServer(path, db) as server:
@@ -225,7 +231,7 @@ def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
         page.fill("input[name='alice_gain']", "50")
         page.fill("input[name='bob_gain']", "50")
         page.click("#submit-turn")
-        page.wait_for_selector("#submit-questionnaire")
+        page.wait_for_selector("#submit-results")
     finally:
         page.close()
         server.stop()
@@ -276,3 +282,35 @@ def test_a_valid_session_url_in_another_browser_must_re_enter(browser, tmp_path)
             assert page.goto(url).status == 200 and "entry link" not in page.content()
     finally:
         owner.close(), stranger.close()
+
+
+def test_a_resume_link_continues_the_game_in_a_new_browser_context(browser, tmp_path):
+    """A participant whose browser is gone gets a link from the dashboard; a fresh context (no
+    cookie) opens it and plays on from the open turn."""
+    import httpx
+
+    _role, seats, fixed, models, _policy, _ = GAMES["glee.bargaining"]
+    path = tmp_path / "study.toml"
+    path.write_text(study_text("web_relink", "glee.bargaining", seats, fixed, models, {"attention_checks": [], "quiz": []}))
+    with AppServer(path, tmp_path / "web.db") as server:
+        first = browser.new_context()
+        page = first.new_page()
+        page.goto(f"{server.url}/start?PROLIFIC_PID=RELINK&STUDY_ID=s&SESSION_ID=x")
+        page.click("#agree")
+        page.click("#continue")
+        page.wait_for_selector("input[name='alice_gain']")
+        token = page.url.rsplit("/", 1)[-1]
+        first.close()  # the device is gone
+        dash = httpx.Client(base_url=server.url, follow_redirects=True)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', dash.get(f"/dash?token={TOKEN}").text).group(1)
+        link = re.search(r'id="resume-link" value="([^"]+)"', dash.post(f"/dash/resume/{token}", data={"csrf": csrf}).text).group(1)
+        second = browser.new_context()
+        page = second.new_page()
+        page.goto(link)
+        page.wait_for_selector("input[name='alice_gain']")
+        page.fill("input[name='alice_gain']", "50")
+        page.fill("input[name='bob_gain']", "50")
+        page.click("#submit-turn")
+        page.wait_for_selector("input[name='decision']")
+        assert "Round 2" in page.inner_text("#prompt")
+        second.close()

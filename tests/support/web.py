@@ -97,6 +97,13 @@ class Participant:
             time.sleep(0.05)
         raise AssertionError(f"{marker!r} never appeared")
 
+    def past_results(self) -> str:
+        """Wait for the results page after the game, continue, and return the questionnaire."""
+        results = self.until('id="submit-results"')
+        self.post("results")
+        self.until("submit-questionnaire")
+        return results
+
     def seq(self) -> str:
         return re.search(r'name="seq" value="(\d+)"', self.until('id="turn-form"')).group(1)
 
@@ -223,9 +230,11 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
         page.click("#submit-quiz")
     turns = attention = 0
     prompts: list[str] = []
+    steps: list[str] = []
+    result = bonus_rule = ""
     while True:
         try:
-            page.wait_for_selector("#turn-form, #submit-attention, #submit-questionnaire", timeout=120_000)
+            page.wait_for_selector("#turn-form, #submit-attention, #submit-results, #submit-questionnaire", timeout=120_000)
         except Exception as exc:  # say what the participant saw instead
             raise AssertionError(f"no turn after {turns} turns at {page.url}: {page.inner_text('body')[:1500]!r}") from exc
         if page.query_selector("#submit-attention"):
@@ -233,6 +242,13 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
             page.click("#submit-attention")
             attention += 1
             continue
+        if page.query_selector("#progress"):
+            steps.append(page.inner_text("#progress"))
+        if page.query_selector("#submit-results"):
+            result, bonus_rule = page.inner_text("#result"), page.inner_text("#bonus-rule")
+            page.click("#submit-results")
+            page.wait_for_selector("#submit-questionnaire")
+            break
         if page.query_selector("#submit-questionnaire"):
             break
         prompts.append(page.inner_text("#prompt") if page.query_selector("#prompt") else "")
@@ -246,4 +262,4 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
     page.check("input[name='a_fair'][value='4']")
     page.click("#submit-questionnaire")
     code = page.inner_text("#code")
-    return {"instructions": instructions, "turns": turns, "attention": attention, "code": code, "bonus": page.inner_text("#bonus"), "prompts": prompts}
+    return {"instructions": instructions, "turns": turns, "attention": attention, "code": code, "bonus": page.inner_text("#bonus"), "prompts": prompts, "result": result, "bonus_rule": bonus_rule, "steps": steps}

@@ -110,7 +110,7 @@ def test_timeout_applies_the_fallback_and_is_recorded(tmp_path):
         assert "Round 2" in page
         seq = p.seq()
         p.post("play", seq=seq, decision="reject")
-        p.until("submit-questionnaire")
+        p.past_results()
     store = Store(db)
     try:
         turns = store.turns("web_timeout")
@@ -229,7 +229,7 @@ def test_dashboard_needs_its_token(tmp_path, monkeypatch):
         p.enter(), p.post("consent", agree="yes"), p.post("instructions")
         p.post("play", seq=p.seq(), alice_gain="60", bob_gain="40")
         p.post("play", seq=p.seq(), decision="accept")
-        p.until("submit-questionnaire")
+        p.past_results()
         p.post("questionnaire", a_why="because", a_fair="3")
         done = p.get(p.url).text
         code = re.search(r'id="code">([0-9A-F]+)<', done).group(1)

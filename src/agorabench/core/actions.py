@@ -49,6 +49,12 @@ class Action(BaseModel):
         return FORMATS[cls.response_format]
 
     @classmethod
+    def form_note(cls) -> str:
+        """A rule a person's form states beside its fields (e.g. that two amounts must add up);
+        empty when the fields say it all."""
+        return ""
+
+    @classmethod
     def format_instructions(cls) -> str:
         """A short description of the expected answer format, ending the prompt."""
         return cls.format().instructions(cls.model_fields)

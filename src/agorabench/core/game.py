@@ -62,6 +62,13 @@ class Game:
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         return {}
 
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """What a person who played ``role`` is told when the game is over (the web app's results
+        page): what happened and what it meant for them, in plain sentences. The default names
+        the game's metrics; a game says more in its own words."""
+        shown = [f"{k.replace('_', ' ')}: {v:.4g}" for k, v in self.metrics(outcome).items() if isinstance(v, (int, float)) and v == v]
+        return ["The game is over."] + (["Its results: " + "; ".join(shown) + "."] if shown else [])
+
     async def instructions(self, seed: int = 0, nature_seed: int | None = None) -> Instructions:
         """What each active role is told before its first decision (its system message), and the
         answer-format instructions of the first question asked, without playing the game to the

@@ -44,6 +44,16 @@ class Participants:
             row = conn.execute(sa.select(participants).where(participants.c.token == token, participants.c.study == study)).first()
         return dict(row._mapping) if row else None
 
+    def take_resume(self, study: str, code_hash: str, now: float) -> str | None:
+        """The session token a resume code opens, once: the code is cleared as it is used; an
+        unknown, used or expired code opens nothing."""
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(participants.c.token, participants.c.resume_expires).where(participants.c.study == study, participants.c.resume_hash == code_hash)).first()
+            if row is None:
+                return None
+            conn.execute(sa.update(participants).where(participants.c.token == row.token).values(resume_hash=None, resume_expires=None))
+        return row.token if (row.resume_expires or 0) > now else None
+
     def of_study(self, study: str) -> list[dict[str, Any]]:
         """Every participant row of ``study``, in the order they entered."""
         with self.engine.connect() as conn:

@@ -136,6 +136,9 @@ participants = sa.Table(
     sa.Column("bonus", sa.Float),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("updated", sa.Float, nullable=False),
+    #: A resume link the dashboard issued: SHA-256 of its code (used once) and when it expires.
+    sa.Column("resume_hash", sa.String(64)),
+    sa.Column("resume_expires", sa.Float),
     sa.UniqueConstraint("study", "pid_hash", name="uq_web_participant"),
 )
 

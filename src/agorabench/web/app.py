@@ -35,7 +35,16 @@ from .play import Manager, for_person
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "agora_session"
-STAGES = ("consent", "instructions", "quiz", "play", "questionnaire", "done")
+STAGES = ("consent", "instructions", "quiz", "play", "results", "questionnaire", "done")
+#: What a participant reads for each stage in the progress line ("Step 3 of 6: Quiz").
+STAGE_NAMES = {"consent": "Consent", "instructions": "Instructions", "quiz": "Quiz", "play": "The game", "results": "Your result", "questionnaire": "Questions", "done": "Finish"}
+
+
+def progress(stage: str, quiz: bool, questionnaire: bool) -> dict[str, Any] | None:
+    """Where ``stage`` is among the steps this study shows (the quiz and the questionnaire only
+    when it has them): ``{"n", "of", "name"}``, or None for a stage that is no step."""
+    steps = [x for x in STAGES if (x != "quiz" or quiz) and (x != "questionnaire" or questionnaire)]
+    return {"n": steps.index(stage) + 1, "of": len(steps), "name": STAGE_NAMES[stage]} if stage in steps else None
 #: Response headers of every page: no framing, no sniffing, no outside resources.
 SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
@@ -146,13 +155,23 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
         if not new and not hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token):
-            return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started.", status=409)
+            return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started, or ask the researcher for a resume link.", status=409)
         response = RedirectResponse(f"/p/{token}", status_code=303)
         response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")
         return response
 
     def load(token: str) -> dict[str, Any] | None:
         return m.get(token)
+
+    @app.get("/resume/{code}")
+    async def resume(request: Request, code: str):
+        """A resume link from the dashboard: binds this browser to the participant's session."""
+        token = m.take_resume(code[:100])
+        if token is None:
+            return page(request, "message.html", title="Link not valid", message="This resume link was already used or has expired. Please ask the researcher for a new one.", status=403)
+        response = RedirectResponse(f"/p/{token}", status_code=303)
+        response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")
+        return response
 
     def owned(request: Request, token: str) -> bool:
         """Whether the request carries this session's cookie: the URL alone is no credential."""
@@ -169,11 +188,11 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if not owned(request, token):
             return foreign(request)
         stage = row["stage"]
-        ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage}
+        ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage, "step": progress(stage, bool(s.quiz), bool(s.questionnaire))}
         if row["game_status"] == "declined":
             return page(request, "message.html", message="You did not consent, so the study ended. You may close this page.", **ctx)
         if stage == "play" and row["game_status"] is not None:  # the game ended before the person reached it
-            m.update(token, stage="questionnaire")
+            m.update(token, stage="results")
             return RedirectResponse(f"/p/{token}", status_code=303)
         if stage == "consent":
             return page(request, "consent.html", consent=s.consent, **ctx)
@@ -181,7 +200,8 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if stage == "instructions":
             return page(request, "instructions.html", instructions=live.system, time_limit=s.time_limit, **ctx)
         if stage == "quiz":
-            return page(request, "quiz.html", items=s.quiz, errors=request.query_params.get("wrong"), instructions=live.system, **ctx)
+            wrong = [int(x) - 1 for x in (request.query_params.get("wrong") or "").split(".") if x.isdigit()]
+            return page(request, "quiz.html", items=s.quiz, errors=len(wrong), wrong=wrong, instructions=live.system, **ctx)
         if stage == "play":
             check = m.due_attention(row)
             if check is not None:
@@ -193,12 +213,16 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             p = live.pending
             ctx.update(instructions=live.system, history=history, version=live.version, poll=True)
             if p is None:
-                return page(request, "wait.html", **ctx)
+                return page(request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, **ctx)
             m.mark_shown(live)
             remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
             prompt = history.pop() if history and history[-1]["role"] == "user" else None
             errors, p.errors = p.errors, []
-            return page(request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type), seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
+            values = p.values if errors else {}  # what the person entered, kept after a refused form
+            return page(request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type, live.role), note=p.request.action_type.form_note(), values=values, seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
+        if stage == "results":
+            lines, bonus_text = m.results(row)
+            return page(request, "results.html", lines=lines, bonus_text=bonus_text, bonus=row["bonus"] or 0.0, **ctx)
         if stage == "questionnaire":
             return page(request, "questionnaire.html", items=s.questionnaire, errors=request.query_params.get("missing"), **ctx)
         return page(request, "done.html", code=row["code"], bonus=row["bonus"] or 0.0, url=s.completion_url.replace("{code}", row["code"] or ""), **ctx)
@@ -238,8 +262,8 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         elif stage == "quiz":
             wrong = [i for i, item in enumerate(s.quiz) if data.get(f"q{i}") != item.answer]
             m.update(token, quiz_attempts=row["quiz_attempts"] + 1, **({} if wrong else {"stage": "play"}))
-            if wrong:
-                return RedirectResponse(f"/p/{token}?wrong={len(wrong)}", status_code=303)
+            if wrong:  # the page says which questions to look at again
+                return RedirectResponse(f"/p/{token}?wrong={'.'.join(str(i + 1) for i in wrong)}", status_code=303)
         elif stage == "attention":
             check = m.due_attention(row)
             if check is not None:
@@ -253,13 +277,16 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
                 seq = -1
             if p is None or p.seq != seq:
                 return back
-            action, errors = parse_form(p.request.action_type, data)
+            action, errors = parse_form(p.request.action_type, data, live.role)
             if action is None:
                 p.errors = errors  # shown on the next page, kept with the turn
+                p.values = {k: v[:MAX_TEXT] for k, v in data.items() if k in p.request.action_type.model_fields}
                 p.all_errors = (p.all_errors + errors)[:MAX_KEPT_ERRORS]  # a bounded record of nonsense
                 return back
             m.answer(live, seq, action, p.all_errors)
             await m.settle(live, p)
+        elif stage == "results":
+            m.update(token, stage="questionnaire")
         elif stage == "questionnaire":
             answers, missing = questionnaire_answers(s.questionnaire, data)
             if missing:

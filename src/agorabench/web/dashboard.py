@@ -211,6 +211,20 @@ class Dashboard:
             ]
             return PlainTextResponse("".join(line + "\n" for line in lines), headers={"Content-Disposition": "attachment; filename=bonus-prolific.txt"})
 
+        @app.post("/dash/resume/{token}")
+        @authed
+        async def resume_link(request: Request, token: str):
+            """A fresh one-time link (valid 24 hours) that lets a participant go on in another
+            browser or device; shown once, only its hash is kept."""
+            form = await request.form()
+            if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf):
+                return page(request, "message.html", title="Dashboard", message="Expired form.", status=403)
+            if self.manager is None or self.manager.get(token) is None:
+                return page(request, "message.html", title="Dashboard", message="No such participant.", status=404)
+            code = self.manager.issue_resume(token)
+            link = str(request.base_url).rstrip("/") + f"/resume/{code}"
+            return page(request, "message.html", title="Resume link", message=f"Send this link to the participant; it works once, in any browser, for 24 hours: {link}", link=link)
+
         @app.post("/dash/run")
         @authed
         async def run(request: Request):

@@ -15,6 +15,7 @@ value on the server with the action's own validators.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -70,13 +71,22 @@ def _label(name: str, description: str | None) -> str:
     return words
 
 
-def form_fields(action_type: type[Action]) -> list[FormField]:
-    """The form of one decision type (see the module docstring for the mapping)."""
+def _as_you(label: str, role: str | None) -> str:
+    """A label that names the participant's own role says so: "Amount Alice (you) receives"."""
+    if not role:
+        return label
+    who = role.replace("_", " ").title()
+    return re.sub(rf"\b{re.escape(who)}\b", f"{who} (you)", label, count=1)
+
+
+def form_fields(action_type: type[Action], role: str | None = None) -> list[FormField]:
+    """The form of one decision type (see the module docstring for the mapping), its labels
+    written for the person in ``role``."""
     out = []
     for name, info in action_type.model_fields.items():
         annotation, optional = _unwrap(info.annotation)
         required = info.is_required() and not optional
-        label = _label(name, info.description)
+        label = _as_you(_label(name, info.description), role)
         if typing.get_origin(annotation) is Literal:
             out.append(FormField(name, label, "radio", [str(o) for o in typing.get_args(annotation)], required=required))
             continue
@@ -95,12 +105,14 @@ def form_fields(action_type: type[Action]) -> list[FormField]:
     return out
 
 
-def parse_form(action_type: type[Action], form: dict[str, str]) -> tuple[Action | None, list[str]]:
-    """The action a submitted form describes, or None and the messages to show. Only the
-    action's own fields are read; numbers are converted here and bounds checked by the action."""
+def parse_form(action_type: type[Action], form: dict[str, str], role: str | None = None) -> tuple[Action | None, list[str]]:
+    """The action a submitted form describes, or None and the messages to show, in the form's
+    own words (its labels, never the fields' internal names). Only the action's own fields are
+    read; numbers are converted here and bounds checked by the action."""
     data: dict[str, Any] = {}
     errors: list[str] = []
-    for f in form_fields(action_type):
+    fields = form_fields(action_type, role)
+    for f in fields:
         raw = form.get(f.name)
         if f.kind == "checkbox":
             data[f.name] = raw is not None and raw not in ("", "false", "0")
@@ -134,7 +146,7 @@ def parse_form(action_type: type[Action], form: dict[str, str]) -> tuple[Action 
     try:
         return action_type.model_validate(data), []
     except ValidationError as exc:
-        return None, [_message(e) for e in exc.errors()]
+        return None, [_message(e, fields) for e in exc.errors()]
 
 
 def answer_text(raw: str) -> str:
@@ -152,7 +164,13 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _message(err: dict[str, Any]) -> str:
-    where = ".".join(str(x) for x in err["loc"]).replace("_", " ")
+def _message(err: dict[str, Any], fields: list[FormField]) -> str:
+    """A validation error as the form's words: a field's internal name becomes its label."""
+    labels = {f.name: f.label for f in fields}
+    loc = [str(x) for x in err["loc"]]
+    where = labels.get(loc[0], " ".join(loc).replace("_", " ")) if loc else ""
     text = str(err["msg"]).removeprefix("Value error, ")
-    return f"{where.capitalize()}: {text}" if where else text
+    for name, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(rf"\b{re.escape(name)}\b", label[0].lower() + label[1:] if text.find(name) > 0 else label, text)
+    text = text[0].upper() + text[1:] if text else text
+    return f"{where[0].upper() + where[1:]}: {text}" if where else text

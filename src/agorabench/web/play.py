@@ -40,7 +40,7 @@ from ..redact import redact
 from ..store.participants import Participants
 from ..store.store import Store
 from .participants import pid_hash
-from .settings import AttentionCheck, bonus_values, evaluate_bonus, web_settings
+from .settings import AttentionCheck, bonus_values, evaluate_bonus, explain_bonus, web_settings
 
 # ------------------------------------------------------------------------------------------
 # The desk: a person's seat as the game sees it
@@ -56,6 +56,8 @@ class Pending:
     #: Validation errors of the last submission (shown once) and of all submissions (stored).
     errors: list[str] = field(default_factory=list)
     all_errors: list[str] = field(default_factory=list)
+    #: What the person entered in a refused form, shown again with the errors.
+    values: dict[str, str] = field(default_factory=dict)
     answer: HumanAnswer | None = None
     done: bool = False
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -140,6 +142,8 @@ class Live:
     system: str = ""
     #: The participant let a turn pass its idle deadline: the game is stored as ``abandoned``.
     abandoned: bool = False
+    #: When the participant last answered (the waiting page counts from it).
+    waiting_since: float = 0.0
 
     def touch(self) -> None:
         self.version += 1
@@ -250,11 +254,41 @@ class Manager:
         bonus = evaluate_bonus(rule, bonus_values(game and game["outcome"], game and game["metrics"]), self.settings.bonus_max) if status == "done" else 0.0
         row = self.get(live.token)
         if row and row["stage"] == "play":
-            self.update(live.token, stage="questionnaire", game_status=status, bonus=bonus)
+            self.update(live.token, stage="results", game_status=status, bonus=bonus)
         else:
             self.update(live.token, game_status=status, bonus=bonus)
         live.pending = None
         live.touch()
+
+    def issue_resume(self, token: str, hours: float = 24.0) -> str:
+        """A fresh one-time resume code for a participant (the dashboard's "resume link"): the
+        way back in from another browser or device, since a session is bound to its cookie.
+        Only its hash is stored; a newer code replaces an older one."""
+        code = secrets.token_urlsafe(24)
+        self.update(token, resume_hash=hashlib.sha256(code.encode()).hexdigest(), resume_expires=time.time() + hours * 3600)
+        return code
+
+    def take_resume(self, code: str) -> str | None:
+        """The session token a resume code opens (once, before it expires), or None."""
+        return self.rows.take_resume(self.study.name, hashlib.sha256(code.encode()).hexdigest(), time.time())
+
+    def results(self, row: dict[str, Any]) -> tuple[list[str], str]:
+        """What the participant is told when their game is over: the game's own account of the
+        outcome for their role (:meth:`~agorabench.core.game.Game.describe`) and how the study's
+        bonus rule gives their bonus."""
+        base, spec = self.spec_for(row)
+        game = self.store.game(spec.id)
+        status = row["game_status"]
+        rule = self.settings.bonus_rule(row["role"])
+        if game is None or not game.get("outcome"):
+            return ["Your game ended before it was finished."], explain_bonus(rule, {}, self.settings.bonus_max, finished=False)
+        cls: type[Game] = self.study.game_class(spec.game)
+        names = {r: self.study.models[m].seat_label(i) for i, (r, m) in enumerate(base.seats.items())}
+        lines = cls(cls.Config(**spec.config), self.runner.prompts_for(cls), names).describe(game["outcome"], row["role"])
+        if status == "abandoned":
+            lines = ["You did not answer in time, so the game played on without you; it counts as not finished.", *lines]
+        values = bonus_values(game["outcome"], game.get("metrics"))
+        return lines, explain_bonus(rule, values, self.settings.bonus_max, finished=status == "done")
 
     async def resume_all(self) -> int:
         """Restart the games of participants who were playing when the server stopped (those
@@ -273,6 +307,7 @@ class Manager:
         if p is None or p.seq != seq or p.done:
             return False
         now = time.time()
+        live.waiting_since = now
         shown = p.shown_at or now
         response_time = now - shown
         self.rows.record_answer(live.token, seq, action.model_dump(mode="json"), now, response_time, list(errors))

@@ -46,6 +46,8 @@ class Question(BaseModel):
     options: list[str] = Field(default_factory=list)
     #: Points of a scale question (1..scale).
     scale: int = Field(7, ge=2, le=11)
+    #: What the two ends of a scale mean, shown beside its first and last point.
+    scale_labels: tuple[str, str] = ("strongly disagree", "strongly agree")
     required: bool = True
 
 
@@ -169,6 +171,20 @@ def evaluate_bonus(text: str, values: dict[str, float], cap: float) -> float:
     if not math.isfinite(value):
         return 0.0
     return round(min(max(value, 0.0), cap), 2)
+
+
+def explain_bonus(text: str, values: dict[str, float], cap: float, finished: bool = True) -> str:
+    """The bonus rule in words a participant can check: the expression, the values of the names
+    it uses, and the amount (rounded to cents, at most ``cap``)."""
+    if not finished:
+        return "The game did not finish, so it earns no bonus."
+    tree = _check_expression(text)
+    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in _FUNCS})
+    amount = evaluate_bonus(text, values, cap)
+    if not names:
+        return f"Every participant receives a bonus of ${amount:.2f}." if amount else "This study pays no bonus."
+    used = ", ".join(f"{n} = {values[n]:,.10g}" if n in values else f"{n} (not recorded, counted as no bonus)" for n in names)
+    return f"Your bonus is computed as {text.strip()}, with {used}: ${amount:.2f} (rounded to cents, never below $0.00 or above ${cap:.2f})."
 
 
 def bonus_values(outcome: dict[str, Any] | None, metrics: dict[str, Any] | None) -> dict[str, float]:

@@ -180,6 +180,12 @@ class PointAllocation(Game):
             "n_valid_turns": sum(1 for t in turns if t["valid"]),
         }
 
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """The final option and the points it gives each side."""
+        if outcome.get("final_choice") is None:
+            return ["No option was chosen, so no points were given."]
+        return [f"Your final choice was option {outcome['final_choice']}: {outcome.get('points_self', 0):+d} points for you and {outcome.get('points_peer', 0):+d} for the other model."]
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Mean of each envy term over the game's valid turns (NaN if none was valid)."""
         out = {}

@@ -179,6 +179,15 @@ class Workplace(Game):
             records.append(record)
         return {"scenes": records, "n_scenes": len(records)}
 
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """How many situations were rated, and the ratings of the last one."""
+        scenes = [s for s in outcome.get("scenes", []) if s.get("valid")]
+        lines = [f"You went through {outcome.get('n_scenes', 0)} situations and rated {len(scenes)} of them."]
+        if scenes:
+            last = scenes[-1]
+            lines.append("Your last ratings (1 to 5): " + ", ".join(f"{k.replace('_', ' ')} {last[k]}" for k in ("self_esteem", "empathy", "motivation", "collaboration", "envy") if k in last) + ".")
+        return lines
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         return conversation_metrics(outcome["scenes"])
 

@@ -51,6 +51,10 @@ class Offer(JsonForm):
     alice_gain: float = Field(ge=0, description="amount Alice receives")
     bob_gain: float = Field(ge=0, description="amount Bob receives")
 
+    @classmethod
+    def form_note(cls) -> str:
+        return f"The two amounts must add up to {money(cls.total)}." if cls.total else ""
+
     @model_validator(mode="after")
     def _adds_up(self) -> "Offer":
         if self.total and abs(self.alice_gain + self.bob_gain - self.total) > 1e-6 * self.total + 0.005:
@@ -164,6 +168,19 @@ class Bargaining(AlternatingOffers):
             "invalid_offers": sum(1 for h in history if not h["valid"]),
             "offers": history,
         }
+
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """The agreed split (what each receives, and what money was then worth to the person) or
+        that nobody receives anything."""
+        you, them = (outcome.get(f"{role}_gain"), outcome.get(f"{other(role)}_gain"))
+        if not outcome.get("agreed"):
+            return [f"No proposal was accepted in {outcome.get('rounds_played', 0)} round(s), so neither you nor {NAMES[other(role)]} receives anything."]
+        t = outcome["agreed_round"]
+        lines = [f"You and {NAMES[other(role)]} agreed in round {t}: you receive {money(you)} and {NAMES[other(role)]} receives {money(them)}."]
+        delta = self.config.delta_a if role == ALICE else self.config.delta_b
+        if t > 1 and delta < 1:
+            lines.append(f"By round {t} money was worth {delta ** (t - 1):.0%} of its round-1 value to you, so your share is worth {money(you * delta ** (t - 1))} in round-1 money.")
+        return lines
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Efficiency, fairness and normalised self-gains of the module docstring."""

@@ -193,6 +193,18 @@ class Negotiation(AlternatingOffers):
             "offers": history,
         }
 
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """The sale (price, round) or why there was none."""
+        them = NAMES[other(role)]
+        if outcome.get("sold"):
+            verb = f"sold the product to {them}" if role == ALICE else f"bought the product from {them}"
+            return [f"You {verb} for {money(outcome['price'])} in round {outcome['agreed_round']}.", f"The product was worth {money(self.value(role))} to you."]
+        ended = str(outcome.get("ended_by", ""))
+        if ended.endswith("_quit"):
+            who = "You" if ended == f"{role}_quit" else them
+            return [f"{who} stopped negotiating and dealt with the outside party instead, so there was no sale between you."]
+        return ["No price was accepted, so there was no sale."]
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Efficiency, fairness and normalised self-gains of the module docstring."""
         c = self.config

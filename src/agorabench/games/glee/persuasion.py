@@ -212,6 +212,12 @@ class Persuasion(Game):
             "rounds": history,
         }
 
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """How many products were sold, by quality."""
+        sold, high, low, n = outcome.get("sold", 0), outcome.get("high_sold", 0), outcome.get("low_sold", 0), outcome.get("rounds_played", 0)
+        verb = "You sold" if role == ALICE else "You bought"
+        return [f"{verb} {sold} of the {n} products offered: {high} of high quality and {low} of low quality.", f"Each product cost {money(self.config.money)}."]
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Efficiency k/n, fairness r/(T−n) and normalised self-gains (module docstring)."""
         rounds, n, k, r, s_low = outcome["rounds_played"], outcome["high_rounds"], outcome["high_sold"], outcome["low_unsold"], outcome["low_sold"]

@@ -135,6 +135,12 @@ class Ultimatum(Game):
             "responder_points": sum(h[RESPONDER] for h in history),
         }
 
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """Each round's offer and answer, then the points of each side."""
+        lines = [f"Round {i}: {o} of {outcome['pie']} points offered, {d}ed." for i, (o, d) in enumerate(zip(outcome.get("offers", []), outcome.get("decisions", [])), start=1)]
+        mine, theirs = (outcome.get("proposer_points"), outcome.get("responder_points")) if role == PROPOSER else (outcome.get("responder_points"), outcome.get("proposer_points"))
+        return lines + [f"In all you received {mine} points and the other player {theirs}."]
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """offer_share, accepted, proposer_payoff, responder_payoff, efficiency (module doc)."""
         pie, rounds = outcome["pie"], outcome["rounds"]

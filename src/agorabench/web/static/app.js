@@ -12,12 +12,23 @@
   }
   var left = body.dataset.remaining;
   var timer = document.getElementById("timer");
+  var alert = document.getElementById("timer-alert");
   if (left !== "" && timer) {
     var n = parseInt(left, 10);
     setInterval(function () {
       n = Math.max(0, n - 1);
       timer.textContent = String(n);
+      if (n <= 10) { document.getElementById("timer-box").classList.add("low"); }
+      // screen readers hear the time only when it matters: at 30 and 10 seconds left
+      if (alert && (n === 30 || n === 10)) { alert.textContent = n + " seconds left to answer."; }
       if (n === 0) { setTimeout(function () { location.reload(); }, 1200); }
     }, 1000);
+  }
+  var elapsed = document.getElementById("elapsed");
+  if (elapsed) {
+    var since = Date.now() / 1000 - (parseFloat(elapsed.dataset.start) || 0);  // seconds waited when the page was made
+    var tick = function () { elapsed.textContent = String(Math.max(0, Math.round(Date.now() / 1000 - since))); };
+    tick();
+    setInterval(tick, 1000);
   }
 })();
