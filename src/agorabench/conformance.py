@@ -21,7 +21,8 @@ Each check plays the game's quick configuration (its manifest's ``examples`` ent
   invalid turn with the game's fallback;
 - ``deterministic``: one seating and seed played twice gives identical prompts, replies, actions,
   outcome and metrics;
-- ``outcome``: the outcome is JSON data and ``metrics(outcome)`` maps names to numbers;
+- ``outcome``: the outcome is JSON data, ``metrics(outcome)`` maps names to numbers, and
+  ``describe(outcome, role)`` gives each role's results page sentences;
 - ``actions``: every action the strategies took, written in its own answer format, parses back
   to itself, and its answer format and grammar are described;
 - ``report``: a small scripted study of the game runs into a fresh SQLite store, and its report
@@ -272,6 +273,11 @@ def check_outcome(game: str) -> None:
         _check(isinstance(played.metrics, dict), "metrics(outcome) is not a dict")
         for key, value in played.metrics.items():
             _check(isinstance(key, str) and isinstance(value, (int, float)) and not isinstance(value, bool) or value is None, f"metric {key!r} = {value!r} is not a number")
+        cls = families.load_game(game)
+        config = config_of(game)
+        for seat in cls.active_roles(config):
+            told = cls(config, Prompts(cls.prompt_dir), names={}).describe(played.outcome, seat)
+            _check(isinstance(told, list) and bool(told) and all(isinstance(x, str) and x.strip() for x in told), f"describe(outcome, {seat!r}) gives no sentences for a person's results page: {told!r}")
 
 
 def check_actions(game: str) -> None:
