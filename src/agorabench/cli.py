@@ -368,14 +368,46 @@ def cmd_check(args: argparse.Namespace) -> int:
         store.dispose()
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (unless none, off, or already said) and keeps the
+    examples' lines as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+#: Examples shown under each command's ``--help``.
+EXAMPLES = {
+    "run": "agora run studies/demo.toml\nagora run studies/glee_bargaining.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
+    "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
+    "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet",
+    "show": "agora show studies/demo.toml 3f2a\nagora show studies/demo.toml --first-invalid --model local",
+    "analyze": "agora analyze glee studies/glee_full.toml --out tables/",
+    "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone",
+}
+
+
+def _sub(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    """A subcommand whose help shows defaults and, where we have them, examples."""
+    examples = EXAMPLES.get(name)
+    return sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", formatter_class=_Help, epilog=("examples:\n" + "\n".join("  " + line for line in examples.split("\n"))) if examples else None)
+
+
+#: What ``--db`` means for the commands that read a study's games.
+DB_HELP = "SQLite path or database URL (default: runs/<study>.db)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.")
+    p = argparse.ArgumentParser(prog="agora", description="LLM agents in social and economic games.", formatter_class=_Help, epilog="Each command has its own --help, with examples.")
     p.add_argument("--version", action="version", version=f"agora {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="play a study's missing games")
-    r.add_argument("study")
-    r.add_argument("--db", help="SQLite path or database URL (default runs/<study>.db)")
+    r = _sub(sub, "run", "play a study's missing games")
+    r.add_argument("study", help="study file (TOML or YAML)")
+    r.add_argument("--db", help=DB_HELP)
     r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once")
     r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
@@ -384,77 +416,77 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--executor", choices=["async", "ray"], default="async", help="one process (async) or Ray workers")
     r.add_argument("--workers", type=int, default=4, help="Ray workers (shares of the games), with --executor ray")
     r.add_argument("--address", help="an existing Ray cluster (default: a local one for the run)")
-    r.add_argument("--worker-retries", type=int, default=3, help="with --executor ray: times a share whose worker died is started again (default 3)")
+    r.add_argument("--worker-retries", type=int, default=3, help="with --executor ray: times a share whose worker died is started again")
     r.set_defaults(func=cmd_run)
 
-    rep = sub.add_parser("report", help="write an HTML report of a study")
+    rep = _sub(sub, "report", "write an HTML report of a study")
     rep.add_argument("study", help="study file (or study name)")
-    rep.add_argument("--db")
+    rep.add_argument("--db", help=DB_HELP)
     rep.add_argument("--out", required=True, help="folder; the report is OUT/index.html")
     rep.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
     rep.set_defaults(func=cmd_report)
 
-    e = sub.add_parser("export", help="write games or turns as CSV or Parquet")
-    e.add_argument("study")
-    e.add_argument("--db")
-    e.add_argument("--table", choices=["games", "turns"], default="games")
-    e.add_argument("--format", choices=["csv", "parquet"], default="csv")
-    e.add_argument("--out", required=True)
+    e = _sub(sub, "export", "write games or turns as CSV or Parquet")
+    e.add_argument("study", help="study file (or study name)")
+    e.add_argument("--db", help=DB_HELP)
+    e.add_argument("--table", choices=["games", "turns"], default="games", help="one row per game, or per turn")
+    e.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format")
+    e.add_argument("--out", required=True, help="the file to write")
     e.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
     e.set_defaults(func=cmd_export)
 
-    s = sub.add_parser("show", help="print one game's transcript per role")
+    s = _sub(sub, "show", "print one game's transcript per role")
     s.add_argument("study", help="study file (or study name)")
     s.add_argument("game_id", nargs="?", help="game id (or its first characters)")
-    s.add_argument("--db")
+    s.add_argument("--db", help=DB_HELP)
     s.add_argument("--first-invalid", action="store_true", help="the first game with an invalid turn")
     s.add_argument("--model", help="only the roles of this model (and a game it plays)")
     s.add_argument("--all", action="store_true", help="look among every game stored for the study")
     s.set_defaults(func=cmd_show)
-    a = sub.add_parser("analyze", help="print a study's statistical analysis (GLEE regressions, Tables 5 and 6, meta-game)")
-    a.add_argument("kind", choices=families.analyzer_names())
+    a = _sub(sub, "analyze", "print a study's statistical analysis (GLEE regressions, Tables 5 and 6, meta-game)")
+    a.add_argument("kind", choices=families.analyzer_names(), help="which family's analysis")
     a.add_argument("study", help="study file (or study name)")
-    a.add_argument("--db")
+    a.add_argument("--db", help=DB_HELP)
     a.add_argument("--reference", help="reference model of the identity effects (default: the study's analysis.reference_model, else its first LLM)")
     a.add_argument("--reps", type=int, default=200, help="bootstrap resamples of the meta-game")
     a.add_argument("--out", help="folder for the tables as CSV files")
     a.add_argument("--all", action="store_true", help="analyse every game stored for the study, not only the study file's current design")
     a.set_defaults(func=cmd_analyze)
 
-    i = sub.add_parser("import", help="load games logged by the original projects")
-    i.add_argument("format", choices=families.importer_names())
-    i.add_argument("folder")
-    i.add_argument("--db")
+    i = _sub(sub, "import", "load games logged by the original projects")
+    i.add_argument("format", choices=families.importer_names(), help="whose logs")
+    i.add_argument("folder", help="folder holding the original project's logs")
+    i.add_argument("--db", help="SQLite path or database URL to import into (default: runs/<study>.db)")
     i.add_argument("--study", help="study name for the imported games")
     i.set_defaults(func=cmd_import)
 
-    pr = sub.add_parser("profile", help="one behavioural profile per model across databases (HTML + CSV)")
+    pr = _sub(sub, "profile", "one behavioural profile per model across databases (HTML + CSV)")
     pr.add_argument("db", nargs="+", help="SQLite paths or database URLs; models are matched by name")
     pr.add_argument("--out", required=True, help="folder; writes OUT/profile.html and OUT/profile.csv")
     pr.set_defaults(func=cmd_profile)
 
-    sv = sub.add_parser("serve", help="web app: participants play a study's human seats; researcher dashboard")
+    sv = _sub(sub, "serve", "web app: participants play a study's human seats; researcher dashboard")
     sv.add_argument("study", nargs="?", help="study file with human seats (leave out with --db for the dashboard alone)")
     sv.add_argument("--db", help="SQLite path or database URL (default runs/<study>.db)")
-    sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (put a TLS proxy in front for the public)")
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on")
     sv.set_defaults(func=cmd_serve)
 
-    ck = sub.add_parser("check", help="run the game families' audits of stored data (e.g. prompts that belong to another agent, language or scenario); `agora games` lists them")
+    ck = _sub(sub, "check", "run the game families' audits of stored data (e.g. prompts that belong to another agent, language or scenario); `agora games` lists them")
     ck.add_argument("db", help="SQLite path or database URL")
     ck.add_argument("--study", help="only this study's games")
     ck.add_argument("--forget", action="store_true", help="delete the affected games so that the next run plays them again")
     ck.set_defaults(func=cmd_check)
 
-    gm = sub.add_parser("games", help="list the registered game families, games and strategies")
+    gm = _sub(sub, "games", "list the registered game families, games and strategies")
     gm.set_defaults(func=cmd_games)
 
-    cf = sub.add_parser("conformance", help="check that games follow the rules every game must (roles, strategies, random play, determinism, actions, report)")
+    cf = _sub(sub, "conformance", "check that games follow the rules every game must (roles, strategies, random play, determinism, actions, report)")
     cf.add_argument("game", nargs="*", help="games to check (default: every registered game)")
     cf.add_argument("--check", action="append", help="only this check (repeatable): roles, strategies, instructions, prompts, random, deterministic, outcome, actions, report")
     cf.set_defaults(func=cmd_conformance)
 
-    m = sub.add_parser("migrate", help="upgrade a database written by an older agorabench in place")
+    m = _sub(sub, "migrate", "upgrade a database written by an older agorabench in place")
     m.add_argument("db", help="SQLite path or database URL")
     m.set_defaults(func=cmd_migrate)
     return p

@@ -33,7 +33,7 @@ def test_eta_counts_turns_of_games_in_flight():
 def test_line_shows_rates_tokens_cost_invalid_and_backoffs():
     s = snap(finished=4, turns_finished_games=12, turns_done=14, invalid=3, calls=20, tokens=1234, cached_tokens=600, cost=0.25, backoffs=2, rate_limited=5, in_flight_limit="4/16")
     line = s.line()
-    for part in ("games 4/10", "turns 14", "calls 20 (2.0/s", "tokens 1234 (600 prompt-cached)", "cost $0.2500", "invalid 25.0%", "rate limits 5 backoffs 2", "in flight 4/16", "ETA "):
+    for part in ("games 4/10", "turns 14", "calls 20 (2.0/s", "tokens 1234 (600 prompt-cached)", "cost $0.2500", "invalid 25.0%", "rate limits 5 backoffs 2", "model calls in flight/allowed 4/16", "ETA "):
         assert part in line, part
     assert "turns 14 done" in s.line(final=True)
 
@@ -64,3 +64,19 @@ def test_a_run_shows_progress(rich, tmp_path, write_study, fake_openai):
         assert "\x1b[" not in text and text.count("[progress]") >= 2  # plain lines for logs
     final = runner.snapshot(32)
     assert final.rate_limited >= 1 and final.turns_done == final.turns_finished_games == 96
+
+
+def test_the_progress_block_fits_80_columns_without_splitting_a_word():
+    """Issue 23, item 11: at 80 columns no piece of the block is cut in the middle, and the
+    adaptive limit says what it is."""
+    from rich.console import Console
+
+    s = snap(finished=4, turns_finished_games=12, turns_done=14, invalid=3, calls=123456, tokens=12345678, cached_tokens=600000, cost=1234.5, backoffs=2, rate_limited=5, in_flight_limit="4/16 8/16")
+    console = Console(file=io.StringIO(), width=80, force_terminal=False, color_system=None)
+    console.print(ProgressView._render(s, False, 80))
+    lines = console.file.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    text = " ".join(line.strip() for line in lines)
+    for piece in s.segments() + [s.head()]:
+        assert piece in text, piece
+    assert "model calls in flight/allowed 4/16 8/16" in text

@@ -68,17 +68,34 @@ class Snapshot:
         when = "done" if final else ("ETA --" if eta is None else f"ETA {_duration(eta)}")
         return f"games {self.finished}/{self.todo} (skipped {self.skipped}, errors {self.errors}) turns {self.turns_done} {when}"
 
+    def segments(self) -> list[str]:
+        """Calls, tokens, cost, invalid answers, rate limits and each adaptive model's call
+        limit, as pieces that are never split across lines."""
+        out = [f"calls {self.calls} ({self.calls_per_s:.1f}/s, cache hits {self.cache_hits})"]
+        out.append(f"tokens {self.tokens}" + (f" ({self.cached_tokens} prompt-cached)" if self.cached_tokens else ""))
+        out += [f"cost ${self.cost:.4f}", f"invalid {self.invalid_rate:.1%}", f"rate limits {self.rate_limited}", f"backoffs {self.backoffs}"]
+        if self.in_flight_limit:  # per model: calls in flight now / the most it allows (AIMD after rate limits)
+            out.append(f"model calls in flight/allowed {self.in_flight_limit}")
+        return out
+
     def details(self) -> str:
         """Calls, tokens, cost, invalid answers and rate limits."""
-        limit = f" in flight {self.in_flight_limit}" if self.in_flight_limit else ""
-        cached = f" ({self.cached_tokens} prompt-cached)" if self.cached_tokens else ""
-        return (
-            f"calls {self.calls} ({self.calls_per_s:.1f}/s, cache hits {self.cache_hits}) tokens {self.tokens}{cached} "
-            f"cost ${self.cost:.4f} invalid {self.invalid_rate:.1%} rate limits {self.rate_limited} backoffs {self.backoffs}{limit}"
-        )
+        return " ".join(self.segments())
 
     def line(self, final: bool = False) -> str:
         return f"[{self.study}] {self.head(final)} | {self.details()}"
+
+
+def _packed(pieces: list[str], width: int) -> list[str]:
+    """``pieces`` joined by spaces into lines of at most ``width`` characters (a piece longer
+    than that gets a line of its own)."""
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1]) + 1 + len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return lines
 
 
 def _duration(seconds: float) -> str:
@@ -113,11 +130,12 @@ class ProgressView:
         if self._live is None:
             print(snap.line(final), file=self.stream, flush=True)
             return
-        self._live.update(self._render(snap, final), refresh=True)
+        self._live.update(self._render(snap, final, self._live.console.width), refresh=True)
 
     @staticmethod
-    def _render(snap: Snapshot, final: bool):
-        """Two rows: study, bar (turns done of the expected turns) and head; then details."""
+    def _render(snap: Snapshot, final: bool, width: int = 80):
+        """Study, bar (turns done of the expected turns) and share; then the head; then the
+        details, packed into lines of ``width`` without splitting a piece."""
         from rich.console import Group
         from rich.progress_bar import ProgressBar
         from rich.table import Table
@@ -128,8 +146,8 @@ class ProgressView:
         bar = ProgressBar(total=max(total, done) if total else None, completed=done, width=30, pulse=total is None and not final)
         share = f"{done / max(total, done):4.0%}" if total else "  --"
         row = Table.grid(padding=(0, 1))
-        row.add_row(Text(snap.study, style="bold"), bar, Text(share), Text(snap.head(final)))
-        return Group(row, Text("  " + snap.details(), style="dim"))
+        row.add_row(Text(snap.study, style="bold", no_wrap=True, overflow="ellipsis"), bar, Text(share))
+        return Group(row, Text("  " + snap.head(final)), *(Text("  " + line, style="dim") for line in _packed(snap.segments(), width - 2)))
 
     def stop(self) -> None:
         if self._live is not None:
