@@ -37,6 +37,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem:
         raise StudyError(problem)
     study.check_size()  # a design without games, or too large, is an error before any database is touched
+    study.check_keys()
     db = args.db or _default_db(args.study)
     if args.executor == "ray":
         return _run_ray(args, study.name, db)
@@ -85,6 +86,9 @@ def _store(args: argparse.Namespace):
     """The study's database, opened read-only (creates nothing)."""
     from .store.store import Store
 
+    study = str(args.study)
+    if study.endswith((".toml", ".yaml", ".yml")) and not Path(study).exists():  # a mistyped path, not a missing run
+        raise StudyError(f"study file not found: {study}")
     db = args.db or _default_db(args.study)
     if "://" not in db and not Path(db).exists():
         raise StudyError(f"database not found: {db} (run the study first, or pass --db)")
@@ -278,6 +282,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         raise StudyError(f"the web app needs the web extra (pip install 'agorabench[web]'): {exc}") from None
     study = load_study(args.study) if args.study else None
+    if study is not None:
+        study.check_keys()
     db = args.db or _default_db(args.study)
     if study is None and "://" not in db and not Path(db).exists():
         raise StudyError(f"database not found: {db}")

@@ -209,7 +209,7 @@ def test_temperature_default_sends_neither_temperature_nor_seed(temperature, sen
 
     url, stats = fake_openai()
     path = tmp_path / "study.toml"
-    path.write_text(envy_points("decoding", [model("m", f"openai/x@{url}", temperature=temperature, api_key_env="NO_KEY_NEEDED"), scripted("self-max")], grid=paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=["A"])))
+    path.write_text(envy_points("decoding", [model("m", f"openai/x@{url}", temperature=temperature), scripted("self-max")], grid=paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=["A"])))
     rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "d.db"), "--quiet")
     assert rc == 0, err
     with urllib.request.urlopen(stats) as resp:

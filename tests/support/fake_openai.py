@@ -11,6 +11,7 @@ the request's messages, so tests know what a study must produce. Faults:
   ``--retry-after TEXT`` sends another value (``nan``, ``-5``, ``1e308``);
 - ``--fail-first N``: the first N requests get HTTP 500;
 - ``--always-fail``: every request gets HTTP 500;
+- ``--not-found``: every chat call gets HTTP 404 (a wrong path or model); ``/models`` answers;
 - ``--hang-first N``: the first N requests never answer within the client's timeout;
 - ``--stall-chat``: ``/models`` answers, no chat call ever does (a stalled endpoint);
 - ``--garbage``: answers text that is not a valid action;
@@ -119,6 +120,8 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         error = (lambda message, kind_, status, headers=None: web.json_response({"type": "error", "error": {"type": kind_, "message": message}} if kind == "anthropic" else {"error": {"message": message, "type": kind_}}, status=status, headers=headers))
         if opts.always_fail or n <= opts.fail_first:
             return error("injected failure", "api_error", 500)
+        if opts.not_found:
+            return error("The model does not exist", "invalid_request_error", 404)
         if opts.rate_limit and n % opts.rate_limit == 0:
             state["refused"] += 1
             return error("slow down", "rate_limit_error", 429, {"Retry-After": opts.retry_after})
@@ -284,6 +287,7 @@ def main() -> None:
     p.add_argument("--retry-after", default="0.2", help="the Retry-After header of --rate-limit's 429s (any text: nan, -5, 1e308)")
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--always-fail", action="store_true")
+    p.add_argument("--not-found", action="store_true", help="every chat call gets HTTP 404 (no such model or path); /models answers")
     p.add_argument("--hang-first", type=int, default=0)
     p.add_argument("--stall-chat", action="store_true", help="answer /models, never a chat call")
     p.add_argument("--garbage", action="store_true")

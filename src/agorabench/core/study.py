@@ -45,6 +45,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -453,6 +454,14 @@ class Study:
             else:
                 cells += self._count_seatings(roles) * min(k, n_configs)
         return cells
+
+    def check_keys(self, environ: dict[str, str] | None = None) -> None:
+        """A model entry that names its key's variable (``api_key_env``) must find it set: a
+        missing key is a StudyError before anything runs, never a run without a key."""
+        env = os.environ if environ is None else environ
+        for entry in self.models.values():
+            if "api_key_env" in entry.model_fields_set and spec_kind(entry.spec) == "hosted" and not env.get(entry.api_key_env):
+                raise StudyError(f"model {entry.name!r}: api_key_env = {entry.api_key_env!r}, but {entry.api_key_env} is not set in the environment")
 
     def has_human(self, spec: GameSpec) -> bool:
         """Whether a person sits in one of the game's seats."""

@@ -43,12 +43,15 @@ def retry_after(exc: Any) -> float | None:
 
 def status_error(status: int, message: str, headers: Mapping[str, str] | None) -> BackendError:
     """An HTTP error status as a BackendError. 429 is a rate limit (retried after the server's
-    Retry-After); 5xx, 408 and 409 are transient; 401 and 403 mean the key was refused, which no
-    later call would change (fatal); any other status (a bad request) is not retried."""
+    Retry-After); 5xx, 408 and 409 are transient; 401 and 403 mean the key was refused and 404
+    that the server has no such endpoint or model, which no later call would change (fatal: the
+    model's games stop at once); any other status (a bad request) is not retried."""
     if status == 429:
         return BackendError(f"rate limited: {message}", retryable=True, retry_after=retry_after_headers(headers), rate_limited=True)
     if status in (401, 403):
         return BackendError(f"unauthorised (HTTP {status}): the server rejected the API key", retryable=False, fatal=True)
+    if status == 404:
+        return BackendError(f"not found (HTTP 404): the server has no such endpoint or model; check base_url (it usually ends in /v1) and the model name: {message}", retryable=False, fatal=True)
     return BackendError(f"HTTP {status}: {message}", retryable=status >= 500 or status in (408, 409), retry_after=retry_after_headers(headers))
 
 
