@@ -13,6 +13,7 @@ import os
 import socket
 import time
 import uuid
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -50,6 +51,16 @@ class ClaimMethods:
                 .values(owner=owner, study=study, heartbeat=now)
             )
             return taken.rowcount == 1
+
+    def running(self, study: str = "", ttl: float = CLAIM_TTL) -> list[dict[str, Any]]:
+        """The games being played now: claims with a heartbeat within ``ttl`` seconds (a run
+        releases a game's claim when it stores the game), of ``study`` or of every study, the
+        most recent first, each with its study, owner and heartbeat."""
+        query = sa.select(claims).where(claims.c.heartbeat >= time.time() - ttl).order_by(claims.c.heartbeat.desc())
+        if study:
+            query = query.where(claims.c.study == study)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
 
     def claim_many(self, game_ids: list[str], study: str, owner: str, ttl: float = CLAIM_TTL) -> set[str]:
         """Claim several games at once; returns the ids now held by ``owner``. The games no one

@@ -91,6 +91,20 @@ class Dashboard:
             row["running"] = sum(1 for lv in self.manager.live.values() if lv.task is not None and not lv.task.done())
         return sorted(out.values(), key=lambda r: r["study"])
 
+    def running(self, study: str = "") -> list[dict[str, Any]]:
+        """The games being played now, not yet stored: participants' live games and games a run
+        holds a claim on, each with who plays it and for how long (seconds)."""
+        now = time.time()
+        out = []
+        if self.manager is not None and (not study or study == self.study.name):
+            for p in self.manager.participants():
+                lv = self.manager.live.get(p["token"])
+                if lv is not None and lv.task is not None and not lv.task.done():
+                    out.append({"game_id": p["game_id"], "study": self.study.name, "who": f"participant human:{p['pid_hash']} ({p['role']})", "seconds": round(now - p["created"])})
+        for c in self.store.running(study):
+            out.append({"game_id": c["game_id"], "study": c["study"], "who": f"run {c['owner']}", "seconds": None})
+        return out
+
     def game_rows(self, study: str = "", model: str = "", status: str = "", config: str = "", game: str = "", limit: int = 500) -> list[dict[str, Any]]:
         """The games table: the newest games first, filtered by study, status and kind of game
         in the store, by a model name or a piece of configuration in their seats' and config's
@@ -156,14 +170,15 @@ class Dashboard:
                 p["status"] = participant_status(p)
                 p["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(p["created"]))
                 p["minutes"] = f"{(p['updated'] - p['created']) / 60:.1f}"
+                p["idle"] = f"{(time.time() - p['updated']) / 60:.1f}"
             running = self.run_task is not None and not self.run_task.done()
-            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message)
+            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message, refresh=_refresh(request))
 
         @app.get("/dash/games", response_class=HTMLResponse)
         @authed
         async def games_table(request: Request):
             f = {k: request.query_params.get(k, "")[:200] for k in ("study", "model", "status", "config", "game")}
-            return page(request, "dash_games.html", title="Games", rows=self.game_rows(**f), filters=f)
+            return page(request, "dash_games.html", title="Games", rows=self.game_rows(**f), running=self.running(f["study"]), filters=f, refresh=_refresh(request))
 
         @app.get("/dash/game/{game_id}", response_class=HTMLResponse)
         @authed
@@ -248,6 +263,16 @@ class Dashboard:
             self.run_message = f"last model-only run: {stats.done} played, {stats.skipped} skipped, {stats.errors} errors"
         except Exception as exc:  # shown on the dashboard, never a crash of the server
             self.run_message = f"model-only run failed: {type(exc).__name__}: {exc}"
+
+
+#: Seconds between refreshes of the overview and games pages (``?refresh=0`` pauses it).
+REFRESH = 10
+
+
+def _refresh(request: Request) -> int:
+    """The page's auto-refresh in seconds: ``REFRESH`` unless the address says otherwise."""
+    value = request.query_params.get("refresh", "")
+    return max(0, min(int(value), 3600)) if value.isdigit() else REFRESH
 
 
 def _relative(url) -> str:
