@@ -41,3 +41,43 @@ def test_the_dashboard_refreshes_and_lists_running_games(tmp_path):
         assert store.running("other_study", ttl=-1) == []  # a claim past its heartbeat's time is not running
     finally:
         store.dispose()
+
+
+def test_the_transcript_viewer_shows_each_turns_reasks(tmp_path):
+    """Issue 23, item 5: an answer that could not be used and the feedback that asked again are
+    shown with their own turn, and the next turn lists only what is new."""
+    import asyncio
+    from typing import ClassVar, Literal
+
+    from agorabench.core.actions import Action
+    from agorabench.core.table import Prompt, Reply, Table
+    from agorabench.web.dashboard import Dashboard
+
+    class YesNo(Action):
+        response_format: ClassVar = "json"
+        decision: Literal["yes", "no"]
+
+    class Says:
+        def __init__(self, *texts):
+            self.texts = list(texts)
+
+        async def act(self, request):
+            return Reply(text=self.texts.pop(0))
+
+    table = Table({"a": Says("perhaps", '{"decision": "yes"}', '{"decision": "no"}')}, seed=1, max_retries=2)
+    table.set_system("a", "Rules.")
+    asyncio.run(table.ask("a", Prompt("First?"), YesNo))
+    asyncio.run(table.ask("a", Prompt("Second?"), YesNo))
+    store = Store(tmp_path / "v.db")
+    try:
+        store.save_game(id="g1", study="s", game="x", config={}, seats={"a": "m"}, repeat=0, seed=1, prompt_version="1", status="done", outcome={}, metrics={}, error=None, turn_records=table.turns)
+        dash = Dashboard.__new__(Dashboard)
+        dash.store = store
+        _, turns = dash.game("g1")
+    finally:
+        store.dispose()
+    first, second = turns
+    assert first["retries"] == 1 and len(first["reasks"]) == 1
+    answer, feedback = first["reasks"][0]
+    assert answer == "perhaps" and feedback.startswith("Your answer could not be used")
+    assert [m["content"] for m in second["messages"]] == ["Second?"]  # not the whole transcript again

@@ -126,17 +126,24 @@ class Dashboard:
     def game(self, game_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """A game's row and its turns, or (None, []). Each turn's ``messages`` are what its
         prompt added to the role's previous one (all of it when the prompt does not extend the
-        previous one, e.g. after a restarted transcript)."""
+        previous one, e.g. after a restarted transcript); ``reasks`` are the answers that could
+        not be used and the feedback that asked again, read from the role's next prompt (the
+        store keeps prompts, so a role's last turn shows only its final error)."""
         g = self.store.game(game_id)
         if g is None:
             return None, []
         turns = self.store.turns(game_id=game_id)
+        prompts = [list(t.get("messages") or []) for t in turns]
         before: dict[str, list[dict[str, Any]]] = {}
-        for t in turns:
-            full = list(t.get("messages") or [])
+        for i, t in enumerate(turns):
+            full = prompts[i]
             seen = before.get(t["role"], [])
             t["messages"] = full[len(seen) :] if seen and full[: len(seen)] == seen else full
-            before[t["role"]] = full + ([{"role": "assistant", "content": t.get("raw") or ""}] if t.get("raw") else [])
+            later = next((prompts[j] for j in range(i + 1, len(turns)) if turns[j]["role"] == t["role"]), None)
+            n = 2 * (t.get("retries") or 0)
+            exchange = later[len(full) : len(full) + n] if later is not None and later[: len(full)] == full else []
+            t["reasks"] = [(exchange[k]["content"], exchange[k + 1]["content"]) for k in range(0, len(exchange) - 1, 2)]
+            before[t["role"]] = full + exchange + ([{"role": "assistant", "content": t.get("raw") or ""}] if t.get("raw") else [])
         return g, turns
 
     # routes -------------------------------------------------------------------------------
