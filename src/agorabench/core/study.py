@@ -629,7 +629,7 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     seats_replaced = bool(models) and data.get("matchups") == "seats"
     defaults = _model_defaults(path, data.get("model_defaults"))
     if models:
-        data["models"] = [{**parse_model_spec(m).model_dump(), **(defaults if spec_kind(split_url(m.strip())[0]) in ("local", "hosted") else {})} for m in models]
+        data["models"] = [{**parse_model_spec(m).model_dump(exclude_unset=True), **(defaults if spec_kind(split_url(m.strip())[0]) in ("local", "hosted") else {})} for m in models]
         if seats_replaced:
             data["matchups"] = "ordered_pairs"
     elif defaults and isinstance(data.get("models"), list):
