@@ -387,11 +387,11 @@ class _Help(argparse.RawDescriptionHelpFormatter):
 
 #: Examples shown under each command's ``--help``.
 EXAMPLES = {
-    "run": "agora run studies/demo.toml\nagora run studies/glee_bargaining.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
+    "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet",
     "show": "agora show studies/demo.toml 3f2a\nagora show studies/demo.toml --first-invalid --model local",
-    "analyze": "agora analyze glee studies/glee_full.toml --out tables/",
+    "analyze": "agora analyze KIND study.toml --out tables/   # KIND: one of the kinds listed above",
     "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone",
 }
 
@@ -453,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("kind", choices=families.analyzer_names(), help="which family's analysis")
     a.add_argument("study", help="study file (or study name)")
     a.add_argument("--db", help=DB_HELP)
-    a.add_argument("--reference", help="reference model of the identity effects (default: the study's analysis.reference_model, else its first LLM)")
+    a.add_argument("--reference", help="reference model of the identity effects (default: the study's analysis.reference_model, else its first language model that played, else its first model; the rule in docs/analysis.md, shared with the report and the Python API)")
     a.add_argument("--reps", type=int, default=200, help="bootstrap resamples of the meta-game")
     a.add_argument("--out", help="folder for the tables as CSV files")
     a.add_argument("--all", action="store_true", help="analyse every game stored for the study, not only the study file's current design")
