@@ -42,7 +42,9 @@ class Family:
     - ``strategies``: game name -> a dict of strategy name -> player factory
       (``strategy/NAME`` in a study's model list);
     - ``reports``: game name -> ``sections(done_games, turns) -> list[Section]``; the module may
-      define ``DEFINITIONS`` (HTML of its metric definitions);
+      define ``DEFINITIONS`` (HTML of its metric definitions) or, when it reports several games,
+      ``definitions(games) -> HTML`` given those of its games a study holds (so a study carries
+      only the definitions of the games it played);
     - ``profiles``: game name -> ``profile_rows(games, turns) -> DataFrame`` (``agora profile``);
     - ``importers``: log format -> ``import_logs(folder, study)`` yielding records (``agora import``);
     - ``analyses``: kind -> ``analyze(games, spec, out, reference, reps) -> str`` (``agora analyze``);
@@ -162,10 +164,21 @@ def report_sections(game: str) -> Callable[..., list] | None:
     return _hook(game, "reports")
 
 
-def definitions(game: str) -> str:
-    """The ``DEFINITIONS`` HTML of the game's report module (metric definitions), or ''."""
-    sections = report_sections(game)
-    return str(getattr(importlib.import_module(sections.__module__), "DEFINITIONS", "")) if sections else ""
+def definitions(*games: str) -> str:
+    """The metric definitions of the games' report modules, each module once in the order its
+    first game comes: ``definitions(its games among games)`` where the module has that function
+    (only the definitions of the games present), else its ``DEFINITIONS`` HTML; '' when none
+    defines any."""
+    modules: dict[str, list[str]] = {}
+    for game in dict.fromkeys(games):
+        sections = report_sections(game)
+        if sections is not None:
+            modules.setdefault(sections.__module__, []).append(game)
+    parts = []
+    for module, present in modules.items():
+        loaded = importlib.import_module(module)
+        parts.append(str(loaded.definitions(present) if callable(getattr(loaded, "definitions", None)) else getattr(loaded, "DEFINITIONS", "")))
+    return "\n".join(p for p in parts if p.strip())
 
 
 def profile_hook(game: str) -> Callable[..., Any] | None:

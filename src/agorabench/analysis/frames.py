@@ -2,8 +2,10 @@
 
 ``games_df``: one row per game — id, study, game, status, repeat, ``model_<role>`` for each
 seat, every config parameter as its own column, every metric by its key, scalar outcome fields,
-turn and invalid counts. ``turns_df``: one row per turn, with the game's seats and config.
-``ids`` limits either to those games (the study file's current design).
+turn and invalid counts; for one study, ``attrs["spec"]`` holds its stored study file (what
+the analyses read their settings from, e.g. the reference model). ``turns_df``: one row per
+turn, with the game's seats and config. ``ids`` limits either to those games (the study file's
+current design).
 """
 
 from __future__ import annotations
@@ -23,10 +25,36 @@ def _scalar(value: Any) -> bool:
 GAME_FIELDS = ("id", "study", "game", "status", "repeat", "seed", "source", "n_turns", "n_invalid", "error")
 
 
+def study_spec(store: Store, study: str) -> dict:
+    """The stored study file (as saved by the runner or an importer; the latest run's), or {};
+    its ``models`` also list the models of every earlier run of the study (first of each name
+    kept), so a later run with other models does not hide the games of an earlier one."""
+    for row in store.studies():
+        if row["name"] == study:
+            spec = row.get("spec") or {}
+            seen = {m.get("name") for m in spec.get("models") or []}
+            extra = []
+            for seating in store.recorded_runs(study) if spec.get("models") else []:
+                for entry in seating.get("models") or []:
+                    if entry.get("name") not in seen:
+                        seen.add(entry.get("name"))
+                        extra.append(entry)
+            return {**spec, "models": [*spec["models"], *extra]} if extra else spec
+    return {}
+
+
 def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, games: dict[str, list[Any]] | None = None) -> pd.DataFrame:
     """One row per game (see the module docstring); ``games``: the study's games as
     ``store.game_columns`` reads them, when the caller already has them (a report reads them
-    once for games and turns); ``ids``: only these games (a study file's current design)."""
+    once for games and turns); ``ids``: only these games (a study file's current design). With
+    a ``study``, ``attrs["spec"]`` is its stored study file (:func:`study_spec`)."""
+    df = _games_df(store, study, status, ids, games)
+    if study is not None and len(df):
+        df.attrs["spec"] = study_spec(store, study)
+    return df
+
+
+def _games_df(store: Store, study: str | None, status: str | None, ids: set[str] | None, games: dict[str, list[Any]] | None) -> pd.DataFrame:
     columns = games if games is not None else store.game_columns(study)
     keep = [(status is None or s == status) and (ids is None or g in ids) for g, s in zip(columns["id"], columns["status"])]
     cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in columns.items()} if not all(keep) else columns

@@ -57,9 +57,10 @@ def _file(title: str, suffix: str) -> tuple[Path, str] | None:
     return folder / name, name
 
 
-def figure_html(fig, alt: str) -> str:
+def figure_html(fig, alt: str, note: str = "") -> str:
     """The figure as an inline SVG image (rendered once; also written as a file beside the
-    report when one is being written) with ``alt`` as its caption."""
+    report when one is being written, named after ``alt``) with ``alt`` and ``note`` as its
+    caption."""
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
@@ -71,15 +72,40 @@ def figure_html(fig, alt: str) -> str:
         link = f' <a href="{html.escape(target[1])}">SVG</a>'
     data = base64.b64encode(svg).decode()
     alt = html.escape(alt)
-    return f'<figure><img alt="{alt}" src="data:image/svg+xml;base64,{data}"><figcaption>{alt}{link}</figcaption></figure>'
+    note = f" <span class='scale'>{html.escape(note)}</span>" if note else ""
+    return f'<figure><img alt="{alt}" src="data:image/svg+xml;base64,{data}"><figcaption>{alt}{note}{link}</figcaption></figure>'
+
+
+#: Colour maps that diverge from a centre; a signed scale uses :data:`DIVERGING` unless given one of these.
+DIVERGING_MAPS = {"RdBu", "RdBu_r", "coolwarm", "bwr", "seismic", "PiYG", "PRGn", "BrBG", "PuOr", "RdGy", "RdYlBu"}
+DIVERGING = "RdBu"
+
+
+def colour_scale(values: np.ndarray, vmin: float | None = 0.0, vmax: float | None = 1.0, cmap: str = "viridis") -> tuple[float, float, str, bool]:
+    """The colour scale of a heatmap: (low, high, colour map, diverging). The scale covers the
+    stated range [vmin, vmax] (None: the values' own end) and every value; when it runs from
+    below 0 to above 0 (a signed metric) it is diverging and centred at 0: ±max(|low|, |high|)."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    lo = min([v for v in (vmin, finite.min() if finite.size else None) if v is not None], default=0.0)
+    hi = max([v for v in (vmax, finite.max() if finite.size else None) if v is not None], default=1.0)
+    if lo < 0 < hi:
+        top = max(-lo, hi)
+        return (-top, top, cmap if cmap in DIVERGING_MAPS else DIVERGING, True)
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    return (float(lo), float(hi), cmap, cmap in DIVERGING_MAPS)
 
 
 def heatmap(table: pd.DataFrame, title: str, vmin: float | None = 0.0, vmax: float | None = 1.0, fmt: str = "{:.2f}", cmap: str = "viridis", colorbar: str = "") -> str:
     """A matrix (rows × columns) as a coloured grid with the values written in the cells;
-    ``colorbar`` labels the colour scale (with its unit)."""
+    ``vmin``/``vmax``: the metric's range (None: the values' own), widened to cover every
+    value, diverging and centred at 0 for a signed metric (:func:`colour_scale`); ``colorbar``
+    labels the colour scale (with its unit). The caption states the scale."""
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(1, table.shape[1]), 1.0 + 0.6 * max(1, table.shape[0])))
     values = table.to_numpy(dtype=float)
-    im = ax.imshow(values, vmin=vmin, vmax=vmax, cmap=cmap, aspect="auto")
+    lo, hi, cmap, diverging = colour_scale(values, vmin, vmax, cmap)
+    im = ax.imshow(values, vmin=lo, vmax=hi, cmap=cmap, aspect="auto")
     ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=45, ha="right")
     ax.set_yticks(range(table.shape[0]), [str(i) for i in table.index])
     ax.set_xlabel(table.columns.name or "")
@@ -87,16 +113,15 @@ def heatmap(table: pd.DataFrame, title: str, vmin: float | None = 0.0, vmax: flo
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             if np.isfinite(values[i, j]):
-                lo = vmin if vmin is not None else np.nanmin(values)
-                hi = vmax if vmax is not None else np.nanmax(values)
-                pos = (values[i, j] - lo) / (hi - lo) if hi > lo else 0.5
-                dark = pos < 0.5 if cmap == "viridis" else abs(pos - 0.5) > 0.3  # diverging maps are dark at both ends
+                pos = (values[i, j] - lo) / (hi - lo)
+                dark = abs(pos - 0.5) > 0.3 if diverging else pos < 0.5  # diverging maps are dark at both ends
                 ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", color="white" if dark else "black", fontsize=8)
     bar = fig.colorbar(im, ax=ax)
     if colorbar:
         bar.set_label(colorbar)
     ax.set_title(title)
-    return figure_html(fig, title)
+    scale = f"(colour scale {number(lo)} to {number(hi)}" + (", diverging, centred at 0)" if diverging and lo == -hi else ")")
+    return figure_html(fig, title, scale)
 
 
 def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = "", xlabel: str = "") -> str:
@@ -188,19 +213,57 @@ def bands(df: pd.DataFrame, x: str, y: str, group: str, title: str, ylabel: str,
     return _small_multiples(df, x, group, title, ylabel, xlabel, ylim, 3.4, draw)
 
 
-def table_html(df: pd.DataFrame, floatfmt: str = "{:.3f}", name: str = "table") -> str:
-    """An HTML table; inside :func:`artifacts` also a CSV file named after ``name``."""
+def number(value: float | None, digits: int = 3) -> str:
+    """One number format for every estimate and bound: fixed ``digits`` decimals with thousands
+    separators, no scientific notation and no "−0.000" (values that round to 0 show as 0)."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    text = f"{float(value):,.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
+
+
+def with_interval(est: float, low: float, high: float, digits: int = 3) -> str:
+    """"estimate [low, high]" in :func:`number`'s format (the interval left out when unknown)."""
+    if est is None or not np.isfinite(est):
+        return "–"
+    text = number(est, digits)
+    if low is not None and high is not None and np.isfinite(low) and np.isfinite(high):
+        text += f" [{number(low, digits)}, {number(high, digits)}]"
+    return text
+
+
+def table_html(df: pd.DataFrame, floatfmt: str = "{:.3f}", *, name: str, note: str = "") -> str:
+    """An HTML table (``note`` above it); inside :func:`artifacts` also a CSV file named after
+    ``name``, the table's title (every table has one: no file is called ``table.csv``)."""
     link = ""
     target = _file(name, "csv")
     if target is not None:
         df.to_csv(target[0], index=False)
         link = f'<p class="note">Table as <a href="{html.escape(target[1])}">CSV</a>.</p>'
-    return df.to_html(index=False, float_format=lambda v: floatfmt.format(v), na_rep="–", classes="data", border=0) + link
+    head = f"<p class='note'>{note}</p>" if note else ""
+    return head + df.to_html(index=False, float_format=lambda v: floatfmt.format(v), na_rep="–", classes="data", border=0) + link
 
 
-def forest(df: pd.DataFrame, label: str, panel: str, title: str, xlabel: str, est: str = "estimate", low: str = "low", high: str = "high") -> str:
+def grid_table(long: pd.DataFrame, index: str | list[str], *, name: str, column: str | list[str] = "metric", est: str = "mean", low: str = "low", high: str = "high", note: str = "") -> str:
+    """A long table (one row per group and metric) shown as the grid a paper prints: one row per
+    ``index`` group, one column per ``column`` value (several columns: their values joined by
+    ": "), cells "estimate [low, high]"; both forms are written as CSV (``NAME (wide)`` and
+    ``NAME``), the long one shown folded below."""
+    keys = [index] if isinstance(index, str) else list(index)
+    heads = [column] if isinstance(column, str) else list(column)
+    cells = long.assign(_cell=[with_interval(e, lo, hi) for e, lo, hi in zip(long[est], long[low], long[high])])
+    cells["_head"] = cells[heads].astype(str).agg(": ".join, axis=1)
+    wide = cells.pivot_table(index=keys, columns="_head", values="_cell", aggfunc="first", sort=False)
+    wide = wide.reindex(columns=list(dict.fromkeys(cells["_head"]))).fillna("–").reset_index()
+    wide.columns.name = None
+    folded = f"<details><summary>Long form (one row per {html.escape(', '.join(keys + heads))})</summary>" + table_html(long, name=name) + "</details>"
+    return table_html(wide, name=f"{name} (wide)", note=note) + folded
+
+
+def forest(df: pd.DataFrame, label: str, panel: str, title: str, xlabel: str, est: str = "estimate", low: str = "low", high: str = "high", ref: float | None = 0.0) -> str:
     """Estimates with interval whiskers, one row per ``label`` and one panel per ``panel`` value
-    (e.g. outcome or role), a dashed line at 0 (the reference)."""
+    (e.g. outcome, role or measure; each panel its own x axis), a dashed line at ``ref`` (the
+    reference; None: no line)."""
     panels = list(dict.fromkeys(df[panel]))
     labels = list(dict.fromkeys(df[label]))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 2.5, 0.8 + 0.32 * len(labels)), sharey=True, squeeze=False)
@@ -210,7 +273,8 @@ def forest(df: pd.DataFrame, label: str, panel: str, title: str, xlabel: str, es
         e = sub[est].to_numpy(dtype=float)
         err = np.vstack([e - sub[low].to_numpy(dtype=float), sub[high].to_numpy(dtype=float) - e])
         ax.errorbar(e, y, xerr=np.nan_to_num(err), fmt="o", color="#1f4e79", ecolor="#7fa7cf", capsize=3, markersize=4)
-        ax.axvline(0, color="#999", linestyle="--", linewidth=1)
+        if ref is not None:
+            ax.axvline(ref, color="#999", linestyle="--", linewidth=1)
         ax.set_title(str(key), fontsize=10)
         ax.set_xlabel(xlabel)
         ax.grid(axis="x", alpha=0.3)

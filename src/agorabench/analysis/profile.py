@@ -30,6 +30,7 @@ import pandas as pd
 from ..families import families, profile_hook
 from ..store.store import Store
 from .frames import games_df, turns_df
+from .plots import forest, with_interval
 from .report import STYLE
 
 COLUMNS = ["family", "section", "measure", "role", "model", "estimate", "low", "high", "n", "kind", "source", "note"]
@@ -71,13 +72,34 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
 
 
 def _cell(r: pd.Series) -> str:
+    """``estimate [low, high]`` in the one number format of :func:`~.plots.number` (three
+    decimals, no scientific notation)."""
     est = r["estimate"]
     if est is None or (isinstance(est, float) and math.isnan(est)):
         return "–"
-    text = f"{est:.3g}"
-    if pd.notna(r["low"]) and pd.notna(r["high"]):
-        text += f" [{r['low']:.3g}, {r['high']:.3g}]"
-    return text
+    return with_interval(float(est), float(r["low"]) if pd.notna(r["low"]) else None, float(r["high"]) if pd.notna(r["high"]) else None)
+
+
+#: Sections with more models (and roles) than this get no forest plot (a figure of unreadable height).
+FOREST_MAX_ROWS = 40
+
+
+def section_forest(rows: pd.DataFrame, title: str) -> str:
+    """One forest plot per section: a panel per measure (its own x axis), a row per model and
+    role with its interval; theory rows drawn without one. '' when nothing has an estimate."""
+    shown = rows[pd.to_numeric(rows["estimate"], errors="coerce").notna()].copy()
+    if shown.empty:
+        return ""
+    shown["who"] = shown["model"].astype(str) + shown["role"].map(lambda r: f" ({r})" if isinstance(r, str) and r else "")
+    shown["who"] = shown["who"] + shown["kind"].map(lambda k: " [theory]" if k == "theory" else "")
+    for c in ("estimate", "low", "high"):
+        shown[c] = pd.to_numeric(shown[c], errors="coerce")
+    shown["low"] = shown["low"].fillna(shown["estimate"])
+    shown["high"] = shown["high"].fillna(shown["estimate"])
+    shown = shown.drop_duplicates(["who", "measure"])
+    if shown["who"].nunique() > FOREST_MAX_ROWS:
+        return f"<p class='note'>No forest plot: more than {FOREST_MAX_ROWS} rows.</p>"
+    return forest(shown, "who", "measure", title, "estimate (95% interval)", ref=None)
 
 
 def section_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +116,8 @@ def section_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_profile(rows: pd.DataFrame, out_dir: str | Path, title: str = "Behavioural profiles") -> tuple[Path, Path]:
-    """``OUT/profile.html`` (one table per family section) and ``OUT/profile.csv`` (long rows)."""
+    """``OUT/profile.html`` (one table and one forest plot per family section, a panel per
+    measure) and ``OUT/profile.csv`` (long rows)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "profile.csv"
@@ -108,6 +131,7 @@ def write_profile(rows: pd.DataFrame, out_dir: str | Path, title: str = "Behavio
         notes = sorted({n for n in sub["note"] if isinstance(n, str) and n})
         sources = sorted(set(sub["source"]))
         body = section_table(sub).to_html(index=False, classes="data", border=0, escape=True)
+        body += section_forest(sub, f"{family}: {section}")
         body += "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes)
         body += f"<p class='note'>Data: {html.escape('; '.join(sources))}</p>"
         parts.append(f"<section><h2>{html.escape(family)}: {html.escape(section)}</h2>{body}</section>")

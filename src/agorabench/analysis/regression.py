@@ -131,13 +131,14 @@ def pair_labels(df: pd.DataFrame, identities: tuple[str, ...] = ("model_alice", 
 
 def default_reference(models: Iterable[str], preferred: Iterable[str] = ()) -> str:
     """The reference identity: the first of ``preferred`` that played, else the first model
-    in sorted order that is not a human or a scripted strategy, else the first at all."""
+    in sorted order that is no person's seat (``human``, ``human:…``) and not named
+    ``strategy…``, else the first at all."""
     present = sorted(set(map(str, models)))
     for m in preferred:
         if m in present:
             return m
     for m in present:
-        if m != "human" and not m.startswith("strategy"):
+        if m != "human" and not m.startswith(("human:", "strategy")):
             return m
     return present[0]
 

@@ -19,7 +19,7 @@ from .. import __version__
 from ..families import definitions, report_sections
 from ..redact import redact
 from ..store.store import Store
-from .frames import games_df, turns_df
+from .frames import games_df, study_spec, turns_df
 from .plots import artifacts, table_html
 
 
@@ -59,24 +59,6 @@ figure{display:inline-block;margin:.5em} figcaption{font-size:.8em;color:#555}
 .note{color:#555;font-size:.9em}
 .warnings{border-left:4px solid #b8860b;background:#fff8e1;padding:.3em 1em;margin:1em 0}
 """
-
-
-def study_spec(store: Store, study: str) -> dict:
-    """The stored study file (as saved by the runner or an importer; the latest run's), or {};
-    its ``models`` also list the models of every earlier run of the study (first of each name
-    kept), so a later run with other models does not hide the games of an earlier one."""
-    for row in store.studies():
-        if row["name"] == study:
-            spec = row.get("spec") or {}
-            seen = {m.get("name") for m in spec.get("models") or []}
-            extra = []
-            for seating in store.recorded_runs(study) if spec.get("models") else []:
-                for entry in seating.get("models") or []:
-                    if entry.get("name") not in seen:
-                        seen.add(entry.get("name"))
-                        extra.append(entry)
-            return {**spec, "models": [*spec["models"], *extra]} if extra else spec
-    return {}
 
 
 def named_models_only(games: pd.DataFrame, spec: dict) -> pd.DataFrame:
@@ -210,15 +192,16 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     del stored
     turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
     game = str(all_games["game"].iloc[0])
+    present = [str(g) for g in dict.fromkeys(all_games["game"])]  # the games stored, first seen first
     with artifacts(out):
-        sections = [introduction(study, spec, all_games, definitions(game)), overview(all_games, turns)]
+        sections = [introduction(study, spec, all_games, definitions(*present)), overview(all_games, turns)]
         if left_out:
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
         family = report_sections(game)
         if family is not None and not done.empty:
             sections += guarded(f"{game} analyses", lambda: family(done, turns))
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(game)})</small></h1>\n{provenance(store, spec)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -15,7 +15,7 @@ import pandas as pd
 import html
 
 from ...analysis import fehr_schmidt as fs
-from ...analysis.plots import bars_with_ci, heatmap, stacked_shares, table_html
+from ...analysis.plots import bars_with_ci, grid_table, heatmap, stacked_shares, table_html
 from ...analysis.report import Section, guarded
 from ...analysis.stats import summarise
 from ...analysis.switching import choice_paths, switch_excerpts, switch_rates
@@ -30,6 +30,20 @@ LABELS = {
     "t2": "T2 gap focus (paper text: Δ/Δmax)",
     "t3": "T3 peer-reduce",
 }
+
+
+def _raw_ratio_floor() -> float:
+    """The lowest T2 raw ratio any matrix allows: min over matrices of min gap / largest gap."""
+    floors = []
+    for payoffs in MATRICES.values():
+        gaps = [own - peer for own, peer in payoffs.values()]
+        floors.append(min(gaps) / max(gaps))
+    return min(floors)
+
+
+#: The range of each term: T1, T2 (Δ/Δmax) and T3 lie in 0–1; the T2 raw ratio is signed,
+#: from the lowest min gap / largest gap of the matrices (−4/3 on M3, −1 on M1) to 1.
+RANGES: dict[str, tuple[float, float]] = {"t1": (0.0, 1.0), "t2": (0.0, 1.0), "t2_raw_ratio": (_raw_ratio_floor(), 1.0), "t3": (0.0, 1.0)}
 
 
 T2_NOTE = (
@@ -50,9 +64,12 @@ choice gives up.</li>
 <li><b>T2, gap-focus</b> = Δ / Δ<sub>max</sub> with Δ = ½·(P<sub>self</sub> − P<sub>comp</sub>) /
 max|P<sub>self</sub> − P<sub>comp</sub>| + ½: how strongly the choice favours being ahead of the peer.
 <b>t2_raw_ratio</b> = (P<sub>self</sub> − P<sub>comp</sub>) / (largest signed gap), the plain ratio
-matching the paper's reported numbers (not confined to 0–1).</li>
+matching the paper's reported numbers: signed, from −1 (M1) or −4/3 (M3) to 1, so its heatmaps use a
+diverging colour scale centred at 0.</li>
 <li><b>T3, peer-reduce</b> = (P<sub>comp</sub><sup>max</sup> − P<sub>comp</sub>) /
 (P<sub>comp</sub><sup>max</sup> − P<sub>comp</sub><sup>min</sup>): how much the choice takes from the peer.</li>
+<li><b>Intervals</b> of the terms' means: 95 % percentile bootstrap over games (2,000 resamples),
+which stays within each term's range.</li>
 <li><b>Switching rate</b> (turn s → s+1) = games whose option changed between the two turns /
 games with a valid choice at both; Wilson 95 % interval.</li>
 <li><b>Fehr–Schmidt α, β, λ</b>: the choices fitted by maximum likelihood to
@@ -71,17 +88,18 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         for term in TERMS:
             grid = sub.pivot_table(index="model_focal", columns="model_peer", values=term, aggfunc="mean")
             grid.index.name, grid.columns.name = "focal model", "peer"
-            figs.append(heatmap(grid, f"{LABELS[term]} on {matrix} (focal × peer)"))
+            lo, hi = RANGES[term]
+            figs.append(heatmap(grid, f"{LABELS[term]} on {matrix} (focal × peer)", vmin=lo, vmax=hi, colorbar=f"{term} (mean over games)"))
         out.append(Section(f"Envy terms on {matrix}", "\n".join(figs)))
-    summary = summarise(games, ["model_focal"], TERMS)
+    summary = summarise(games, ["model_focal"], TERMS, bounds=RANGES)
     summary = summary.rename(columns={"model_focal": "model"})
     summary["metric"] = summary["metric"].map(LABELS)
     body = bars_with_ci(summary, "model", "Mean envy terms per focal model (95% CI)", "term value")
     body += f"<p class='note'>{T2_NOTE}</p>"
-    body += table_html(summary)
-    per_matrix = summarise(games, ["model_focal", "matrix"], TERMS).rename(columns={"model_focal": "model"})
+    body += grid_table(summary, "model", name="mean envy terms per model")
+    per_matrix = summarise(games, ["model_focal", "matrix"], TERMS, bounds=RANGES).rename(columns={"model_focal": "model"})
     per_matrix["metric"] = per_matrix["metric"].map(LABELS)
-    body += "<h3>By matrix</h3>" + table_html(per_matrix)
+    body += "<h3>By matrix</h3>" + grid_table(per_matrix, ["model", "matrix"], name="mean envy terms per model and matrix")
     out.append(Section("Mean terms per model", body))
     focal = turns[turns["role"] == "focal"].copy() if len(turns) else turns
     if len(focal) and "action_choice" in focal:
@@ -95,7 +113,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         rates = focal.groupby("model").agg(turns=("valid", "size"), valid_rate=("valid", "mean")).reset_index()
         rates["invalid_rate"] = 1 - rates["valid_rate"]
         played = games.groupby("model_focal").agg(games=("game_id", "size"), all_turns_valid=("n_invalid", lambda v: (v == 0).mean())).reset_index()
-        out.append(Section("Choices per turn", "\n".join(figs) + "<h3>Played and invalid rates</h3>" + table_html(played) + table_html(rates)))
+        out.append(Section("Choices per turn", "\n".join(figs) + "<h3>Played and invalid rates</h3>" + table_html(played, name="games with every turn valid per model") + table_html(rates, name="invalid turns per model")))
     out += guarded("Choice dynamics", lambda: dynamics_sections(turns))
     out += guarded("Fehr–Schmidt preferences", lambda: fehr_schmidt_sections(turns))
     return out
@@ -144,13 +162,13 @@ def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
     if t.empty:
         return []
     out = []
-    per_turn = summarise(t, ["model", "turn"], ["t1", "t2", "t3"])
+    per_turn = summarise(t, ["model", "turn"], ["t1", "t2", "t3"], bounds=RANGES)
     body = "<p class='note'>Turn 1: no context; turn 2: the status cue (peer leading or lagging, by a marginal or significant amount); turn 3: the peer's move revealed. Means over valid turns, 95% t intervals.</p>"
     body += bars_with_ci(per_turn.assign(group=per_turn["model"] + " · turn " + per_turn["turn"].astype(str)), "group", "Envy terms per turn", "term value")
-    body += table_html(per_turn)
-    cue = summarise(t[t["turn"] == 2], ["model", "cue"], ["t1", "t2", "t3"])
-    move = summarise(t[t["turn"] == 3], ["model", "cue", "peer_move"], ["t1", "t2", "t3"])
-    body += "<h3>Turn 2 by status cue</h3>" + table_html(cue) + "<h3>Turn 3 by status cue × peer move</h3>" + table_html(move)
+    body += table_html(per_turn, name="envy terms per model and turn")
+    cue = summarise(t[t["turn"] == 2], ["model", "cue"], ["t1", "t2", "t3"], bounds=RANGES)
+    move = summarise(t[t["turn"] == 3], ["model", "cue", "peer_move"], ["t1", "t2", "t3"], bounds=RANGES)
+    body += "<h3>Turn 2 by status cue</h3>" + table_html(cue, name="envy terms at turn 2 by status cue") + "<h3>Turn 3 by status cue × peer move</h3>" + table_html(move, name="envy terms at turn 3 by status cue and peer move")
     out.append(Section("Envy terms per turn, status cue and peer move", body))
 
     choices = point_choices(turns)
@@ -160,15 +178,15 @@ def dynamics_sections(turns: pd.DataFrame) -> list[Section]:
     rates = switch_rates(paths, ("model",))
     body = "<p class='note'>A switch is a change of option between consecutive turns of one game (both turns valid). Wilson 95% intervals.</p>"
     body += bars_with_ci(rates.rename(columns={"rate": "mean", "step": "metric"}), "model", "Switching rate between turns", "share of games")
-    body += table_html(rates)
+    body += table_html(rates, name="switching rate per model")
     by_cue = switch_rates(paths.assign(cue=paths["peer_status"].astype(str) + "/" + paths["margin"].astype(str)), ("model", "cue"))
     by_cue = by_cue[by_cue["step"] == "1→2"]
     grid = by_cue.pivot_table(index="model", columns="cue", values="rate")
     grid.index.name, grid.columns.name = "model", "status cue"
-    body += "<h3>Which cue makes which model switch (turn 1 → 2)</h3>" + heatmap(grid, "Switching rate 1→2 by status cue") + table_html(by_cue)
+    body += "<h3>Which cue makes which model switch (turn 1 → 2)</h3>" + heatmap(grid, "Switching rate 1→2 by status cue", colorbar="share of games that switched") + table_html(by_cue, name="switching rate 1 to 2 by status cue")
     by_move = switch_rates(paths, ("model", "peer_move"))
     by_move = by_move[by_move["step"] == "2→3"]
-    body += "<h3>Switching after the peer's move (turn 2 → 3)</h3>" + table_html(by_move)
+    body += "<h3>Switching after the peer's move (turn 2 → 3)</h3>" + table_html(by_move, name="switching rate 2 to 3 by peer move")
     excerpts = switch_excerpts(choices, paths)
     if not excerpts.empty:
         body += "<h3>What models said when they switched</h3>" + table_html(excerpts, name="switch excerpts")
@@ -189,11 +207,11 @@ def fehr_schmidt_sections(turns: pd.DataFrame) -> list[Section]:
         "The status cue and the peer's move do not enter U: per-turn fits show whether they shift the estimates. "
         "Reference: a self-maximiser has α = β = 0.</p>"
     )
-    body += "<h3>What the matrices identify</h3>" + table_html(ident)
+    body += "<h3>What the matrices identify</h3>" + table_html(ident, name="what the matrices identify")
     per_model = fs_estimates(choices, ("model",), ci="bootstrap")
-    body += "<h3>Per model</h3>" + table_html(per_model)
-    body += "<h3>Per model × peer</h3>" + table_html(fs_estimates(choices, ("model", "peer"), ci_params=("alpha", "beta")))
-    body += "<h3>Per model and turn</h3>" + table_html(fs_estimates(choices, ("model", "turn"), ci_params=("alpha", "beta")))
+    body += "<h3>Per model</h3>" + table_html(per_model, name="fehr-schmidt estimates per model")
+    body += "<h3>Per model × peer</h3>" + table_html(fs_estimates(choices, ("model", "peer"), ci_params=("alpha", "beta")), name="fehr-schmidt estimates per model and peer")
+    body += "<h3>Per model and turn</h3>" + table_html(fs_estimates(choices, ("model", "turn"), ci_params=("alpha", "beta")), name="fehr-schmidt estimates per model and turn")
     warned = per_model[per_model["warning"].astype(bool)] if "warning" in per_model else per_model.iloc[0:0]
     if not warned.empty:
         body += "<p class='note'>" + "<br>".join(html.escape(f"{r['model']}: {r['warning']}") for _, r in warned.iterrows()) + "</p>"
@@ -223,7 +241,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     shown = {"t1": "T1", "t2_raw_ratio": "T2 (gap / largest gap)", "t2": "T2 (Δ/Δmax)", "t3": "T3"}
     for model, sub in games.groupby("model_focal"):
         for term, label in shown.items():
-            m, lo, hi, n = mean_ci(sub[term])
+            m, lo, hi, n = mean_ci(sub[term], bounds=RANGES[term])
             rows.append(row(family, section, label, model, m, lo, hi, n))
     choices = point_choices(turns)
     if not choices.empty:

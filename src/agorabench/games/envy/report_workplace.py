@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.plots import bars_with_ci, heatmap, lines, table_html
+from ...analysis.plots import bars_with_ci, grid_table, heatmap, lines, table_html
 from ...analysis.report import Section
 from ...analysis.stats import summarise
 from .workplace import RATING_LABELS, RATINGS, REFLECTION_SCENE, SCENES
@@ -46,11 +46,19 @@ first and last scenes are both valid; <b>share_envy_fell</b> = share of those co
 envy change &lt; 0.</li>
 <li><b>invalid_rate</b> = invalid responses / responses (after re-asks); <b>retries</b> = re-asks
 spent; <b>all_scenes_valid</b> = share of conversations with all seven scenes valid.</li>
-<li><b>mean</b>, <b>low</b>, <b>high</b>, <b>n</b>: mean over conversations (or responses) with the 95 % t interval
-mean ± t<sub>0.975, n−1</sub>·s/√n, s the sample standard deviation; n the number of values
-(no interval when n &lt; 2).</li>
+<li><b>mean</b>, <b>low</b>, <b>high</b>, <b>n</b>: mean over conversations (or responses) with the 95 %
+percentile-bootstrap interval (the 2.5 % and 97.5 % quantiles of the means of 2,000 resamples), which
+stays within the scale's range; n the number of values (no interval when n &lt; 2).</li>
 </ul>
 """
+
+#: The range of every per-conversation column: ratings 1–5, ÷5 0.2–1, (x−1)/4 0–1, changes −4 to 4.
+RANGES: dict[str, tuple[float, float]] = {
+    **{r: (1.0, 5.0) for r in RATINGS},
+    **{f"{r}_norm": (0.2, 1.0) for r in RATINGS},
+    **{f"{r}_scaled": (0.0, 1.0) for r in RATINGS},
+    **{f"{r}_change": (-4.0, 4.0) for r in RATINGS},
+}
 
 #: Which normalisation is which (docs/fidelity.md, "Envy").
 SCALES_NOTE = (
@@ -104,11 +112,11 @@ def scene_means(turns: pd.DataFrame, by: tuple[str, ...] = ("scene_no",)) -> pd.
     if sub.empty:
         return pd.DataFrame()
     parts = []
-    for scale, transform in (("÷5", lambda r: r / 5), ("(x−1)/4", lambda r: (r - 1) / 4)):
+    for scale, transform, bounds in (("÷5", lambda r: r / 5, (0.2, 1.0)), ("(x−1)/4", lambda r: (r - 1) / 4, (0.0, 1.0))):
         scaled = sub[list(by)].copy()
         for name in RATINGS:
             scaled[name] = transform(sub[name].astype(float))
-        part = summarise(scaled, list(by), list(RATINGS))
+        part = summarise(scaled, list(by), list(RATINGS), bounds={name: bounds for name in RATINGS})
         part["scale"] = scale
         parts.append(part)
     out = pd.concat(parts, ignore_index=True).rename(columns={"metric": "rating"})
@@ -158,19 +166,19 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     # profiles ---------------------------------------------------------------
     norms = [f"{r}_norm" for r in RATINGS]
     scaled = [f"{r}_scaled" for r in RATINGS if f"{r}_scaled" in games]
-    summary = summarise(games, ["model_subject"], norms).rename(columns={"model_subject": "model"})
+    summary = summarise(games, ["model_subject"], norms, bounds=RANGES).rename(columns={"model_subject": "model"})
     if not summary.empty:
         summary["metric"] = summary["metric"].str.removesuffix("_norm").map(RATING_LABELS)
         body = bars_with_ci(summary, "model", "Model profiles: normalised mean ratings (÷5, 95% CI)", "mean rating ÷ 5 (0.2–1)", "subject model")
         if scaled:
-            rescaled = summarise(games, ["model_subject"], scaled).rename(columns={"model_subject": "model"})
+            rescaled = summarise(games, ["model_subject"], scaled, bounds=RANGES).rename(columns={"model_subject": "model"})
             rescaled["metric"] = rescaled["metric"].str.removesuffix("_scaled").map(RATING_LABELS)
             body += bars_with_ci(rescaled, "model", "Model profiles: mean ratings on the (x−1)/4 scale (95% CI)", "(mean rating − 1) / 4 (0–1)", "subject model")
         body += f"<p class='note'>{SCALES_NOTE}</p>"
-        body += table_html(summarise(games, ["model_subject"], [*RATINGS, *norms, *scaled]).rename(columns={"model_subject": "model"}), name="model profiles")
+        body += grid_table(summarise(games, ["model_subject"], [*RATINGS, *norms, *scaled], bounds=RANGES).rename(columns={"model_subject": "model"}), "model", name="model profiles")
         grid = games.pivot_table(index="model_subject", columns="model_peer", values="envy_norm", aggfunc="mean")
         grid.index.name, grid.columns.name = "subject model", "peer"
-        body += heatmap(grid, "Normalised envy Ê_work (÷5, subject × peer)", colorbar="Ê_work = mean envy ÷ 5 (0.2–1)")
+        body += heatmap(grid, "Normalised envy Ê_work (÷5, subject × peer)", vmin=0.2, vmax=1.0, colorbar="Ê_work = mean envy ÷ 5 (0.2–1)")
         out.append(Section("Model profiles", body))
 
     # per-scene pooled means on both normalisations ----------------------------
@@ -189,7 +197,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     if not drop.empty:
         known = games["envy_change"].dropna()
         overall = (known < 0).mean() if len(known) else float("nan")
-        changes = summarise(games, ["model_subject"], [f"{r}_change" for r in RATINGS]).rename(columns={"model_subject": "model"})
+        changes = summarise(games, ["model_subject"], [f"{r}_change" for r in RATINGS], bounds=RANGES).rename(columns={"model_subject": "model"})
         body = f"<p>Envy fell from the first scene (baseline) to the last in {overall:.1%} of {len(known)} conversations with both scenes valid (mean change {known.mean():+.2f} points).</p>"
         body += table_html(drop, name="envy change per model") + "<h3>Change of every rating, last scene minus baseline</h3>" + table_html(changes, name="rating change per model")
         out.append(Section("Envy from baseline to the last scene", body))
@@ -216,9 +224,9 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model, sub in games.groupby("model_subject"):
         for name in RATINGS:
-            m, lo, hi, n = mean_ci(sub[f"{name}_norm"])
+            m, lo, hi, n = mean_ci(sub[f"{name}_norm"], bounds=RANGES[f"{name}_norm"])
             rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", model, m, lo, hi, n))
-        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4)
+        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4, bounds=(0.0, 1.0))
         rows.append(row(family, section, "envy/jealousy ((x−1)/4)", model, m, lo, hi, n))
     for name in RATINGS:
         rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", "neutral answer (3)", 0.6, kind="theory"))

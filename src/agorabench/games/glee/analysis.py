@@ -21,6 +21,7 @@ import pandas as pd
 
 from ...analysis import metagame as mg
 from ...analysis.anchoring import anchoring
+from ...analysis.stats import Bounds
 from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, default_reference, fit_ols, level, pair_labels
 
 OUTCOMES = ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")
@@ -54,14 +55,50 @@ DESIGNS: dict[str, Design] = {
     ),
 }
 
+#: The range of each outcome per family (None: open), from the definitions: bargaining's four
+#: lie in 0–1; negotiation's self-gains are signed and unbounded, its fairness at most 1;
+#: persuasion's are 0–1 but Bob's self-gain, (k·(v − 1) − s)/T, at least −1.
+RANGES: dict[str, dict[str, Bounds]] = {
+    "glee.bargaining": {"efficiency": (0.0, 1.0), "fairness": (0.0, 1.0), "self_gain_alice": (0.0, 1.0), "self_gain_bob": (0.0, 1.0)},
+    "glee.negotiation": {"efficiency": (0.0, 1.0), "fairness": (None, 1.0), "self_gain_alice": (None, None), "self_gain_bob": (None, None)},
+    "glee.persuasion": {"efficiency": (0.0, 1.0), "fairness": (0.0, 1.0), "self_gain_alice": (0.0, 1.0), "self_gain_bob": (-1.0, None)},
+}
+
 #: The first move of each family that opens the bargaining: (phase, action column, scale).
 FIRST_OFFER = {"glee.bargaining": ("offer", "action_alice_gain"), "glee.negotiation": ("offer", "action_price")}
 
 
-def reference_model(games: pd.DataFrame, preferred: list[str] | None = None) -> str:
-    """The reference identity: the first of ``preferred`` (the study's analysis setting, then its
-    LLMs in file order) that played, else the first non-human model in sorted order."""
-    return default_reference(pd.unique(games[["model_alice", "model_bob"]].to_numpy().ravel()), preferred or [])
+#: The rule choosing the reference model, as the report and docs/analysis.md state it.
+REFERENCE_RULE = (
+    "the study file's [analysis] reference_model (agora analyze --reference before it); else the first "
+    "LLM of the study file's model list (an entry whose spec is no strategy/… and no person); else the "
+    "first model of that list; each only if it played these games; without a study file (imported logs, "
+    "a frame built by hand): the first model name in sorted order that is no person's seat (human…)"
+)
+
+
+def study_reference(spec: dict[str, Any] | None) -> list[str]:
+    """The study file's candidates for the reference model in the order of
+    :data:`REFERENCE_RULE`: ``[analysis] reference_model``, its LLMs in file order, then its
+    other models in file order."""
+    spec = spec or {}
+    models = spec.get("models") or []
+    setting = (spec.get("analysis") or {}).get("reference_model")
+    out = [setting] if setting else []
+    out += [m["name"] for m in models if not str(m.get("spec", "")).startswith(("strategy/", "human"))]
+    out += [m["name"] for m in models]
+    return list(dict.fromkeys(out))
+
+
+def reference_model(games: pd.DataFrame, spec: dict[str, Any] | None = None, override: str | None = None) -> str:
+    """The reference identity of these games by :data:`REFERENCE_RULE`, the one rule of the
+    report, ``agora analyze`` and the Python API: ``override`` (``--reference``), then the
+    study file's candidates (:func:`study_reference`; ``spec`` defaults to
+    ``games.attrs["spec"]``, which :func:`~agorabench.analysis.frames.games_df` and the report
+    set; an empty one too), the first that played; else the first sorted name that is no person's seat."""
+    spec = spec or games.attrs.get("spec")
+    preferred = ([override] if override else []) + study_reference(spec)
+    return default_reference(pd.unique(games[["model_alice", "model_bob"]].to_numpy().ravel()), preferred)
 
 
 def regressions(games: pd.DataFrame, family: str, reference: str | None = None, outcomes: tuple[str, ...] = OUTCOMES, pair: bool = False) -> dict[str, Fit]:

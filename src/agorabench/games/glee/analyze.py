@@ -10,19 +10,20 @@ import pandas as pd
 
 from ...analysis.regression import predictive_check
 from . import analysis as ga
-from .report import FAMILIES, study_reference
+from .report import FAMILIES
 
 
 def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: str | None = None, reference: str | None = None, reps: int = 200) -> str:
     """Fit summary, coefficients, Table 5, Table 6, adjusted self-gains, meta-game and the
-    linear-vs-boosting check per family; returns the text and writes CSVs into ``out``."""
+    linear-vs-boosting check per family; returns the text and writes CSVs into ``out``. The
+    reference model: ``reference`` if it played, else :data:`.analysis.REFERENCE_RULE` over
+    ``spec`` (default: ``games.attrs["spec"]``), as the report and the Python API choose it."""
     present = [f for f in FAMILIES if "game" in games and (games["game"] == f).any()]
     if not present:
         raise ValueError("the study has no finished GLEE games")
     folder = Path(out) if out else None
     if folder:
         folder.mkdir(parents=True, exist_ok=True)
-    preferred = ([reference] if reference else []) + study_reference(spec)
     text: list[str] = []
 
     def emit(title: str, df: pd.DataFrame, file: str) -> None:
@@ -33,8 +34,8 @@ def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: s
     for family in present:
         sub = games[games["game"] == family]
         label, key = FAMILIES[family], family.split(".")[1]
-        ref = ga.reference_model(sub, preferred)
-        text.append(f"\n#### {label}: {len(sub)} games, reference model {ref}")
+        ref = ga.reference_model(sub, spec, override=reference)
+        text.append(f"\n#### {label}: {len(sub)} games, reference model {ref} (rule: {ga.REFERENCE_RULE})")
         fits = ga.regressions(sub, family, ref)
         emit(f"{label}: fit", ga.fit_summary(fits), f"{key}_fit")
         emit(f"{label}: coefficients", ga.coefficients(fits), f"{key}_coefficients")

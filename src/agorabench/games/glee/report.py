@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -26,52 +26,76 @@ import pandas as pd
 from ...analysis import acceptance
 from ...analysis.descriptive import corpus_stats, message_words
 from ...analysis.persuasion_beliefs import buyer_update, seller_lying
-from ...analysis.plots import bars_with_ci, forest, heatmap, histograms, table_html
+from ...analysis.plots import bars_with_ci, forest, grid_table, heatmap, histograms, table_html
 from ...analysis.regression import predictive_check
 from ...analysis.report import Section, guarded
-from ...analysis.stats import mean_ci
+from ...analysis.stats import clip_interval, leaves_range, mean_ci
 from . import analysis as ga
 
-#: Metric definitions shown at the top of a GLEE report.
-DEFINITIONS = """
+#: The opening of the GLEE definitions, whichever games are present.
+DEFINITIONS_OPENING = """
 <p>Every GLEE metric is a share of the amount at stake M, so 0.05 = 5 % of M; effects are in
-percentage points (pp) of M.</p>
-<ul>
-<li><b>Bargaining.</b> Alice and Bob alternate offers to divide M; an agreement in round t giving
+percentage points (pp) of M. Raw means carry 95 % percentile-bootstrap intervals (2,000
+resamples of the games), which stay within the metric's range.</p>
+"""
+
+#: Each game's metrics (an item of the definitions list).
+GAME_DEFINITIONS = {
+    "glee.bargaining": """<li><b>Bargaining.</b> Alice and Bob alternate offers to divide M; an agreement in round t giving
 Alice the share p is worth δ<sub>A</sub><sup>t−1</sup>·p to Alice and
-δ<sub>B</sub><sup>t−1</sup>·(1−p) to Bob. <i>Self-gain</i> = that value;
+δ<sub>B</sub><sup>t−1</sup>·(1−p) to Bob. <i>Self-gain</i> = that value (0–1);
 <i>efficiency</i> = δ<sub>A</sub><sup>t−1</sup>p + δ<sub>B</sub><sup>t−1</sup>(1−p) (0 without
-agreement); <i>fairness</i> = 1 − 4(p − ½)² (1 without agreement).</li>
-<li><b>Negotiation.</b> Seller Alice values the good at V<sub>A</sub> = F<sub>A</sub>·M, buyer
+agreement; 0–1); <i>fairness</i> = 1 − 4(p − ½)² (1 without agreement; 0–1).</li>""",
+    "glee.negotiation": """<li><b>Negotiation.</b> Seller Alice values the good at V<sub>A</sub> = F<sub>A</sub>·M, buyer
 Bob at V<sub>B</sub> = F<sub>B</sub>·M. A sale at price P gives self-gains (P − V<sub>A</sub>)/M
-and (V<sub>B</sub> − P)/M (0 and 0 without a sale); <i>efficiency</i> = 1 when there is a sale
+and (V<sub>B</sub> − P)/M (0 and 0 without a sale; signed); <i>efficiency</i> = 1 when there is a sale
 with V<sub>A</sub> ≤ P ≤ V<sub>B</sub> or no sale while V<sub>A</sub> ≥ V<sub>B</sub>, else 0;
-<i>fairness</i> = 1 − 4·((P − (V<sub>A</sub>+V<sub>B</sub>)/2)/M)² with a sale, 1 without.</li>
-<li><b>Persuasion.</b> In each of T rounds the product is of high quality with probability p;
+<i>fairness</i> = 1 − 4·((P − (V<sub>A</sub>+V<sub>B</sub>)/2)/M)² with a sale, 1 without (at most 1).</li>""",
+    "glee.persuasion": """<li><b>Persuasion.</b> In each of T rounds the product is of high quality with probability p;
 seller Alice sees it and recommends (or writes), buyer Bob buys at price M or not; a high product
 is worth v·M to him, a low one 0. With n high rounds, k of them sold, r low rounds unsold and
 s low rounds sold: <i>efficiency</i> = k/n, <i>fairness</i> = r/(T − n), Alice's self-gain =
-(k + s)/T (sales per round), Bob's = (k·(v − 1) − s)/T (his gain per round over M).</li>
-</ul>
+(k + s)/T (sales per round; all three 0–1), Bob's = (k·(v − 1) − s)/T (his gain per round over M;
+at least −1).</li>""",
+}
+
+#: The regression analysis, after the games' items.
+DEFINITIONS_REGRESSION = f"""
 <p><b>Regression analysis (paper App. C).</b> One linear model per family and outcome:
 outcome = β<sub>0</sub> + Σ β·[parameter = level] + Σ β·[market = level] + Σ β·[Alice = model]
 + Σ β·[Bob = model] + ε, each factor one-hot with a reference level (Table 8 defaults; the
-reference model for identities). A coefficient is the change of the outcome, all else equal,
-when that level replaces the reference. Classical 95 % intervals β ± t·SE; clustered intervals use
-standard errors robust to correlation among the games of one model pair (few pairs make them
-unreliable). p<sub>BH</sub>: Benjamini–Hochberg adjusted within each model.
-<b>Design-adjusted</b> means: the model's mean prediction over all of the family's games with the
-seat(s) set to the given model(s).</p>
+reference model for identities: {html.escape(ga.REFERENCE_RULE)}). A coefficient is the change of
+the outcome, all else equal, when that level replaces the reference. Classical 95 % intervals
+β ± t·SE; clustered intervals use standard errors robust to correlation among the games of one
+model pair (few pairs make them unreliable). p<sub>BH</sub>: Benjamini–Hochberg adjusted within
+each model. <b>Design-adjusted</b> means: the model's mean prediction over all of the family's
+games with the seat(s) set to the given model(s); their intervals are cut to the metric's range
+where they would leave it (the table says so).</p>
 """
+
+
+def definitions(games: Iterable[str]) -> str:
+    """The metric definitions of the GLEE games given (the others left out), in the family's
+    order: the opening, one item per game, the regression analysis."""
+    present = set(games)
+    items = "".join(text for game, text in GAME_DEFINITIONS.items() if game in present)
+    return DEFINITIONS_OPENING + (f"<ul>\n{items}\n</ul>" if items else "") + DEFINITIONS_REGRESSION
+
+
+#: Every GLEE game's definitions (a study of all three games).
+DEFINITIONS = definitions(GAME_DEFINITIONS)
 
 FAMILIES = {"glee.bargaining": "Bargaining", "glee.negotiation": "Negotiation", "glee.persuasion": "Persuasion"}
 METRICS = ["efficiency", "fairness", "self_gain_alice", "self_gain_bob"]
 ROLE_NAMES = {"alice": "Alice", "bob": "Bob"}
 
 
-def by_model_and_role(games: pd.DataFrame) -> pd.DataFrame:
+def by_model_and_role(games: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
     """Long table: model, role, metric (efficiency, fairness, self_gain), mean, low, high, n.
-    A model's self-gain as Alice is ``self_gain_alice``, as Bob ``self_gain_bob``."""
+    A model's self-gain as Alice is ``self_gain_alice``, as Bob ``self_gain_bob``. With the
+    ``family``, a metric with a range (:data:`.analysis.RANGES`) gets the percentile-bootstrap
+    interval, which stays within it; otherwise the t interval."""
+    ranges = ga.RANGES.get(family or "", {})
     rows = []
     for role in ("alice", "bob"):
         seat = f"model_{role}"
@@ -81,7 +105,7 @@ def by_model_and_role(games: pd.DataFrame) -> pd.DataFrame:
             for metric, column in (("efficiency", "efficiency"), ("fairness", "fairness"), ("self_gain", f"self_gain_{role}")):
                 if column not in sub:
                     continue
-                m, lo, hi, n = mean_ci(sub[column])
+                m, lo, hi, n = mean_ci(sub[column], bounds=_bounded(ranges.get(column)))
                 rows.append({"model": model, "role": ROLE_NAMES[role], "metric": metric.replace("_", "-"), "mean": m, "low": lo, "high": hi, "n": n})
     return pd.DataFrame(rows)
 
@@ -92,12 +116,25 @@ def pair_grid(games: pd.DataFrame, metric: str) -> pd.DataFrame:
     return grid
 
 
-def _range(values: pd.DataFrame) -> tuple[float, float]:
-    finite = values.to_numpy(dtype=float)
-    finite = finite[~pd.isna(finite)]
-    lo = min(0.0, float(finite.min())) if finite.size else 0.0
-    hi = max(1.0, float(finite.max())) if finite.size else 1.0
-    return lo, hi
+def _bounded(bounds: tuple[float | None, float | None] | None) -> tuple[float | None, float | None] | None:
+    """``bounds`` when at least one end is closed, else None (an unbounded metric: t interval)."""
+    return bounds if bounds is not None and any(v is not None for v in bounds) else None
+
+
+def clipped(table: pd.DataFrame, family: str, outcome_of: Callable[[pd.Series], str], pairs: tuple[tuple[str, str], ...] = (("low", "high"), ("low_cluster", "high_cluster"))) -> tuple[pd.DataFrame, str]:
+    """The table with every interval of a bounded outcome cut to the outcome's range
+    (``outcome_of(row)`` names the row's outcome), and a note saying how many were cut ('' if none)."""
+    ranges = ga.RANGES[family]
+    out = table.copy()
+    cut = 0
+    for i, r in out.iterrows():
+        bounds = ranges.get(outcome_of(r))
+        for lo, hi in pairs:
+            if lo in out and pd.notna(r[lo]) and leaves_range(r[lo], r[hi], bounds):
+                out.loc[i, [lo, hi]] = clip_interval(r[lo], r[hi], bounds)
+                cut += 1
+    note = f"{cut} interval(s) reached outside the outcome's range and are cut to it." if cut else ""
+    return out, note
 
 
 def outcome_summary(family: str, games: pd.DataFrame) -> pd.DataFrame:
@@ -131,14 +168,14 @@ def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame, refer
     if family == "glee.negotiation" and "price" in games:
         games["price_over_m"] = games["price"] / games["money"]
     out = []
-    summary = by_model_and_role(games)
+    summary = by_model_and_role(games, family)
     body = f"<p>{len(games)} games. Raw means: not adjusted for the design (see the regression sections below for adjusted values).</p>"
     if not summary.empty:
         for role in ("Alice", "Bob"):
             sub = summary[summary.role == role]
             if not sub.empty:
                 body += bars_with_ci(sub, "model", f"{label}: raw mean metrics as {role} (95% CI)", "share of M (0–1)")
-        body += table_html(summary, name=f"{label} raw means by model and role")
+        body += grid_table(summary, ["model", "role"], name=f"{label} raw means by model and role")
     out.append(Section(f"{label}: efficiency, fairness and self-gain by model and role", body))
     if {"model_alice", "model_bob"} <= set(games.columns):
         figs = []
@@ -146,13 +183,13 @@ def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame, refer
             if metric not in games or games[metric].isna().all():
                 continue
             grid = pair_grid(games, metric)
-            lo, hi = _range(grid)
+            lo, hi = ga.RANGES[family].get(metric, (None, None))
             figs.append(heatmap(grid, f"{label}: raw mean {ga.OUTCOME_NAMES[metric]} (Alice × Bob)", vmin=lo, vmax=hi, colorbar=f"{ga.OUTCOME_NAMES[metric]} (share of M)"))
         out.append(Section(f"{label}: model pairs (raw means)", "\n".join(figs) + table_html(outcome_summary(family, games), name=f"{label} outcomes by model pair")))
     family_turns = turns[turns["game_id"].isin(games["game_id"])] if len(turns) else turns
     rates = invalid_rates(family_turns)
     played = games.groupby(["model_alice", "model_bob"]).agg(games=("game_id", "size"), games_with_invalid=("n_invalid", lambda v: float((v > 0).mean()))).reset_index()
-    out += analysis_sections(family, games, reference)
+    out += analysis_sections(family, games, reference, reference_warning(reference or ga.reference_model(games), family_turns))
     out.append(Section(f"{label}: invalid answers", ("<p>Invalid answers were re-asked, then replaced by the game's fallback (see the game modules).</p>" + table_html(rates, name=f"{label} invalid rates") if not rates.empty else "<p>No turns stored.</p>") + table_html(played, name=f"{label} games with invalid answers")))
     return out
 
@@ -177,8 +214,24 @@ def _fmt_effect(df: pd.DataFrame, est: str, low: str, high: str) -> pd.Series:
     return df.apply(one, axis=1)
 
 
-def analysis_sections(family: str, games: pd.DataFrame, reference: str | None) -> list[Section]:
-    """Regression tables and figures of one family (see :mod:`.analysis`)."""
+def reference_warning(reference: str, turns: pd.DataFrame) -> str:
+    """A sentence when the reference model's answers were mostly invalid (above the report's
+    warning threshold): its effects then compare every model with the game's fallbacks."""
+    from ...analysis.report import INVALID_WARNING
+
+    if turns is None or turns.empty or "model" not in turns:
+        return ""
+    own = turns.loc[turns["model"] == reference, "valid"]
+    rate = 1 - own.astype(bool).mean() if len(own) else 0.0
+    if rate <= INVALID_WARNING:
+        return ""
+    return (f"{reference} answered {rate:.0%} of its turns invalidly: the effects compare every model with the game's fallbacks. "
+            "Name another reference with [analysis] reference_model in the study file.")
+
+
+def analysis_sections(family: str, games: pd.DataFrame, reference: str | None, warning: str = "") -> list[Section]:
+    """Regression tables and figures of one family (see :mod:`.analysis`); ``reference``:
+    the reference model (default: :func:`.analysis.reference_model`), named with its rule."""
     label = FAMILIES[family]
     ref = reference or ga.reference_model(games)
     state: dict[str, Any] = {}
@@ -192,7 +245,8 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: str | None) -
         f = fits()
         summary = ga.fit_summary(f)
         few = summary["clusters"].min() < 10
-        note = f"<p>Reference model: <b>{html.escape(ref)}</b>. Reference levels (Table 8): " + html.escape("; ".join(f"{k} = {v}" for k, v in next(iter(f.values())).references.items())) + ".</p>"
+        note = (f"<p id='reference-model'>Reference model: <b>{html.escape(ref)}</b>, chosen by the rule: {html.escape(ga.REFERENCE_RULE)}.</p>"
+                + (f"<p class='note'>{html.escape(warning)}</p>" if warning else "") + "<p>Reference levels (Table 8): ") + html.escape("; ".join(f"{k} = {v}" for k, v in next(iter(f.values())).references.items())) + ".</p>"
         if few:
             note += "<p class='note'>Fewer than 10 model pairs: the clustered errors rest on very few clusters and are unreliable.</p>"
         coefs = ga.coefficients(f)
@@ -219,9 +273,9 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: str | None) -
         t = ga.model_effects(fits())
         shown = t[["model", "role"]].assign(**{"self-gain effect (pp) [95% CI]": _fmt_effect(t, "effect", "low", "high")})
         fig = forest(t.rename(columns={"effect": "estimate"}), "model", "role", f"{label}: model effect on own self-gain vs {ref} (95% CI)", "effect (pp of M)")
-        adj = ga.adjusted_self_gain(games, family, ref)
+        adj, cut = clipped(ga.adjusted_self_gain(games, family, ref), family, lambda r: f"self_gain_{r['role'].lower()}")
         return (f"<p>Each model's effect on its own self-gain as Alice and as Bob, in percentage points relative to <b>{html.escape(ref)}</b>; ▲/▼ best/worst within the interval. "
-                "Below, the design-adjusted mean self-gain beside the raw mean.</p>" + fig + table_html(shown, name=f"{label} table 6 model effects") + table_html(adj, name=f"{label} adjusted self-gain"))
+                "Below, the design-adjusted mean self-gain beside the raw mean.</p>" + fig + table_html(shown, name=f"{label} table 6 model effects") + table_html(adj, name=f"{label} adjusted self-gain", note=cut))
 
     def pairs() -> str:
         figs = []
@@ -285,15 +339,8 @@ def anchoring_section(games: pd.DataFrame, turns: pd.DataFrame) -> Section | Non
     return Section("Anchoring: first offer vs final gain", "<p>Per family and Alice's player type: Pearson correlation r between Alice's first offer (share of M she asks for in bargaining; price / M in negotiation) and her final self-gain, with a Fisher-z 95 % interval, the p-value of r = 0 and the slope.</p>" + table_html(t, name="anchoring first offer vs final gain"))
 
 
-def study_reference(spec: dict[str, Any] | None) -> list[str]:
-    """Preferred reference models from a study spec: ``analysis.reference_model``, then the
-    file's LLMs in order, then its other models."""
-    spec = spec or {}
-    models = spec.get("models") or []
-    out = [spec.get("analysis", {}).get("reference_model")] if spec.get("analysis", {}).get("reference_model") else []
-    out += [m["name"] for m in models if not str(m.get("spec", "")).startswith("strategy/")]
-    out += [m["name"] for m in models]
-    return out
+#: The study file's reference candidates (kept here for callers of the report module).
+study_reference = ga.study_reference
 
 
 def responder_decisions(family: str, turns: pd.DataFrame) -> pd.DataFrame:
@@ -367,7 +414,7 @@ def acceptance_section(family: str, label: str, turns: pd.DataFrame) -> list[Sec
         "Reference: a self-maximiser accepts anything (τ = 0); a subgame-perfect bargainer with δ = 0.9 rejects shares "
         "below δ/(1 + δ) ≈ 0.47.</p>"
     )
-    body += table_html(per_model) + "<h3>Per model and role</h3>" + table_html(per_role)
+    body += table_html(per_model, name=f"{label} responder acceptance per model") + "<h3>Per model and role</h3>" + table_html(per_role, name=f"{label} responder acceptance per model and role")
     return [Section(f"{label}: responder acceptance (inequity-averse logit)", body)]
 
 
@@ -383,21 +430,20 @@ def persuasion_section(turns: pd.DataFrame, games: pd.DataFrame) -> list[Section
         "recommendation rates; buys when posterior·v ≥ 1). Wilson 95% intervals. Games with binary messages only: what a "
         "free-text message recommends is not read here.</p>"
     )
-    body += "<h3>Sellers</h3>" + table_html(sellers) + "<h3>Buyers</h3>" + table_html(buyers)
+    body += "<h3>Sellers</h3>" + table_html(sellers, name="persuasion seller lying rate") + "<h3>Buyers</h3>" + table_html(buyers, name="persuasion buyer updating")
     return [Section("Persuasion: lying and belief updating against the benchmarks", body)]
 
 
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     """Sections for every GLEE family present in the study's finished games, then corpus
-    statistics and anchoring. The study spec, when the report builder has it, is in
-    ``games.attrs["spec"]`` (it names the reference model)."""
-    preferred = study_reference(games.attrs.get("spec"))
+    statistics and anchoring. The study file, when the report builder has it, is in
+    ``games.attrs["spec"]`` (:func:`.analysis.reference_model` reads its reference setting)."""
     out: list[Section] = []
     for family in FAMILIES:
         sub = games[games["game"] == family] if "game" in games else games.iloc[0:0]
         if not sub.empty:
             label = FAMILIES[family]
-            out += guarded(label, lambda: family_sections(family, sub, turns, ga.reference_model(sub, preferred)))
+            out += guarded(label, lambda: family_sections(family, sub, turns, ga.reference_model(sub)))
             family_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             if family == "glee.persuasion":
                 out += guarded("Persuasion: lying and belief updating", lambda: persuasion_section(family_turns, sub))
@@ -482,8 +528,14 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
                     rows.append(row(label, section, measure, "—", math.nan, role=ROLE_NAMES[role], note=str(err)))
                     continue
                 lo, hi = ("low_cluster", "high_cluster") if "low_cluster" in adj else ("low", "high")
+                bounds = ga.RANGES[family].get(column)
                 for _, r in adj.iterrows():
-                    rows.append(row(label, section, measure, r["level"], r["adjusted"], r[lo], r[hi], r["n"], role=ROLE_NAMES[role], note=note))
+                    low, high = r[lo], r[hi]
+                    if leaves_range(low, high, bounds):  # a model-based interval: cut to the range, and said
+                        low, high = clip_interval(low, high, bounds)
+                        rows.append(row(label, section, measure, r["level"], r["adjusted"], low, high, r["n"], role=ROLE_NAMES[role], note=note + " Intervals that reached outside the metric's range are cut to it."))
+                    else:
+                        rows.append(row(label, section, measure, r["level"], r["adjusted"], low, high, r["n"], role=ROLE_NAMES[role], note=note))
         if family == "glee.persuasion":
             rounds = persuasion_rounds(fam_turns, sub)
             if not rounds.empty:

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.plots import table_html
+from ...analysis.plots import grid_table, table_html
 from ...analysis.report import guarded, Section
 from ...analysis.stats import proportion_ci, summarise
 
 #: Metrics of each seat, as (seat, metrics shown for the model in that seat).
 SEATS = (("proposer", ["offer_share", "proposer_payoff"]), ("responder", ["accepted", "responder_payoff"]))
 
+#: The range of every seat metric (shares of the pie or of the rounds).
+RANGES: dict[str, tuple[float, float]] = {"offer_share": (0.0, 1.0), "proposer_payoff": (0.0, 1.0), "accepted": (0.0, 1.0), "responder_payoff": (0.0, 1.0)}
+
 #: Metric definitions shown at the top of the report.
 DEFINITIONS = """
 <p>Each round the proposer offers the responder a whole number of the <code>pie</code> points; the
 responder accepts (responder gets the offer, proposer the rest) or rejects (both get 0). A game's
-value is taken over its R rounds; tables show means over games with 95% t intervals.</p>
+value is taken over its R rounds; tables show means over games with 95% percentile-bootstrap
+intervals (2,000 resamples of the games), which stay within 0–1.</p>
 <ul>
 <li><b>offer_share</b> = mean of offer / pie over the rounds with a valid offer (the fallback offer
 pie // 2 that replaces an invalid one is left out).</li>
@@ -32,10 +36,11 @@ decisions, with offers grouped by offer / pie; Wilson 95% interval (<b>low</b>, 
 
 
 def seat_table(games: pd.DataFrame) -> pd.DataFrame:
-    """Mean and 95% CI of each seat's metrics per model in that seat (long format)."""
+    """Mean and 95% percentile-bootstrap CI of each seat's metrics per model in that seat (long
+    format)."""
     parts = []
     for seat, columns in SEATS:
-        part = summarise(games, [f"model_{seat}"], columns).rename(columns={f"model_{seat}": "model"})
+        part = summarise(games, [f"model_{seat}"], columns, bounds=RANGES).rename(columns={f"model_{seat}": "model"})
         part.insert(1, "seat", seat)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
@@ -60,7 +65,8 @@ def acceptance_by_offer(turns: pd.DataFrame) -> pd.DataFrame:
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     if games.empty:
         return []
-    body = table_html(seat_table(games), name="offers and acceptance per model")
+    seats = seat_table(games)
+    body = grid_table(seats, "model", column=["seat", "metric"], name="offers and acceptance per model")
     pairs = games.pivot_table(index="model_proposer", columns="model_responder", values="accepted", aggfunc="mean").reset_index()
     pairs.columns = ["proposer \\ responder", *pairs.columns[1:]]
     body += "<h3>accepted by proposer × responder</h3>" + table_html(pairs, name="accepted by pairing")
