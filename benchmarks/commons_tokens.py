@@ -24,8 +24,12 @@ Scripted answers are far shorter than an LLM's, and an LLM's answers stay in its
 ``--remark-tokens M`` lengthens every remark to about M tokens, for an estimate nearer an LLM.
 
 ``--set key=value`` overrides a commons config field (a JSON value or else text), e.g. ``--set
-memory_months=null --set summariser_memory=all --set earlier_decisions=verbatim`` for the whole
-transcripts as written (the default before commons-4).
+memory=transcript --set reasoning=brief --set chat_wording=earlier`` for version 5's prompts
+(commons-5: a window of earlier months' transcript), adding ``--set memory_months=null --set
+summariser_memory=all --set earlier_decisions=verbatim`` for the whole transcripts as written
+(the default before commons-4). With the default memory stream (commons-6) the decisions include
+each agent's memory calls (notes, ratings, insights) and memories are embedded with the
+embedded model, as a study does.
 
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/commons_tokens.py [--scenario fishery] [--games 3]``.
 """
@@ -45,8 +49,16 @@ sys.path.insert(0, str(ROOT / "src"))
 from agorabench.core.game import Prompts  # noqa: E402
 from agorabench.core.table import Reply, Table, TurnRequest  # noqa: E402
 from agorabench.games.commons.commons import Commons, CommonsConfig  # noqa: E402
+from agorabench.games.commons.strategies import STRATEGIES  # noqa: E402
 
-PHASES = {"harvest": "harvest", "discuss": "utterance", "summary": "limit extraction"}
+PHASES = {
+    "harvest": "harvest",
+    "discuss": "utterance",
+    "summary": "limit extraction",
+    "memory_note": "memory: note (planning, interesting)",
+    "memory_rate": "memory: importance rating",
+    "memory_insight": "memory: insights",
+}
 FILLER = "I weigh the stock, what the others took and what we agreed before I decide. "
 
 
@@ -111,7 +123,7 @@ def instructions(config: CommonsConfig) -> list[str]:
 
 def play_games(config: CommonsConfig, games: int, strategy: str, reasoning: int, remark: int, tok):
     for seed in range(games):
-        inner = {r: Commons.strategies[strategy]() for r in Commons.roles(config)}
+        inner = {r: STRATEGIES[strategy]() for r in Commons.roles(config)}
         players = {r: Wordy(p, reasoning, remark, tok) for r, p in inner.items()}
         table = Table(players, seed=42 + seed)
         game = Commons(config, Prompts(Commons.prompt_dir))
@@ -125,7 +137,7 @@ def main() -> None:
     p.add_argument("--language", default="en")
     p.add_argument("--strategy", default="sustainable")
     p.add_argument("--games", type=int, default=3)
-    p.add_argument("--max-tokens", type=int, default=256, help="the study files' answer cap, for the output bound")
+    p.add_argument("--max-tokens", type=int, default=8000, help="the study files' answer cap, for the output bound")
     p.add_argument("--reasoning-tokens", type=int, default=0, help="pad every 'Answer: N' with about this much reasoning")
     p.add_argument("--remark-tokens", type=int, default=0, help="lengthen every remark to about this many tokens")
     p.add_argument("--set", action="append", default=[], metavar="KEY=JSON", help="override a commons config field")
@@ -170,7 +182,7 @@ def main() -> None:
     shown = ", ".join(f"{k} = {json.dumps(v)}" for k, v in overrides.items()) or "defaults"
     print(f"{args.games} games of {args.scenario}/{args.language} with strategy/{args.strategy} ({shown}; reasoning {args.reasoning_tokens}, remarks {args.remark_tokens} tokens): {n} months in all\n")
     print("| per simulated month, five agents | tokens |\n|---|---|")
-    print(f"| decisions (harvests, utterances, limit extraction) | {total['decisions'] / n:.1f} |")
+    print(f"| decisions (harvests, utterances, limit extraction, memory calls) | {total['decisions'] / n:.1f} |")
     print(f"| input tokens, whole prompts | {total['input'] / n:,.0f} |")
     print(f"| of which a prefix cache reuses | {total['cached'] / n:,.0f} ({total['cached'] / total['input']:.0%}) |")
     print(f"| input tokens not cached | {(total['input'] - total['cached']) / n:,.0f} |")

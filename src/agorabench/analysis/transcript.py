@@ -6,6 +6,14 @@ and per-turn metrics and usage.
 Re-asks are recovered from the transcript itself: a turn with ``r`` retries is followed, in the
 role's next prompt, by ``2r + 1`` messages (reply, re-ask, ..., final reply). A role's last turn
 has no next prompt, so only its final reply is known.
+
+A turn shows the messages its prompt has beyond what the role's previous turn already showed. A
+game that shows a role only part of its transcript (a bounded window, or the commons memory
+stream, where each prompt is the system text and one message) starts a turn's messages afresh:
+they are shown from the first message that differs, with a line saying so. Each turn's header
+names its phase, so the commons memory calls (``memory_note``, ``memory_rate``,
+``memory_insight``) read as what they are, and the memories a decision was shown are in its
+prompt, dated.
 """
 
 from __future__ import annotations
@@ -63,16 +71,28 @@ def render_game(game: dict[str, Any], turns: list[dict[str, Any]], roles: set[st
 def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     start = 0
+    seen: list[Any] = []  # the messages the previous turn's prompt and replies showed
     for i, t in enumerate(role_turns):
         messages = t.get("messages") or []
         retries = int(t.get("retries") or 0)
+        same = 0
+        while same < min(len(messages), len(seen), start) and messages[same] == seen[same]:
+            same += 1
+        fresh = bool(i) and same < start  # the prompt is not the previous one continued
+        if fresh:
+            start = same
         status = "valid" if t["valid"] else "INVALID"
         usage = f"tokens {t.get('prompt_tokens', 0)}+{t.get('completion_tokens', 0)}, {float(t.get('latency') or 0):.2f} s" + (", cached" if t.get("cached") else "")
         out.append(f"--- turn {t['idx']} · {t.get('phase') or '-'} · {status} · retries {retries} · {usage}")
+        if fresh:
+            if same == 1 and messages[0].get("role") == "system":
+                out.append("  (a fresh prompt: the system message, then only this)")
+            else:
+                out.append(f"  (a fresh prompt: the first {same} message{'' if same == 1 else 's'} as before, then only this)" if same else "  (a fresh prompt)")
         for m in messages[start:]:
             out.append(_block(f"[{m.get('role', '?')}]", m.get("content")))
         nxt = role_turns[i + 1].get("messages") or [] if i + 1 < len(role_turns) else None
-        exchange = nxt[len(messages) : len(messages) + 2 * retries + 1] if nxt is not None else []
+        exchange = nxt[len(messages) : len(messages) + 2 * retries + 1] if nxt is not None and nxt[: len(messages)] == messages else []
         if len(exchange) == 2 * retries + 1:
             for j, m in enumerate(exchange):
                 out.append(_block("[reply]" if j % 2 == 0 else "[re-ask]", m.get("content")))
@@ -87,4 +107,5 @@ def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
         if t.get("metrics"):
             out.append("  metrics " + _compact(t["metrics"]))
         start = len(messages) + 2 * retries + 1 if nxt is not None else len(messages)
+        seen = list(messages) + list(exchange)
     return out

@@ -36,7 +36,7 @@ from .coverage import run_seating
 from .game import Prompts
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
-from .table import BackendFailure, Player, Table
+from .table import BackendFailure, Player, Table, shared_embedder
 
 #: Games claimed per store transaction (a run claims ahead in batches; claims last until it ends).
 CLAIM_BATCH = 64
@@ -197,7 +197,13 @@ class Runner:
         active = game_cls.active_roles(config)
         seated = seated or {}
         players = {role: seated[role] if role in seated else self._player(entries[role], spec) for role in active}
-        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed)
+        # a game whose configuration names an embeddings backend (the commons memory) gets it
+        embeddings = getattr(config, "embeddings", None)
+        try:
+            embed = shared_embedder(embeddings) if isinstance(embeddings, str) and embeddings else None
+        except ValueError as exc:  # an unreadable spec (SpecError): before any turn, one line
+            raise StudyError(f"{spec.game}: embeddings {embeddings!r}: {str(exc).splitlines()[0]}") from None
+        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed, embed=embed)
         game = game_cls(config, prompts, names)
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None

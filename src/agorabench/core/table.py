@@ -19,6 +19,12 @@ answer, and the player's answer. Templates mark the answer format and other play
 (:mod:`agorabench.core.speech`); the table takes the marks out, so players and the store see
 plain text, and :meth:`Table.parts` gives what :meth:`Table.shown` gives, part by part (a
 person's page leaves out the answer format, which its form replaces).
+
+A game that ranks texts by meaning (the commons memory) asks :meth:`Table.embed` for their
+vectors: the table calls the embeddings hook it was given (the runner builds it from the game's
+configuration), or, without one, the process's shared embedded model; vectors are kept per
+backend and text for the whole process (:func:`shared_embedder`), so each distinct text is
+embedded once.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 from ..records import TurnRecord
 from .actions import Action, ParseError
@@ -144,6 +151,43 @@ class Player(Protocol):
 TIMEOUT = "timeout: no answer within the time limit"
 
 
+#: Texts in, one vector per text out (in order), awaited.
+EmbedHook = Callable[[list[str]], Awaitable[list[list[float]]]]
+
+_EMBEDDERS: dict[str, "EmbedHook"] = {}
+
+
+def shared_embedder(spec: str = "embedded") -> EmbedHook:
+    """The process's embeddings hook for ``spec`` (``embedded``, or a spec that
+    :func:`agorabench.models.embeddings.embeddings_from_spec` reads): made on first use, shared
+    by every table of the process. It keeps every vector it has made, by text, so each distinct
+    text is embedded once per process and backend, and it sends one request at a time per event
+    loop (the embedded model runs on one worker thread, which also loads it: llama.cpp loads are
+    not safe to run two at a time)."""
+    hook = _EMBEDDERS.get(spec)
+    if hook is not None:
+        return hook
+    from ..models.embeddings import embeddings_from_spec  # the model layer only when asked
+
+    backend = embeddings_from_spec(spec)
+    vectors: dict[str, list[float]] = {}
+    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()  # one per live loop
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        todo = list(dict.fromkeys(t for t in texts if t not in vectors))
+        if todo:
+            loop = asyncio.get_running_loop()
+            lock = locks.setdefault(loop, asyncio.Lock())
+            async with lock:
+                todo = [t for t in todo if t not in vectors]  # another game may have asked meanwhile
+                if todo:
+                    for text, vector in zip(todo, await backend.aembed(todo)):
+                        vectors[text] = vector
+        return [vectors[t] for t in texts]
+
+    return _EMBEDDERS.setdefault(spec, embed)
+
+
 class BackendFailure(RuntimeError):
     """A player's backend failed for good (after its retries); the game is aborted, not lost."""
 
@@ -158,8 +202,11 @@ class Table:
         max_retries: int = 2,
         system: dict[str, str] | None = None,
         nature_seed: int | None = None,
+        embed: EmbedHook | None = None,
     ) -> None:
         self.players = players
+        #: The embeddings hook (:meth:`embed`); None: the process's shared embedded model.
+        self._embed = embed
         #: Nature's stream (qualities, ties, speaking order): seeded by ``nature_seed`` when given,
         #: which the runner derives from the configuration and repeat only (common random
         #: numbers); players' own streams are seeded by ``seed`` and their role.
@@ -180,6 +227,17 @@ class Table:
         for role, text in (system or {}).items():
             self.set_system(role, text)
         self.turns: list[TurnRecord] = []
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order, from the hook the table was given, or from the
+        process's shared embedded model (:func:`shared_embedder`)."""
+        if not texts:
+            return []
+        hook = self._embed if self._embed is not None else shared_embedder("embedded")
+        vectors = await hook(list(texts))
+        if len(vectors) != len(texts):
+            raise BackendFailure(f"embeddings: asked for {len(texts)} vectors, got {len(vectors)}")
+        return vectors
 
     def set_system(self, role: str, text: str) -> None:
         """Set (or replace, before any turn) the role's system message (the game's rules; a

@@ -56,12 +56,17 @@ def test_default_system_prompt_carries_the_originals_content_and_no_horizon_or_t
     assert "90 tons" in system and "60 tons" in system  # the worked example of the dynamics
     assert "12" not in system and "fewer than" not in system.lower() and " 5 tons" not in system
     first_harvest = table.turns[0].messages[-1]["content"]
+    assert "Date: 2024-01-01" in first_harvest and "12" not in first_harvest.replace("2024-01-01", "")
+    _, _, table = play({"*": "sustainable"}, months=1, memory="transcript")
+    first_harvest = table.turns[0].messages[-1]["content"]
     assert "Month 1 begins." in first_harvest and "of 12" not in first_harvest
 
 
 def test_scripted_transcript_follows_the_original_month_order():
     # four sustainable fishers and a free-rider, who takes everything in month 2: collapse
-    outcome, m, table = play({"*": "sustainable", "agent_4": "free-rider"})
+    # (the transcript variant shows the order in one transcript; tests/games/commons/
+    # test_commons_memory_game.py checks the memory stream's dates)
+    outcome, m, table = play({"*": "sustainable", "agent_4": "free-rider"}, memory="transcript")
     assert outcome["collapsed"] and outcome["months_played"] == 2 and m["survival_time"] == 2
     for record in outcome["months"]:
         # the manager's report is the first conversation step and lists catches only
@@ -159,7 +164,7 @@ def test_individual_report_and_no_report():
 
 
 def test_no_communication_ablation():
-    outcome, m, table = play({"*": "sustainable"}, months=3, communication=False)
+    outcome, m, table = play({"*": "sustainable"}, months=3, communication=False, memory="transcript")
     assert "manager" not in table.players and m["survived"] == 1
     assert {t.phase for t in table.turns} == {"harvest"}
     system = table.transcripts["agent_0"][0]["content"]
@@ -315,7 +320,7 @@ def test_agents_are_shown_the_current_month_and_the_three_before():
     # The original's memories of a month's chat expire 63 days later, so a harvest can recall at
     # most the three months before it; by default a prompt shows the agent's system message and
     # its transcript from the start of month t - 3 on. The transcript itself stays whole.
-    _, _, table = play({"*": "sustainable"}, months=8)
+    _, _, table = play({"*": "sustainable"}, months=8, memory="transcript")
     harvests = {t.metrics["month"]: t for t in table.turns if t.role == "agent_1" and t.phase == "harvest"}
     for month, turn in harvests.items():
         first = max(1, month - 3)
@@ -330,20 +335,20 @@ def test_agents_are_shown_the_current_month_and_the_three_before():
     assert remark.phase == "discuss" and remark.messages[: len(harvest.messages)] == harvest.messages
     # memory_months = None (the legacy protocol's) shows the whole game
     for cfg in ({"memory_months": None}, {"protocol": "legacy"}):
-        _, _, table = play({"*": "sustainable"}, months=8, **cfg)
+        _, _, table = play({"*": "sustainable"}, months=8, **{"memory": "transcript", **cfg})
         last = [t for t in table.turns if t.role == "agent_1" and t.phase == "harvest"][-1]
         assert shown_text(last).startswith("Month 1 ") and "Month 8 " in shown_text(last)
 
 
 def test_limit_extractor_reads_only_this_months_minutes():
     # The original's framework model is given the month's conversation and nothing else.
-    _, _, table = play({"*": "sustainable"}, months=3)
+    _, _, table = play({"*": "sustainable"}, months=3)  # either memory
     summaries = [t for t in table.turns if t.phase == "summary"]
     assert len(summaries) == 3
     for month, turn in enumerate(summaries, 1):
         assert len(turn.messages) == 1 and turn.messages[0]["role"] == "user"
         assert f"meeting in month {month}:" in turn.messages[0]["content"]
-    _, _, table = play({"*": "sustainable"}, months=3, summariser_memory="all")
+    _, _, table = play({"*": "sustainable"}, months=3, summariser_memory="all", memory="transcript")
     last = [t for t in table.turns if t.phase == "summary"][-1]
     assert "meeting in month 1:" in shown_text(last) and "meeting in month 3:" in shown_text(last)
 
@@ -352,7 +357,7 @@ def test_earlier_decisions_are_shown_condensed():
     # The original keeps no reasoning in memory: later months show an agent's earlier answers as
     # "Answer: N" only, and earlier prompts without their instructions; within a month the
     # transcript grows as it is written. earlier_decisions = "verbatim" (legacy) shows all as written.
-    _, _, table = play({"*": Reasoning()}, months=3)
+    _, _, table = play({"*": Reasoning()}, months=3, memory="transcript")
     turns = [t for t in table.turns if t.role == "agent_2"]
     first_remark = next(t for t in turns if t.phase == "discuss")
     assert "Let me think about month 1." in shown_text(first_remark)
@@ -361,7 +366,7 @@ def test_earlier_decisions_are_shown_condensed():
     # earlier prompts are shown without their instructions (each decision repeats its own)
     assert shown_text(last_harvest).count("Answer: N") == 1 and shown_text(last_harvest).count("Month") == 3
     assert "Let me think about month 1." in "\n".join(m["content"] for m in table.transcripts["agent_2"])  # kept whole
-    _, _, table = play({"*": Reasoning()}, months=3, earlier_decisions="verbatim")
+    _, _, table = play({"*": Reasoning()}, months=3, earlier_decisions="verbatim", memory="transcript")
     last_harvest = [t for t in table.turns if t.role == "agent_2" and t.phase == "harvest"][-1]
     assert "Let me think about month 1." in shown_text(last_harvest) and "Let me think about month 2." in shown_text(last_harvest)
     assert shown_text(last_harvest).count("Answer: N") == 3

