@@ -495,6 +495,9 @@ def commons_metrics(
     - over_usage = 100·#{(i, t): r_i(t) > f(t)/n_t} / #{(i, t): t ≤ m} over the agents present
       in the months played (``group`` variant: r_i(t) > f(t)); 100 when no month was played.
       Inverse scenario: an agent over-uses the commons when it removes *less* than f(t)/n_t.
+    - invalid_harvests, invalid_remarks: the harvest answers and chat remarks that stayed unusable
+      after the re-asks (the fallback applied: nothing taken, an empty remark and the chat goes
+      on); NaN for records that do not say (imported logs).
     """
     n = len(roles)
     gains = {r: 0.0 for r in roles}
@@ -545,6 +548,9 @@ def commons_metrics(
     }
     if scenario.inverse:
         out["total_loss"] = (most_removable(scenario, horizon) - total) / n
+    said = [s for m in months for s in m.get("discussion") or [] if "valid" in s]
+    out["invalid_harvests"] = float(sum(not v for m in months for v in (m.get("valid") or {}).values())) if any("valid" in m for m in months) else math.nan
+    out["invalid_remarks"] = float(sum(not s["valid"] for s in said)) if said or any("valid" in m for m in months) else math.nan
     return out
 
 

@@ -65,6 +65,12 @@ R<sub>j</sub>| / (2·N²·R̄)), R̄ = ΣR/N; 100 = everyone collected the same,
 #{(i, t): t ≤ m}, the share of agent-months above the sustainable per-agent share (the study may
 use the group threshold r<sub>i</sub>(t) &gt; f(t) instead; trash: removing <i>less</i> than the
 share); 100 when no month was played.</li>
+<li><b>invalid_harvests</b>, <b>invalid_remarks</b> (per run): answers that stayed unusable after
+the re-asks. Here an unusable harvest answer is asked again with the reason (twice by default) and
+then counts as taking nothing, and an unusable remark as an empty remark after which the chat
+goes on. The original instead turned an unparsable answer at once into a default that ends the
+chat (and a harvest of 0), without asking again; runs of weak models therefore differ in chat
+length, and these counts say how often it happened.</li>
 <li><b>Metrics per model</b>: mean ± sample sd over runs; <b>runs off/on</b> and the
 <code>off</code> / <code>on</code> columns: means without and with universalization, <b>Δ</b> = on −
 off.</li>
