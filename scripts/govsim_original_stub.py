@@ -1,0 +1,169 @@
+"""Play the original GovSim fishery (persona_v3, concurrent harvests) with its model layer and
+its embedding model replaced by deterministic stubs; write every model call and the original's
+environment log. Run by ``scripts/side_by_side_govsim.py`` in an interpreter that has the
+original's light dependencies (numpy, pandas, omegaconf, pettingzoo, regex, pygtrie, backoff).
+
+    GOVSIM=/path/GovSim PATHFINDER=/path/PathFinder python govsim_original_stub.py MONTHS OUTDIR
+
+The heavy imports the original makes at start-up (torch, transformers, sentence-transformers,
+vllm, wandb) are replaced by empty modules: none of them is used once the model and the
+embeddings are stubs. The answers follow the policy of ``side_by_side_govsim.policy``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import types
+
+GOVSIM = os.environ["GOVSIM"]
+PATHFINDER = os.environ["PATHFINDER"]
+sys.path[:0] = [GOVSIM, PATHFINDER]
+
+
+class _Anything:
+    """Stands for any attribute or call of a library the original imports but does not use here."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __call__(self, *a, **k):
+        return _Anything()
+
+    def __getattr__(self, name):
+        return _Anything()
+
+
+def _empty_module(name: str) -> None:
+    module = types.ModuleType(name)
+    module.__getattr__ = lambda attr: type(attr, (_Anything,), {})
+    sys.modules[name] = module
+
+
+for _name in ("torch", "transformers", "sentence_transformers", "vllm", "wandb", "wandb.sdk", "wandb.sdk.data_types", "wandb.sdk.data_types.trace_tree"):
+    _empty_module(_name)
+
+import numpy as np  # noqa: E402
+import pathfinder  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from simulation.utils.models import ModelWandbWrapper  # noqa: E402
+
+CALLS: list[dict] = []
+NAMES = ["John", "Kate", "Jack", "Emma", "Luke"]
+
+
+def kind_of(user: str) -> str:
+    """Which of the original's requests a prompt is, by the task it ends with."""
+    checks = [
+        ("harvest", "how many tons of fish would you catch"),
+        ("remark", "What would you say next in the group chat"),
+        ("summary", "Summarize the conversation above in one sentence"),
+        ("limit", "explicit agreement on a concrete fishing limit"),
+        ("rate", "Rate the significance of"),
+        ("note_plan", "you need to remember for your planning"),
+        ("note_interest", "you might have found interesting"),
+        ("insights", "high-level insights"),
+    ]
+    return next((kind for kind, marker in checks if marker in user), "other")
+
+
+def answer(kind: str, user: str) -> str:
+    """The shared policy, written as the original's parsers read it."""
+    if kind == "harvest":
+        return "We should be careful with the lake. Answer: 10 tons."
+    if kind == "remark":
+        me = user.split("You are ", 1)[1].split(",", 1)[0]
+        said = re.findall(r"^-\S", user.split("Conversation so far:\n", 1)[1].split("\n\n", 1)[0], re.MULTILINE)
+        end = "yes" if len(said) >= 5 else "no"  # the Mayor's report, then 4 remarks: the 5th ends it
+        return f"Response: I suggest we each catch 10 tons.\nConversation conclusion by me: {end}\nNext speaker: {NAMES[(NAMES.index(me) + 1) % 5]}"
+    if kind == "summary":
+        return "The fishermen agreed to catch 10 tons each."
+    if kind == "limit":
+        return "Everyone proposed 10 tons. Answer: 10"
+    if kind == "rate":
+        return "5"
+    if kind == "note_plan":
+        return "I need to remember that we agreed on 10 tons each."
+    if kind == "note_interest":
+        return "It was interesting that everybody agreed quickly."
+    if kind == "insights":
+        return "1. The group keeps to a limit of 10 tons (because of 1, 2)\n2. Cooperation keeps the lake full (because of 2, 3)\n"
+    return "OK."
+
+
+class StubAPI(pathfinder.ModelAPI):
+    """The original's model layer with the policy's answers (every call recorded)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, seed=42)
+
+    def request_api(self, chat, temperature, top_p, max_tokens):
+        user = "".join(m["content"] for m in chat if m["role"] == "user")
+        kind = kind_of(user)
+        reply = answer(kind, user)
+        CALLS.append({"model": self.model_name, "kind": kind, "messages": chat, "reply": reply, "max_tokens": max_tokens, "temperature": temperature})
+        return reply
+
+
+class StubLogger:
+    run_name = "stub"
+
+    def get_agent_chain(self, *a):
+        return None
+
+    def start_chain(self, *a):
+        return None
+
+    def end_chain(self, *a):
+        pass
+
+    def log_trace_llm(self, **k):
+        pass
+
+    def log_game(self, *a, **k):
+        pass
+
+    def save(self, *a, **k):
+        pass
+
+
+def bag_of_words(text: str) -> np.ndarray:
+    """The embeddings both engines use in the comparison: words hashed into 256 counts."""
+    v = np.zeros(256)
+    for word in text.lower().split():
+        v[int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
+    return v + 1e-6
+
+
+class StubEmbedding:
+    def embed(self, text):
+        return bag_of_words(text)
+
+    def embed_retrieve(self, text):
+        return bag_of_words(text)
+
+
+def main() -> None:
+    months, out = int(sys.argv[1]), sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    exp = OmegaConf.load(f"{GOVSIM}/simulation/scenarios/fishing/conf/experiment/fish_baseline_concurrent.yaml")
+    del exp["defaults"]
+    for i in range(5):
+        exp.personas[f"persona_{i}"].goals = ""
+    exp.agent.converse.inject_resource_observation = True
+    exp.env.max_num_rounds = months
+    logger = StubLogger()
+    wrappers = [ModelWandbWrapper(StubAPI(f"persona{i}"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True) for i in range(5)]
+    framework = ModelWandbWrapper(StubAPI("framework"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True)
+    from simulation.scenarios.fishing.run import run
+
+    run(exp, logger, wrappers, framework, StubEmbedding(), out)
+    with open(f"{out}/calls.json", "w") as f:
+        json.dump(CALLS, f, default=str)
+
+
+if __name__ == "__main__":
+    main()
