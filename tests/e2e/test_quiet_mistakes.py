@@ -38,3 +38,22 @@ def test_a_server_without_the_model_stops_that_model_at_once(write_study, tmp_pa
 def test_report_on_a_mistyped_study_path_names_the_study_file(tmp_path, capsys):
     rc, _, err = agora(capsys, "report", str(tmp_path / "studeis" / "demo.toml"), "--out", str(tmp_path / "r"))
     one_line_error(rc, err, "study file not found")
+
+
+def test_the_python_api_names_a_mistyped_study(tmp_path):
+    """``games_df(store, "typo")`` says which studies the database holds, instead of an empty
+    frame without columns that fails later; a study without finished games keeps the columns."""
+    import pytest
+
+    from agorabench.analysis.frames import games_df
+    from agorabench.store.store import Store
+
+    store = Store(tmp_path / "api.db")
+    try:
+        store.save_game(id="g1", study="real", game="x", config={}, seats={"a": "m"}, repeat=0, seed=1, prompt_version="1", status="error", outcome=None, metrics=None, error="boom", turn_records=[])
+        with pytest.raises(ValueError, match=r"no games of study 'typo'.*it holds: real"):
+            games_df(store, "typo")
+        empty = games_df(store, "real")  # stored, but none done
+        assert len(empty) == 0 and "game_id" in empty.columns and "status" in empty.columns
+    finally:
+        store.dispose()

@@ -48,7 +48,11 @@ def games_df(store: Store, study: str | None = None, status: str | None = "done"
     ``store.game_columns`` reads them, when the caller already has them (a report reads them
     once for games and turns); ``ids``: only these games (a study file's current design). With
     a ``study``, ``attrs["spec"]`` is its stored study file (:func:`study_spec`)."""
-    df = _games_df(store, study, status, ids, games)
+    columns = games if games is not None else store.game_columns(study)
+    if study is not None and not columns["id"]:  # a mistyped name fails here, not later
+        held = sorted({g["study"] for g in store.games()})
+        raise ValueError(f"no games of study {study!r} in {store.db}" + (f" (it holds: {', '.join(held)})" if held else " (it holds no games)"))
+    df = _games_df(store, study, status, ids, columns)
     if study is not None and len(df):
         df.attrs["spec"] = study_spec(store, study)
     return df
@@ -58,8 +62,8 @@ def _games_df(store: Store, study: str | None, status: str | None, ids: set[str]
     columns = games if games is not None else store.game_columns(study)
     keep = [(status is None or s == status) and (ids is None or g in ids) for g, s in zip(columns["id"], columns["status"])]
     cols = {k: [v for v, kept in zip(values, keep) if kept] for k, values in columns.items()} if not all(keep) else columns
-    if not cols["id"]:
-        return pd.DataFrame()
+    if not cols["id"]:  # none kept (e.g. no game done yet): the frame still has its columns
+        return pd.DataFrame(columns=[("game_id" if k == "id" else k) for k in GAME_FIELDS])
     df = pd.DataFrame({("game_id" if k == "id" else k): cols[k] for k in GAME_FIELDS})
     parts = [df, pd.DataFrame.from_records([s or {} for s in cols["seats"]], index=df.index).add_prefix("model_")]
     config = pd.DataFrame.from_records([c or {} for c in cols["config"]], index=df.index)
