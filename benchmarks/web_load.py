@@ -94,6 +94,8 @@ class Client:
         page = await post("play", page, seq=SEQ.search(page).group(1), alice_gain="60", bob_gain="40")
         page = await self.until(url, 'name="decision"', deadline)
         page = await post("play", page, seq=SEQ.search(page).group(1), decision="accept")
+        page = await self.until(url, "submit-results", deadline)  # the results page, then the questionnaire
+        page = await post("results", page)
         page = await self.until(url, "submit-questionnaire", deadline)
         page = await post("questionnaire", page, a_comment="fine")
         await self.c.aclose()

@@ -1,5 +1,6 @@
 """The embedded model plays a full commons month end to end under the original protocol (harvest,
-private outcome, a chat opened by the manager's report, the next harvest) in a mixed-model group (agent_0: the embedded model in process;
+private outcome, a chat opened by the manager's report, its own memory notes, ratings and
+insights, the next harvest from retrieved memories) in a mixed-model group (agent_0: the embedded model in process;
 agent_1: the same weights behind the OpenAI-compatible llama.cpp server), and the study replays
 from the cache with no model calls. Plumbing only: the tiny model chooses at about chance.
 
@@ -74,7 +75,11 @@ def test_embedded_model_plays_a_full_month(first_run):
     assert sorted((t["metrics"]["month"], t["role"]) for t in harvests) == [(1, "agent_0"), (1, "agent_1"), (2, "agent_0"), (2, "agent_1")]
     # a chat every month, the last one included: the report, then one remark
     assert len(chat) == 2 and [len(m["report"]) + len(m["discussion"]) for m in out["months"]] == [2, 2]
-    assert game["n_turns"] == len(turns) == len(harvests) + len(chat)
+    # the original's memory (the default): each agent's notes, ratings and insights in month 1;
+    # nothing is written after the last month's decisions
+    memory = [t for t in turns if t["phase"].startswith("memory_")]
+    assert {(t["metrics"].get("month", 1), t["role"], t["phase"]) for t in memory} >= {(1, r, p) for r in ("agent_0", "agent_1") for p in ("memory_note", "memory_rate", "memory_insight")}
+    assert game["n_turns"] == len(turns) == len(harvests) + len(chat) + len(memory)
     for t in turns:
         assert t["raw"] is not None
         assert (t["valid"] and t["action"] is not None) or (not t["valid"] and t["error"]), t
@@ -83,11 +88,11 @@ def test_embedded_model_plays_a_full_month(first_run):
         asked = t["action"]["amount"] if t["valid"] else 0
         assert month["requested"][t["role"]] == asked == t["metrics"]["requested"]
         assert t["metrics"]["collected"] == month["collected"][t["role"]] <= asked
-    # memory: the second harvest prompt carries the private outcome, the report and the chat
+    # the second harvest prompt: dated memories the agent wrote itself, no transcript of month 1
     second = next(t for t in harvests if t["metrics"]["month"] == 2 and t["role"] == "agent_0")
     seen = "\n".join(m["content"] for m in second["messages"])
-    assert "You asked to catch" in seen and "Mayor:\n> Good evening" in seen and "meet in town" in seen
-    assert "Month 2 begins." in seen and "Month 2 of 2" not in seen
+    assert "- 2024-02-01:" in seen and "- 2024-01-" in seen
+    assert "Mayor:" not in seen and "meet in town" not in seen and "You asked to catch" not in seen
     assert set(game["metrics"]) >= {"survival_time", "total_gain", "efficiency", "equality", "over_usage"}
     assert game["metrics"]["survival_time"] == 2
 
