@@ -135,3 +135,11 @@ def test_embedded_needs_no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(emb, "_LLAMAS", {})  # load the model again, under the guard
     assert len(EmbeddedEmbeddings()(["offline"])[0]) == 576
+
+
+def test_the_embeddings_model_runs_on_the_chat_models_thread():
+    """Every llama.cpp model of the process loads and runs on one worker thread: llama-cpp-python
+    swaps file descriptors 1 and 2 around some calls, which two threads must not do at once."""
+    from agorabench.models.embedded import EmbeddedBackend, llama_thread
+
+    assert emb._executor() is llama_thread() is EmbeddedBackend()._executor

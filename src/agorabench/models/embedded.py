@@ -113,6 +113,22 @@ def _state_bytes(state) -> int:
     return int(state.llama_state_size) + state.scores.nbytes + state.input_ids.nbytes
 
 
+_THREAD: list[ThreadPoolExecutor] = []
+_THREAD_LOCK = threading.Lock()
+
+
+def llama_thread() -> ThreadPoolExecutor:
+    """The one worker thread on which every llama.cpp model of the process is loaded and run
+    (the chat model and the embeddings model alike). llama-cpp-python swaps the process's file
+    descriptors 1 and 2 around some calls, which is not safe from two threads at once (it can
+    leave stdout pointing at /dev/null); and two models on two threads would only compete for
+    the same cores."""
+    with _THREAD_LOCK:
+        if not _THREAD:
+            _THREAD.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama"))
+        return _THREAD[0]
+
+
 class EmbeddedBackend:
     """llama-cpp-python in-process. One request at a time (``serialized``); requests run on a
     dedicated worker thread so the event loop keeps the next request ready."""
@@ -126,7 +142,7 @@ class EmbeddedBackend:
         self.identity = f"embedded:{self.model_path.name}"
         self._llama = None
         self._load_lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
+        self._executor = llama_thread()
         #: Seconds spent inside the model, for the busy-share benchmark.
         self.busy_seconds = 0.0
         self._grammars: dict = {}

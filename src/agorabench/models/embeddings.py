@@ -183,8 +183,6 @@ class OpenAIEmbeddings:
 
 _LLAMAS: dict[tuple[str, int], Any] = {}
 _LLAMA_LOCK = threading.Lock()  # making an instance; running one (one context: one text at a time)
-_EXECUTOR_LOCK = threading.Lock()
-_EXECUTOR: list[ThreadPoolExecutor] = []
 
 
 def _llama(path: Path, threads: int) -> Any:
@@ -216,11 +214,12 @@ def _llama(path: Path, threads: int) -> Any:
 
 
 def _executor() -> ThreadPoolExecutor:
-    """The one worker thread that runs embeddings for event loops."""
-    with _EXECUTOR_LOCK:
-        if not _EXECUTOR:
-            _EXECUTOR.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-embed"))
-        return _EXECUTOR[0]
+    """The worker thread that runs embeddings for event loops: the one thread of every llama.cpp
+    model of the process (:func:`agorabench.models.embedded.llama_thread`), so the embeddings
+    model never loads or runs beside the chat model."""
+    from .embedded import llama_thread
+
+    return llama_thread()
 
 
 class EmbeddedEmbeddings:
