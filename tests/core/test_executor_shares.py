@@ -17,7 +17,7 @@ from agorabench.core.executors import Share, dealt, run_ray, seating_positions
 from agorabench.core.study import Study, load_study
 from agorabench.store.store import Store
 from support.helpers import ROOT
-from support.studies import envy_points, scripted
+from support.studies import envy_points, sampled_seats, scripted
 
 MODELS = [scripted("always-b"), scripted("self-max"), scripted("spiteful")]
 SITUATION = {"peer_status": "leading", "margin": "marginal", "peer_move": "B"}
@@ -47,26 +47,6 @@ name = "c"
 spec = "strategy/random"
 """
 
-SAMPLED_SEATS = """
-name = "samp"
-game = "glee.bargaining"
-matchups = "seats"
-seats = [{ alice = "a", bob = "b" }, { alice = "b", bob = "a" }, { alice = "a", bob = "b" }]
-sample = 3
-seed = 5
-repeats = 2
-[grid]
-delta_a = [0.8, 0.9, 0.95]
-delta_b = [0.8, 0.9]
-money = [100, 1000]
-[[models]]
-name = "a"
-spec = "strategy/spe"
-[[models]]
-name = "b"
-spec = "strategy/always-accept"
-"""
-
 
 def _study(tmp_path: Path, text: str, name: str = "s") -> Study:
     path = tmp_path / f"{name}.toml"
@@ -92,7 +72,7 @@ def _balanced(study: Study, shares: int) -> dict[int, list[str]]:
 
 @pytest.mark.parametrize("shares", [1, 2, 3, 4, 7])
 def test_every_share_gets_an_equal_part_of_every_seating(shares, tmp_path):
-    for text in (envy_points("pairs", MODELS, repeats=5, grid={"matrix": ["M1", "M2", "M3"]}, fixed=SITUATION), PARTS, SAMPLED_SEATS):
+    for text in (envy_points("pairs", MODELS, repeats=5, grid={"matrix": ["M1", "M2", "M3"]}, fixed=SITUATION), PARTS, sampled_seats()):
         study = _study(tmp_path, text)
         first = _balanced(study, shares)
         assert _balanced(study, shares) == first  # the same deal every time (and in every process: no salted hash)

@@ -16,7 +16,7 @@ import pytest
 
 from agorabench.cli import main
 from support.helpers import ROOT, agora, one_line_error
-from support.studies import envy_points, model, scripted
+from support.studies import envy_points, model, sampled_seats, scripted
 
 
 def scripted_study(name: str, repeats: int, models: list[dict] | None = None, **settings) -> str:
@@ -254,37 +254,13 @@ peer_status = ["lagging"]
     one_line_error(*agora(capsys, "run", str(study), "--db", str(tmp_path / "two.db"), "--quiet")[::2], "12 games", "max_games = 10")
 
 
-SAMPLED_SEATS = """
-name = "samp"
-game = "glee.bargaining"
-matchups = "{matchups}"
-seats = [{{ alice = "a", bob = "b" }}, {{ alice = "b", bob = "a" }}, {{ alice = "a", bob = "b" }}]
-sample = 3
-seed = 5
-repeats = 2
-[grid]
-delta_a = [0.8, 0.9, 0.95]
-delta_b = [0.8, 0.9]
-money = [100, 1000]
-[[models]]
-name = "a"
-spec = "strategy/spe"
-[[models]]
-name = "b"
-spec = "strategy/always-accept"
-[[models]]
-name = "c"
-spec = "strategy/spe"
-"""
-
-
 @pytest.mark.parametrize("study", sorted((ROOT / "studies").glob("*.toml")) + ["seats", "all_pairs", "ordered_pairs"], ids=str)
 def test_the_count_is_the_number_of_games_expanded(study, tmp_path):
     from agorabench.core.study import load_study
 
     if isinstance(study, str):
         path = tmp_path / f"{study}.toml"
-        path.write_text(SAMPLED_SEATS.format(matchups=study))
+        path.write_text(sampled_seats(study, third_model=True))
         study = path
     loaded = load_study(study)
     specs = loaded.expand()

@@ -149,6 +149,32 @@ COMMONS_SMALL = commons(
     fixed={"scenario": "fishery", "n_agents": 3, "months": 3, "max_conversation_steps": 3},
 )
 
+def sampled_seats(matchups: str = "seats", third_model: bool = False) -> str:
+    """Bargaining with listed seats (one seating twice), 3 configurations sampled per seating
+    out of 12, 2 repeats; ``matchups`` may replace the seats by pairings of the models, and
+    ``third_model`` adds a model that only such pairings seat."""
+    text = f"""
+name = "samp"
+game = "glee.bargaining"
+matchups = "{matchups}"
+seats = [{{ alice = "a", bob = "b" }}, {{ alice = "b", bob = "a" }}, {{ alice = "a", bob = "b" }}]
+sample = 3
+seed = 5
+repeats = 2
+[grid]
+delta_a = [0.8, 0.9, 0.95]
+delta_b = [0.8, 0.9]
+money = [100, 1000]
+[[models]]
+name = "a"
+spec = "strategy/spe"
+[[models]]
+name = "b"
+spec = "strategy/always-accept"
+"""
+    return text + ('[[models]]\nname = "c"\nspec = "strategy/spe"\n' if third_model else "")
+
+
 #: GLEE: the three games in one study, two scripted players in both seatings.
 GLEE_SMALL = """
 name = "glee_small"

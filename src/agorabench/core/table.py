@@ -368,10 +368,13 @@ class Table:
         usage = Usage()
         latency = 0.0
         cached = True
-        messages_at_ask = self.shown(role)  # messages are never changed in place, only replaced
+        view = self._view(role)
+        messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
+        messages_at_ask = [dict(m) for m in messages]  # what the turn stores, apart from what players are handed
         while True:
-            view = self._view(role)
-            messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
+            if retries:  # a re-ask added the answer and our feedback
+                view = self._view(role)
+                messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
             request = TurnRequest(role, messages, prompt, action_type, retries, self._player_rngs[role], error, [parts for _, parts in view])
             started = time.perf_counter()
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
