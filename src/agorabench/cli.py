@@ -41,17 +41,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     db = args.db or _default_db(args.study)
     if args.executor == "ray":
         return _run_ray(args, study.name, db)
-    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe)
+    if args.no_cache and args.cache:
+        raise StudyError("--no-cache and --cache exclude each other")
+    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
         f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{elsewhere}; "
         f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens"
         + (f" ({info['cached_tokens']} prompt-cached)" if info.get("cached_tokens") else "")
         + (f", {info['rate_limited']} rate limits ({info['backoffs']} backoffs)" if info.get("rate_limited") else "")
+        + (f", reasoning {info['reasoning']}" if info.get("reasoning") else "")
         + f", ${info['cost']:.4f}; db {redact(db)}"
     )
-    for message in stats.error_messages[:5]:
-        print(f"  error: {message}", file=sys.stderr)
+    for warning in info.get("warnings", []):
+        print(f"  warning: {warning}", file=sys.stderr)
+    for name, why in info.get("stopped", {}).items():  # one line per stopped model, not one per game
+        print(f"  model {name!r} stopped: {why}", file=sys.stderr)
+    stopped = set(info.get("stopped", {}).values())
+    shown = collections.Counter(m for m in stats.error_messages if not any(why in m for why in stopped))
+    for message, n in list(shown.items())[:5]:
+        print(f"  error{f' ({n} games)' if n > 1 else ''}: {message}", file=sys.stderr)
     return 0 if stats.errors == 0 else 1
 
 
@@ -417,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once")
     r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
+    r.add_argument("--no-cache", action="store_true", help="read and write no response cache: every decision is a model call")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     r.add_argument("--no-probe", action="store_true", help="skip the check that each hosted model answers before the study starts")
     r.add_argument("--executor", choices=["async", "ray"], default="async", help="one process (async) or Ray workers")

@@ -58,6 +58,14 @@ class TurnRecord:
     latency: float
     cached: bool
     metrics: dict[str, float] = field(default_factory=dict)
+    #: The model's thoughts at this decision, kept apart from ``raw`` (a turn re-asked keeps
+    #: each attempt's, marked); None when it gave none.
+    reasoning: str | None = None
+    #: Output tokens spent thinking, as the provider reported them (None: not reported).
+    reasoning_tokens: int | None = None
+    #: Why the (last) reply ended: ``stop``, ``length`` (the output token limit), ...; None for
+    #: players that are not models.
+    finish_reason: str | None = None
 
 
 Record = Union[GameRecord, StudyRecord, str]

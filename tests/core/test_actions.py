@@ -39,9 +39,19 @@ def test_last_well_formed_block_wins():
     assert Offer.parse(text).alice_gain == 7
 
 
-def test_earlier_valid_block_used_when_last_is_invalid():
+def test_an_invalid_last_block_is_never_replaced_by_an_earlier_one():
+    """Only the final answer counts: an earlier block of the same reply is a draft."""
     text = '{"alice_gain": 5, "bob_gain": 5} and {"alice_gain": -1, "bob_gain": 11}'
-    assert Offer.parse(text).alice_gain == 5
+    with pytest.raises(ParseError, match="alice_gain"):
+        Offer.parse(text)
+
+
+def test_a_fenced_draft_never_beats_a_later_bare_answer():
+    text = 'Draft:\n```json\n{"alice_gain": 9, "bob_gain": 1}\n```\nNo, final: {"alice_gain": 4, "bob_gain": 6}'
+    assert Offer.parse(text).alice_gain == 4
+    # and a fenced answer after a bare draft wins as before
+    text = '{"alice_gain": 9, "bob_gain": 1} no:\n```json\n{"alice_gain": 3, "bob_gain": 7}\n```'
+    assert Offer.parse(text).alice_gain == 3
 
 
 def test_json_invalid_value_raises_with_field_name():

@@ -161,7 +161,7 @@ def test_game_ids_and_nature_seeds_follow_their_stated_formulas(tmp_path):
     specs = study.expand()
     assert len(specs) == 2 * 2 * 2 * 2
     for spec in specs:
-        seats = {r: study.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for r, m in spec.seats.items()}
+        seats = {r: study.models[m].identity() for r, m in spec.seats.items()}
         assert spec.id == game_digest(study.name, "envy.points", spec.config, seats, spec.repeat, 7, study.file.prompts)
         assert spec.nature_seed == nature_seed("envy.points", spec.config, spec.repeat, 7)
     assert len({s.id for s in specs}) == len(specs)

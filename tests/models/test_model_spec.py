@@ -84,12 +84,15 @@ def test_model_entries_expose_their_parsed_spec_and_hash_the_same_fields():
     assert entry.model_spec is entry.model_spec  # parsed once
     assert parse_model_spec(f"vllm/Qwen2.5-7B@{URL}").model_spec == entry.model_spec
     # what a game id hashes of a model entry: exactly its fields, none added by the parsing
-    dumped = entry.model_dump(mode="json", exclude=ModelEntry.RUN_ONLY)
+    dumped = entry.identity()
     assert dumped == {
         "name": "q", "spec": "vllm/Qwen2.5-7B", "display_name": None, "base_url": URL, "api_key_env": "OPENAI_API_KEY",
         "temperature": 0.5, "max_tokens": 256, "max_concurrency": 16, "max_attempts": 5, "timeout": 120.0, "constrained": False,
         "price_input": 0.0, "price_output": 0.0, "params": {},
     }
+    # reasoning settings are part of the id once set (never while unset: old ids stay)
+    effort = ModelEntry(name="q", spec=f"vllm/Qwen2.5-7B@{URL}", temperature=0.5, reasoning_effort="low").identity()
+    assert effort == {**dumped, "reasoning_effort": "low"}
     assert ModelEntry(name="s", spec="strategy/self-max").is_strategy and ModelEntry(name="h", spec="human").is_human
     assert ModelEntry(name="a", spec="mystery").name == "a"  # an unknown spec fails when its backend is built
     with pytest.raises(StudyError, match="unknown model spec 'mystery' for model 'a'"):
@@ -99,7 +102,9 @@ def test_model_entries_expose_their_parsed_spec_and_hash_the_same_fields():
 def test_providers_declare_their_factory_and_defaults(monkeypatch):
     assert {"openai", "anthropic", "vllm", "sglang", "ollama", "openrouter", "deepseek", "llamacpp", "together"} <= set(PROVIDERS)
     assert PROVIDERS["anthropic"].key_env == "ANTHROPIC_API_KEY" and PROVIDERS["vllm"].key_env == DEFAULT_KEY_ENV
-    assert PROVIDERS["llamacpp"].dialect == "llamacpp" and PROVIDERS["vllm"].dialect == "openai"
+    assert PROVIDERS["llamacpp"].dialect == "llamacpp" and PROVIDERS["vllm"].dialect == "vllm" and PROVIDERS["deepseek"].dialect == "deepseek"
+    # providers with an API of their own reach it without a base URL (never OpenAI's by mistake)
+    assert PROVIDERS["deepseek"].base_url.startswith("https://api.deepseek.com") and PROVIDERS["gemini"].key_env == "GEMINI_API_KEY"
     backend = open_backend(parse_spec("llamacpp/smol", URL), BackendOptions(timeout=30, transport="aiohttp"))
     assert isinstance(backend, ChatCompletionsBackend) and backend.dialect == "llamacpp" and backend.transport.name == "aiohttp"
     assert backend.identity == f"openai:{URL}:smol"  # cache keys do not depend on the transport

@@ -81,17 +81,15 @@ class Action(BaseModel):
         candidates = cls.format().candidates(text, cls.field_names())
         if not candidates:
             raise ParseError(f"No answer in the expected format was found. {cls.format_instructions()}")
-        last_error: str = ""
-        for data in reversed(candidates):  # last well-formed block wins
-            try:
-                action = cls.model_validate(_clean(data, cls.text_fields))
-                _check_numbers(dict(action))
-                return action
-            except ValidationError as exc:
-                last_error = _describe(exc)
-            except ParseError as exc:
-                last_error = str(exc)
-        raise ParseError(f"The answer is not a valid action: {last_error}")
+        try:  # the last well-formed block is the answer; an earlier one is a draft, never a fallback
+            action = cls.model_validate(_clean(candidates[-1], cls.text_fields))
+            _check_numbers(dict(action))
+            return action
+        except ValidationError as exc:
+            problem = _describe(exc)
+        except ParseError as exc:
+            problem = str(exc)
+        raise ParseError(f"The answer is not a valid action: {problem}")
 
 
 def _describe(exc: ValidationError) -> str:

@@ -7,18 +7,25 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
-from ..models.base import BackendError
+from ..models.base import BackendError, Completion, GenerationSettings
 from ..models.model import Model
+from ..models.reasoning import output_limit
 from .actions import Action
 from .table import BackendFailure, Reply, TurnRequest, Usage
 
 
 class LLMAgent:
-    """Sends the role's transcript to a model and returns its raw text; the table parses it.
+    """Sends the role's transcript to a model and returns its answer; the table parses it.
 
     ``sample`` (the game id) makes every game's calls its own cache entries: two games whose
     transcripts happen to coincide still draw independent answers at temperature > 0, and a
-    replay of the same game finds its answers again.
+    replay of the same game finds its answers again. Under sampling the key also names the
+    decision (role and how many it was asked before), so an identical prompt later in the same
+    game is a new draw, never the earlier decision's answer.
+
+    A model's thoughts travel beside its answer (:attr:`Reply.reasoning`); a reply cut off at the
+    output token limit cannot count (:attr:`Reply.unusable`), and one that spent the whole
+    budget thinking is not asked again with the same budget.
     """
 
     def __init__(self, model: Model, sample: str = "", constrained: bool = False) -> None:
@@ -32,12 +39,40 @@ class LLMAgent:
             kind = request.action_type
             schema = kind.json_schema() if kind.format().schema_decoding else None
             settings = replace(settings, json_schema=schema, grammar=kind.grammar())
+        sample = f"{self.sample}:{request.role}:{request.decision}:{request.attempt}" if settings.sampled else f"{self.sample}:{request.attempt}"
         try:
-            c = await self.model.complete(request.messages, settings, sample=f"{self.sample}:{request.attempt}")
+            c = await self.model.complete(request.messages, settings, sample=sample)
         except BackendError as exc:
             raise BackendFailure(str(exc)) from None
         cost = 0.0 if c.cached else self.model.pricing.cost(c)
-        return Reply(text=c.text, usage=Usage(c.prompt_tokens, c.completion_tokens, cost), latency=c.latency, cached=c.cached)
+        unusable, final = unusable_reason(c, settings)
+        return Reply(
+            text=c.text,
+            usage=Usage(c.prompt_tokens, c.completion_tokens, cost),
+            latency=c.latency,
+            cached=c.cached,
+            reasoning=c.reasoning,
+            reasoning_tokens=c.reasoning_tokens,
+            finish_reason=c.finish_reason,
+            unusable=unusable,
+            final=final,
+        )
+
+
+def unusable_reason(c: Completion, settings: GenerationSettings) -> tuple[str | None, bool]:
+    """Why a completion cannot count whatever its text says, and whether asking again with the
+    same budget would only repeat it: a reply that spent its whole output budget thinking (no
+    re-ask), one whose thoughts never closed, one cut off at the token limit (only the final
+    answer counts, and a cut reply has none)."""
+    if c.cut and not c.text.strip():
+        limit = output_limit(settings)
+        spent = c.completion_tokens or limit
+        return f"spent {spent} of {limit} output tokens reasoning and gave no answer (cut off at the token limit)", True
+    if c.extra.get("unclosed_thought"):
+        return "the reply ended inside its reasoning (an unclosed <think>), with no answer after it.", False
+    if c.cut:
+        return "cut off at the token limit.", False
+    return None, False
 
 
 def check_finite(name: str, value: Any) -> None:

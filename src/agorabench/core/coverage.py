@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .study import ModelEntry, Study, StudyError, StudyFile
+from .study import Study, StudyError, StudyFile, seat_entries
 
 
 def run_seating(study: Study) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def run_seating(study: Study) -> dict[str, Any]:
     calls are made, which no game id depends on), ``matchups`` and ``seats``."""
     f = study.file
     return {
-        "models": [m.model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for m in f.models],
+        "models": [m.identity() for m in f.models],
         "matchups": f.matchups,
         "seats": [dict(s) for s in f.seats],
     }
@@ -40,8 +40,9 @@ def with_seating(study: Study, seating: dict[str, Any]) -> Study | None:
         file = StudyFile(**data)
     except (ValidationError, TypeError):
         return None
-    entries = {m.name: m for m in file.models}
-    if len(entries) != len(file.models):
+    try:
+        entries = seat_entries(file.models)
+    except ValueError:
         return None
     return Study(file, study.game_cls, study.root, entries, study.game_classes, study.seats_replaced)
 

@@ -16,6 +16,7 @@ reply (replies are untrusted text).
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from typing import Any, Literal
@@ -186,20 +187,25 @@ def _pairs(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
 
 
 def _json_candidates(text: str) -> list[dict[str, Any]]:
-    """Every JSON object in the text, in order: fenced blocks first, then balanced braces."""
+    """Every JSON object in the text, in order of position: fenced blocks and bare balanced
+    braces outside them alike (a fenced draft never beats a later bare answer)."""
     found: list[tuple[int, dict[str, Any]]] = []
-    for start, end in _pairs(text, "```", "```"):
+    fences = _pairs(text, "```", "```")
+    for start, end in fences:
         block = text[start:end]
         if block[:4].lower() == "json":
             block = block[4:]
         obj = _loads(block)
         if obj is not None:
             found.append((start, obj))
-    if not found:
-        for start, chunk in _balanced_objects(text):
-            obj = _loads(chunk)
-            if obj is not None:
-                found.append((start, obj))
+    starts = [a - 3 for a, _ in fences]  # fences do not overlap: sorted, searched by bisection
+    for start, chunk in _balanced_objects(text):
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and start < fences[i][1] + 3:  # inside a fenced block: already read
+            continue
+        obj = _loads(chunk)
+        if obj is not None:
+            found.append((start, obj))
     return [obj for _, obj in sorted(found, key=lambda p: p[0])]
 
 

@@ -39,6 +39,9 @@ class Snapshot:
     backoffs: int
     rate_limited: int
     in_flight_limit: str  # e.g. "12/16" per adaptive model, "" when none
+    #: Per model that reasons: its reasoning tokens and replies cut off at the token limit,
+    #: e.g. "o3 12345 tok, 2 cut off" ("" when no model reasons).
+    reasoning: str = ""
 
     @property
     def expected_turns(self) -> float | None:
@@ -74,6 +77,8 @@ class Snapshot:
         out = [f"calls {self.calls} ({self.calls_per_s:.1f}/s, cache hits {self.cache_hits})"]
         out.append(f"tokens {self.tokens}" + (f" ({self.cached_tokens} prompt-cached)" if self.cached_tokens else ""))
         out += [f"cost ${self.cost:.4f}", f"invalid {self.invalid_rate:.1%}", f"rate limits {self.rate_limited}", f"backoffs {self.backoffs}"]
+        if self.reasoning:
+            out.append(f"reasoning {self.reasoning}")
         if self.in_flight_limit:  # per model: calls in flight now / the most it allows (AIMD after rate limits)
             out.append(f"model calls in flight/allowed {self.in_flight_limit}")
         return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
 from ..models.providers import BackendOptions, open_backend
+from ..models.reasoning import looks_like_reasoning, sampling_notes, setting_problems
 from ..models.spec import SpecError
 from ..redact import redact
 from ..store.store import claim_owner, CLAIM_TTL, GameWriter, SQLCache, Store, StoreError
@@ -49,6 +51,35 @@ def build_backend(entry: ModelEntry):
         return open_backend(entry.model_spec, backend_options(entry))
     except SpecError as exc:
         raise StudyError(str(exc)) from None
+
+
+def generation_settings(entry: ModelEntry, seed: int, dialect: str) -> GenerationSettings:
+    """What a model entry's calls carry. ``temperature = "default"``: no temperature and no seed
+    (the provider's own sampling). A reasoning model (the entry says so, sets a reasoning field,
+    or its name is one, :func:`~agorabench.models.reasoning.looks_like_reasoning`) gets the
+    reasoning budget on top of ``max_tokens``; OpenAI's and Anthropic's reasoning models are sent
+    no temperature and no seed (they refuse them), and the settings say so: the temperature kept
+    is the one sent."""
+    default = entry.temperature == "default"
+    effort = entry.reasoning_effort if isinstance(entry.reasoning_effort, str) else None
+    reasoning = entry.reasoning
+    if reasoning is None:
+        asked = entry.thinking in ("on", "adaptive") or effort not in (None, "none") or entry.reasoning_budget is not None
+        reasoning = asked or (entry.thinking != "off" and looks_like_reasoning(dialect, entry.model_spec.name))
+    temperature = None if default else entry.temperature
+    sent_seed: int | None = None if default else seed
+    if reasoning and dialect in ("openai", "anthropic"):
+        temperature = sent_seed = None
+    return GenerationSettings(
+        temperature=temperature,
+        max_tokens=entry.max_tokens,
+        seed=sent_seed,
+        reasoning=reasoning,
+        reasoning_effort=effort,
+        thinking=entry.thinking,
+        reasoning_budget=entry.reasoning_budget,
+        extra_body=entry.extra_body,
+    )
 
 
 def backend_options(entry: ModelEntry) -> BackendOptions:
@@ -97,6 +128,8 @@ class Runner:
         self.cache = cache if cache is not None else SQLCache(store)
         self.progress = progress
         self.models: dict[str, Model] = {}
+        #: Lines a researcher should read before the run (settings a model will not get, ...).
+        self.notes: list[str] = []
         self._breakers: dict = {}  # stall detection per server, shared by its models (models.model.Breaker)
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
@@ -115,8 +148,14 @@ class Runner:
                 backend = build_backend(entry)
             except BackendError as exc:  # e.g. a missing API key: a setup problem, not a game's
                 raise StudyError(f"model {entry.name!r}: {exc}") from None
-            default = entry.temperature == "default"  # the provider's own sampling: no temperature, no seed sent
-            settings = GenerationSettings(temperature=None if default else entry.temperature, max_tokens=entry.max_tokens, seed=None if default else self.study.file.seed)
+            dialect = getattr(backend, "dialect", "embedded")
+            settings = generation_settings(entry, self.study.file.seed, dialect)
+            problems = setting_problems(dialect, settings)
+            if problems:
+                raise StudyError(f"model {entry.name!r}: " + "; ".join(problems))
+            for note in sampling_notes(dialect, entry.name, settings, entry.temperature):
+                if note not in self.notes:
+                    self.notes.append(note)
             self.models[entry.name] = Model(
                 backend,
                 settings,
@@ -277,6 +316,8 @@ class Runner:
         self.stats = RunStats(total=total, skipped=skipped)
         try:
             self.check_models()
+            for note in self.notes if n_todo else []:
+                print(f"agora: note: {note}", file=sys.stderr, flush=True)
             if self.probe and n_todo:
                 await self.probe_models(names=names)
         except BaseException:
@@ -404,6 +445,12 @@ class Runner:
             "cost": sum(m.cost for m in ms),
             "rate_limited": sum(m.rate_limited for m in ms),
             "backoffs": sum(m.limit.backoffs for m in ms),
+            "reasoning_tokens": sum(m.reasoning_tokens for m in ms),
+            "cut_off": sum(m.cut_off for m in ms),
+            "reasoning": self.reasoning_line(),
+            "notes": list(self.notes),
+            "warnings": [w for m in ms for w in m.warnings],
+            "stopped": {name: m.dead for name, m in self.models.items() if m.dead},
         }
 
     def snapshot(self, todo: int) -> Snapshot:
@@ -428,7 +475,16 @@ class Runner:
             backoffs=info["backoffs"],
             rate_limited=info["rate_limited"],
             in_flight_limit=" ".join(f"{lim.current}/{lim.maximum}" for lim in adaptive),
+            reasoning=self.reasoning_line(),
         )
+
+    def reasoning_line(self) -> str:
+        """Reasoning tokens and cut-off replies of each model that reasons (or was cut off)."""
+        pieces = []
+        for name, m in self.models.items():
+            if m.settings.reasoning or m.reasoning_tokens or m.cut_off:
+                pieces.append(f"{name} {m.reasoning_tokens} tok, {m.cut_off} cut off")
+        return "; ".join(pieces)
 
     async def _report_progress(self, view: ProgressView, todo: int) -> None:
         while True:
@@ -436,11 +492,22 @@ class Runner:
             view.show(self.snapshot(todo))
 
 
-def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True) -> tuple[RunStats, dict[str, Any]]:
-    """Synchronous entry point used by the CLI and tests."""
+class NoCache:
+    """A response cache that keeps nothing (``agora run --no-cache``): every decision is a call."""
+
+    def get(self, key: str) -> None:
+        return None
+
+    def put(self, key: str, identity: str, completion: Any) -> None:
+        return None
+
+
+def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True, use_cache: bool = True) -> tuple[RunStats, dict[str, Any]]:
+    """Synchronous entry point used by the CLI and tests (``use_cache=False``: no response
+    cache is read or written)."""
     store = Store(db)
-    cache_store = Store(cache_db) if cache_db else store
-    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=progress, probe=probe)
+    cache_store = Store(cache_db) if cache_db and use_cache else store
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store) if use_cache else NoCache(), progress=progress, probe=probe)
     try:
         stats = run_loop(runner.run())
     finally:

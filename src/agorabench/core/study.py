@@ -60,6 +60,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 from ..families import load_game
+from ..models.reasoning import EFFORTS
 from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, split_url
 from ..redact import redact
 from .game import Game
@@ -104,9 +105,10 @@ class ModelEntry(BaseModel):
     price_output: float = Field(0.0, ge=0, le=10_000)
     #: Dollars per million prompt tokens read from the server's prompt cache (None: price_input).
     price_cached_input: float | None = Field(None, ge=0)
-    #: OpenAI-compatible endpoints: ``lean`` (our HTTP/1.1 client, default), ``aiohttp`` or ``sdk``
-    #: (the openai SDK); see :mod:`agorabench.models.transport`.
-    transport: Literal["lean", "aiohttp", "sdk"] = "lean"
+    #: OpenAI-compatible endpoints: ``lean`` (our HTTP/1.1 client, default), ``aiohttp``, ``sdk``
+    #: (the openai SDK) or ``responses`` (OpenAI's Responses API); see
+    #: :mod:`agorabench.models.transport`.
+    transport: Literal["lean", "aiohttp", "sdk", "responses"] = "lean"
     #: The provider's budgets; calls are paced to stay within them (None: no limit).
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
@@ -116,7 +118,76 @@ class ModelEntry(BaseModel):
     prompt_caching: bool = True
     #: The embedded model (``local``): MiB of saved prefix states kept (None: the default; 0: none).
     state_cache_mb: int | None = Field(None, ge=0)
+    #: The embedded model (``model_path``, ``n_threads``) and scripted players' parameters; a
+    #: hosted model's extra request fields go in ``extra_body``.
     params: dict[str, Any] = Field(default_factory=dict)
+    #: Reasoning models (see :mod:`agorabench.models.reasoning` and the README's "Reasoning
+    #: models"): whether the model reasons (None: guessed from provider and name), its effort
+    #: (a list seats the model once per effort, named ``NAME-EFFORT``), the thinking switch, and
+    #: the output tokens it may spend thinking on top of ``max_tokens``.
+    reasoning: bool | None = None
+    reasoning_effort: Literal[EFFORTS] | list[Literal[EFFORTS]] | None = None  # type: ignore[valid-type]
+    thinking: Literal["on", "off", "adaptive"] | None = None
+    reasoning_budget: int | None = Field(None, ge=1, le=1_000_000)
+    #: Request fields sent as they are (JSON), merged last: what the study needs and no setting names.
+    extra_body: dict[str, Any] | None = None
+
+    #: Fields added after game ids were first pinned: part of a game's id only when set, so the
+    #: games of entries that leave them unset keep their ids.
+    OPTIONAL_IDENTITY: ClassVar[tuple[str, ...]] = ("reasoning", "reasoning_effort", "thinking", "reasoning_budget", "extra_body")
+
+    def identity(self) -> dict[str, Any]:
+        """What of this entry defines its games (part of their ids): every field but
+        :attr:`RUN_ONLY`, and the reasoning fields only when set."""
+        dumped = self.model_dump(mode="json", exclude=self.RUN_ONLY)
+        for name in self.OPTIONAL_IDENTITY:
+            if dumped.get(name) is None:
+                dumped.pop(name, None)
+        return dumped
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking_switch(cls, v: Any) -> Any:
+        """``thinking = true/false`` reads as ``"on"/"off"``."""
+        return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+
+    @field_validator("extra_body")
+    @classmethod
+    def _json_body(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``extra_body`` is JSON: text, finite numbers, booleans, null, lists and tables."""
+        if v is None:
+            return v
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"extra_body must be JSON ({exc})") from None
+        reserved = sorted({"model", "messages", "stream"} & set(v))
+        if reserved:
+            raise ValueError(f"extra_body may not set {reserved[0]!r} (the game sets it)")
+        return v
+
+    @model_validator(mode="after")
+    def _params_where_read(self) -> "ModelEntry":
+        """``params`` are read by the embedded model and scripted players only: on a hosted
+        model they would be ignored, so they are an error naming what to use instead."""
+        if self.params and spec_kind(self.spec) == "hosted":
+            raise ValueError(f"params {sorted(self.params)} are not sent to a hosted model: put request fields in extra_body, reasoning in reasoning_effort / thinking / reasoning_budget")
+        if isinstance(self.reasoning_effort, list) and not self.reasoning_effort:
+            raise ValueError("reasoning_effort is an empty list; give one effort or several")
+        return self
+
+    def efforts(self) -> list["ModelEntry"]:
+        """This entry once per reasoning effort when it names several (``NAME-EFFORT``, with the
+        display name likewise), else itself."""
+        if not isinstance(self.reasoning_effort, list):
+            return [self]
+        if len(set(self.reasoning_effort)) != len(self.reasoning_effort):
+            raise ValueError(f"model {self.name!r}: reasoning_effort lists an effort twice")
+        out = []
+        for effort in self.reasoning_effort:
+            label = None if self.display_name is None else f"{self.display_name}-{effort}"
+            out.append(self.model_copy(update={"name": f"{self.name}-{effort}", "reasoning_effort": effort, "display_name": label}))
+        return out
 
     @model_validator(mode="before")
     @classmethod
@@ -550,7 +621,7 @@ class Study:
     def _expand_part(self, part: StudyPart) -> Iterator[GameSpec]:
         """Every (configuration, seating, repeat) of the part, one at a time."""
         configs = self.configurations(part)
-        entries = {m: self.models[m].model_dump(mode="json", exclude=ModelEntry.RUN_ONLY) for m in self.models}
+        entries = {m: self.models[m].identity() for m in self.models}
         dumped = [configs[i].model_dump(mode="json") for i in range(len(configs))]
         fixed = {"study": _json(self.name), "game": _json(part.game), "seed": _json(self.file.seed), "prompts": _json(self.file.prompts)}
         for i, seats in self._cells(part, configs):
@@ -578,6 +649,18 @@ def _expand_seats(seat: dict[str, str], roles: tuple[str, ...]) -> dict[str, str
         else:
             raise StudyError(f"seat assignment {seat} has no model for role {role!r}")
     return out
+
+
+def seat_entries(models: list[ModelEntry]) -> dict[str, ModelEntry]:
+    """The study's models by name, an entry with several reasoning efforts once per effort
+    (:meth:`ModelEntry.efforts`); ValueError for a name that appears twice."""
+    entries: dict[str, ModelEntry] = {}
+    for listed in models:
+        for entry in listed.efforts():
+            if entry.name in entries:
+                raise ValueError(f"model name {entry.name!r} appears twice")
+            entries[entry.name] = entry
+    return entries
 
 
 def parse_model_spec(spec: str) -> ModelEntry:
@@ -645,11 +728,10 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     except ValueError as exc:
         raise StudyError(f"{path}: {exc}") from None
     game_cls = classes[file.games[0]]
-    entries: dict[str, ModelEntry] = {}
-    for entry in file.models:
-        if entry.name in entries:
-            raise StudyError(f"{path}: model name {entry.name!r} appears twice")
-        entries[entry.name] = entry
+    try:
+        entries = seat_entries(file.models)
+    except ValueError as exc:
+        raise StudyError(f"{path}: {exc}") from None
     study = Study(file, game_cls, path.parent, entries, classes if file.parts else {}, seats_replaced)
     if study.prompt_dir is not None and not study.prompt_dir.is_dir():
         raise StudyError(f"{path}: prompt folder not found: {study.prompt_dir}")

@@ -124,6 +124,14 @@ class Reply:
     timed_out: bool = False
     #: Validation errors shown to the player before this answer (a person's form), kept with the turn.
     errors: tuple[str, ...] = ()
+    #: A model's thoughts, kept apart from ``text`` (never parsed, never shown to anyone).
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
+    finish_reason: str | None = None
+    #: Why this reply cannot count whatever its text says (cut off at the token limit, ...).
+    unusable: str | None = None
+    #: With ``unusable``: asking again with the same budget would only repeat it (no re-ask).
+    final: bool = False
 
 
 @dataclass
@@ -139,6 +147,9 @@ class TurnRequest:
     error: str | None = None
     #: ``messages``, each as its parts by kind (:meth:`Table.parts`).
     parts: list[tuple[Part, ...]] = field(default_factory=list)
+    #: How many decisions the role was asked before this one in the game (0, 1, ...): with the
+    #: game and the attempt it names the decision, e.g. for the response cache under sampling.
+    decision: int = 0
 
 
 class Player(Protocol):
@@ -188,6 +199,33 @@ def shared_embedder(spec: str = "embedded") -> EmbedHook:
     return _EMBEDDERS.setdefault(spec, embed)
 
 
+class _Thoughts:
+    """A decision's reasoning over its attempts: each attempt's thoughts, their tokens (None
+    while no attempt reported any) and the last reply's finish reason."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, str]] = []
+        self.tokens: int | None = None
+        self.finish_reason: str | None = None
+
+    def add(self, attempt: int, reply: Reply) -> None:
+        if reply.reasoning is not None:
+            self.parts.append((attempt, reply.reasoning))
+        if reply.reasoning_tokens is not None:
+            self.tokens = (self.tokens or 0) + reply.reasoning_tokens
+        if reply.finish_reason is not None:
+            self.finish_reason = reply.finish_reason
+
+    def text(self) -> str | None:
+        """The thoughts as one text: as they are for a decision answered at once, each attempt's
+        under a ``[attempt n]`` line otherwise."""
+        if not self.parts:
+            return None
+        if len(self.parts) == 1 and self.parts[0][0] == 0:
+            return self.parts[0][1]
+        return "\n\n".join(f"[attempt {attempt + 1}]\n{text}" for attempt, text in self.parts)
+
+
 class BackendFailure(RuntimeError):
     """A player's backend failed for good (after its retries); the game is aborted, not lost."""
 
@@ -227,6 +265,8 @@ class Table:
         for role, text in (system or {}).items():
             self.set_system(role, text)
         self.turns: list[TurnRecord] = []
+        #: role -> decisions asked so far (:attr:`TurnRequest.decision`).
+        self._decisions: dict[str, int] = {}
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order, from the hook the table was given, or from the
@@ -368,6 +408,9 @@ class Table:
         usage = Usage()
         latency = 0.0
         cached = True
+        thoughts = _Thoughts()
+        decision = self._decisions.get(role, 0)
+        self._decisions[role] = decision + 1
         view = self._view(role)
         messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
         messages_at_ask = [dict(m) for m in messages]  # what the turn stores, apart from what players are handed
@@ -375,7 +418,7 @@ class Table:
             if retries:  # a re-ask added the answer and our feedback
                 view = self._view(role)
                 messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
-            request = TurnRequest(role, messages, prompt, action_type, retries, self._player_rngs[role], error, [parts for _, parts in view])
+            request = TurnRequest(role, messages, prompt, action_type, retries, self._player_rngs[role], error, [parts for _, parts in view], decision)
             started = time.perf_counter()
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
             reply = await player.act(request)
@@ -384,24 +427,31 @@ class Table:
             usage.completion_tokens += reply.usage.completion_tokens
             usage.cost += reply.usage.cost
             cached = cached and reply.cached
+            thoughts.add(retries, reply)
             raw = reply.text
             if reply.timed_out:
                 self._answer(role, "(no answer within the time limit)")
-                self._record(role, prompt, messages_at_ask, raw, None, False, retries, TIMEOUT, usage, latency, cached)
+                self._record(role, prompt, messages_at_ask, raw, None, False, retries, TIMEOUT, usage, latency, cached, thoughts)
                 return fallback
-            self._answer(role, raw)
-            try:
-                action = reply.action if reply.action is not None else action_type.parse(raw)
-                if not isinstance(action, action_type):
-                    raise ParseError(f"Expected a {action_type.__name__}.")
-                self._final.setdefault(role, {})[len(self.transcripts[role]) - 1] = action.render()
-                shown = "; ".join(reply.errors) or None  # a person's corrected form errors
-                self._record(role, prompt, messages_at_ask, raw, action, True, retries, shown, usage, latency, cached)
-                return action
-            except ParseError as exc:
-                error = str(exc)
+            self._answer(role, raw)  # the answer only: a model's thoughts never enter a transcript
+            if reply.unusable is not None:
+                error = reply.unusable
+                if reply.final:  # asking again with the same budget would only repeat it
+                    self._record(role, prompt, messages_at_ask, raw, None, False, retries, error, usage, latency, cached, thoughts)
+                    return fallback
+            else:
+                try:
+                    action = reply.action if reply.action is not None else action_type.parse(raw)
+                    if not isinstance(action, action_type):
+                        raise ParseError(f"Expected a {action_type.__name__}.")
+                    self._final.setdefault(role, {})[len(self.transcripts[role]) - 1] = action.render()
+                    shown = "; ".join(reply.errors) or None  # a person's corrected form errors
+                    self._record(role, prompt, messages_at_ask, raw, action, True, retries, shown, usage, latency, cached, thoughts)
+                    return action
+                except ParseError as exc:
+                    error = str(exc)
             if retries >= self.max_retries:
-                self._record(role, prompt, messages_at_ask, raw, None, False, retries, error, usage, latency, cached)
+                self._record(role, prompt, messages_at_ask, raw, None, False, retries, error, usage, latency, cached, thoughts)
                 return fallback
             retries += 1
             self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.", kind=REASK)
@@ -445,7 +495,8 @@ class Table:
                 return
         raise KeyError(f"no turn for role {role!r}")
 
-    def _record(self, role, prompt, messages, raw, action, valid, retries, error, usage, latency, cached) -> None:
+    def _record(self, role, prompt, messages, raw, action, valid, retries, error, usage, latency, cached, thoughts: "_Thoughts | None" = None) -> None:
+        thoughts = thoughts or _Thoughts()
         self.turns.append(
             TurnRecord(
                 index=len(self.turns),
@@ -462,6 +513,9 @@ class Table:
                 cost=usage.cost,
                 latency=latency,
                 cached=cached,
+                reasoning=thoughts.text(),
+                reasoning_tokens=thoughts.tokens,
+                finish_reason=thoughts.finish_reason,
             )
         )
 

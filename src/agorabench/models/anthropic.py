@@ -23,8 +23,11 @@ from ..redact import redact
 from .base import BackendError, Completion, GenerationSettings
 from .credentials import api_key_from_env
 from .errors import sdk_error
+from .reasoning import anthropic_fields
 
 _EPHEMERAL = {"type": "ephemeral"}
+#: What an empty message of the transcript is sent as (the Messages API refuses empty text).
+EMPTY_ANSWER = "(no answer)"
 
 
 def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
@@ -32,6 +35,8 @@ def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tup
     system: list[dict[str, Any]] | None = None
     turns: list[dict[str, Any]] = []
     for m in messages:
+        if not m["content"]:  # the API refuses empty text blocks (an empty answer in the transcript)
+            m = {**m, "content": EMPTY_ANSWER}
         if m["role"] == "system":
             system = [{"type": "text", "text": m["content"]}]
         elif turns and turns[-1]["role"] == m["role"]:  # keep the turns alternating
@@ -49,6 +54,7 @@ def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tup
 
 class AnthropicBackend:
     serialized = False
+    dialect = "anthropic"
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 120.0, prompt_caching: bool = True) -> None:
         import anthropic
@@ -63,8 +69,9 @@ class AnthropicBackend:
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         system, turns = to_messages_api(messages, self.prompt_caching)
-        # temperature travels as a body field: recent SDK versions no longer take it as an argument
-        kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": settings.max_tokens, "extra_body": {"temperature": settings.temperature} if settings.temperature is not None else {}}
+        fields = anthropic_fields(settings)  # max_tokens, thinking, effort, temperature (reasoning.py)
+        # everything but max_tokens travels as body fields: SDK versions differ in what they name
+        kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": fields.pop("max_tokens"), "extra_body": fields}
         if system:
             kwargs["system"] = system
         started = time.perf_counter()
@@ -76,18 +83,26 @@ class AnthropicBackend:
                 raise
             raise known from None
         latency = time.perf_counter() - started
-        text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
+        blocks = list(resp.content or [])
+        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", "") == "text")
+        thoughts = [b for b in blocks if getattr(b, "type", "") in ("thinking", "redacted_thinking")]
+        # thinking shown (its text), omitted (empty text) or redacted (opaque data: kept as "")
+        reasoning = "\n\n".join(getattr(b, "thinking", "") or "" for b in thoughts) if thoughts else None
         usage = resp.usage
         read = getattr(usage, "cache_read_input_tokens", 0) or 0
         written = getattr(usage, "cache_creation_input_tokens", 0) or 0
+        extra: dict[str, Any] = {"cache_write_tokens": written} if written else {}
+        if any(getattr(b, "type", "") == "redacted_thinking" for b in thoughts):
+            extra["redacted_thinking"] = True
         return Completion(
             text=text,
             prompt_tokens=(usage.input_tokens or 0) + read + written,
-            completion_tokens=usage.output_tokens or 0,
+            completion_tokens=usage.output_tokens or 0,  # thinking included, as billed
             cached_tokens=read,
             latency=latency,
             finish_reason=resp.stop_reason or "stop",
-            extra={"cache_write_tokens": written} if written else {},
+            extra=extra,
+            reasoning=reasoning,
         )
 
     def classify_error(self, exc: BaseException) -> BackendError | None:

@@ -36,13 +36,38 @@ class GenerationSettings:
     #: Constrained decoding: a JSON schema (JSON answers) or a GBNF grammar (other formats).
     json_schema: dict[str, Any] | None = None
     grammar: str | None = None
+    #: A reasoning model (see :mod:`agorabench.models.reasoning`): its request allows
+    #: ``max_tokens + reasoning_budget`` output tokens and carries the provider's reasoning fields.
+    reasoning: bool = False
+    reasoning_effort: str | None = None
+    #: ``on``, ``off``, ``adaptive`` or None (the model's default).
+    thinking: str | None = None
+    #: Output tokens for thoughts (None: the default budget of a reasoning model).
+    reasoning_budget: int | None = None
+    #: Request fields passed through as they are (JSON), merged last.
+    extra_body: dict[str, Any] | None = None
 
     def sampling(self) -> dict[str, Any]:
         """The sampling fields a request carries: temperature and seed unless None."""
         return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed)) if v is not None}
 
+    @property
+    def sampled(self) -> bool:
+        """Whether answers are drawn at random (a temperature above 0, or the provider's default
+        sampling): then a cached answer stands only for the decision it was drawn for."""
+        return self.temperature is None or self.temperature > 0 or self.reasoning
+
     def key(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed, "json_schema": self.json_schema, "grammar": self.grammar}
+        """The settings as the response cache keys them (reasoning fields only when set, so the
+        keys of models without them are those of earlier versions)."""
+        key = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed, "json_schema": self.json_schema, "grammar": self.grammar}
+        if self.reasoning:
+            key["reasoning"] = True
+        for name in ("reasoning_effort", "thinking", "reasoning_budget", "extra_body"):
+            value = getattr(self, name)
+            if value is not None:
+                key[name] = value
+        return key
 
 
 @dataclass
@@ -56,6 +81,16 @@ class Completion:
     finish_reason: str = "stop"
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The model's thoughts, kept apart from ``text`` (None: it gave none we could read; "" for
+    #: thoughts it hid, e.g. Anthropic's redacted or omitted thinking).
+    reasoning: str | None = None
+    #: Output tokens spent thinking as the provider reports them (None: not reported).
+    reasoning_tokens: int | None = None
+
+    @property
+    def cut(self) -> bool:
+        """Whether the reply ended at the output token limit."""
+        return self.finish_reason in ("length", "max_tokens", "max_output_tokens")
 
 
 class BackendError(RuntimeError):

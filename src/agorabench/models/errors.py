@@ -7,6 +7,7 @@ way the request went."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping
 
 from .base import BackendError
@@ -50,9 +51,25 @@ def status_error(status: int, message: str, headers: Mapping[str, str] | None) -
         return BackendError(f"rate limited: {message}", retryable=True, retry_after=retry_after_headers(headers), rate_limited=True)
     if status in (401, 403):
         return BackendError(f"unauthorised (HTTP {status}): the server rejected the API key", retryable=False, fatal=True)
+    if status == 404 and _RESPONSES_ONLY.search(message):
+        return BackendError(f"the model is served only by the Responses API (HTTP 404: {message}); set transport = \"responses\" in its model entry", retryable=False, fatal=True)
     if status == 404:
         return BackendError(f"not found (HTTP 404): the server has no such endpoint or model; check base_url (it usually ends in /v1) and the model name: {message}", retryable=False, fatal=True)
+    if status in (400, 422) and _REFUSED_SETTING.search(message):
+        return BackendError(f"the server refuses this model's settings, so every call would fail (HTTP {status}): {message}", retryable=False, fatal=True)
     return BackendError(f"HTTP {status}: {message}", retryable=status >= 500 or status in (408, 409), retry_after=retry_after_headers(headers))
+
+
+#: A 404 that says the model exists, behind another API (OpenAI's Responses-only models).
+_RESPONSES_ONLY = re.compile(r"v1/responses|responses api", re.I)
+#: A 400 that refuses a request field or value rather than this one request's content: every
+#: later call of the model would be refused alike (the model stops once, with this message).
+_REFUSED_SETTING = re.compile(
+    r"unsupported (?:parameter|value)|not supported with this model|is deprecated for this model|"
+    r"may only be set to 1 when thinking|budget_tokens|reasoning_effort|thinking\.|output_config|"
+    r"does not support (?:the )?(?:parameter|temperature|seed|reasoning)|unrecognized request argument|extra inputs are not permitted",
+    re.I,
+)
 
 
 def too_large(why: object) -> BackendError:

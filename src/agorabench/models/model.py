@@ -22,6 +22,7 @@ from typing import Protocol
 
 from .base import Backend, BackendError, Completion, GenerationSettings, sanitize_text
 from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
+from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_CHARS, join_thoughts, may_hold_thoughts, output_limit, split_thoughts
 
 
 class ResponseCache(Protocol):
@@ -86,6 +87,28 @@ class Breaker:
 
 #: Timed-out calls in a row after which an endpoint counts as stalled.
 STALL_AFTER = 3
+#: Replies in a row that spend the whole output budget thinking, after which a model stops.
+STOP_AFTER_SPENT = 3
+
+
+def keep_apart(completion: Completion) -> None:
+    """Thoughts inside a reply's text (``<think>...</think>``, also without the opening tag)
+    moved to ``completion.reasoning``; an unclosed thought leaves no answer. Thoughts are made
+    safe to store and bounded (:data:`~agorabench.models.reasoning.MAX_REASONING_CHARS`)."""
+    if may_hold_thoughts(completion.text):
+        answer, thoughts, unclosed = split_thoughts(completion.text)
+        completion.text = answer
+        completion.reasoning = join_thoughts(completion.reasoning, thoughts)
+        if unclosed:
+            completion.extra["unclosed_thought"] = True
+    if completion.reasoning is not None:
+        completion.reasoning, _ = sanitize_text(completion.reasoning, MAX_REASONING_CHARS)
+
+
+def replayable(completion: Completion) -> bool:
+    """Whether a reply may be kept in (or replayed from) the response cache: not an empty
+    answer, which a later call (a larger budget, another draw) may improve on."""
+    return bool(completion.text.strip())
 
 
 class Model:
@@ -123,6 +146,14 @@ class Model:
         self.prompt_tokens = 0
         self.cached_tokens = 0  # prompt tokens the server served from its prompt cache
         self.completion_tokens = 0
+        #: Output tokens spent thinking, as reported (replies that report none add nothing).
+        self.reasoning_tokens = 0
+        #: Replies cut off at the output token limit.
+        self.cut_off = 0
+        #: Replies in a row that spent the whole output budget thinking and gave no answer.
+        self.spent_in_a_row = 0
+        #: One line each, said once per model: a server undercounting output tokens, ...
+        self.warnings: list[str] = []
         self.cost = 0.0
         #: Set when a call failed in a way every later call would too (a rejected API key):
         #: the model's remaining calls fail at once, without reaching the backend.
@@ -141,7 +172,7 @@ class Model:
         key = self.cache_key(messages, settings, sample)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and replayable(hit):
                 self.cache_hits += 1
                 hit.cached = True
                 hit.text, _ = sanitize_text(hit.text)  # replies cached before sanitising
@@ -164,22 +195,48 @@ class Model:
                     raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
                 self.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt, exc))
+        keep_apart(completion)
         completion.text, cut = sanitize_text(completion.text)
         if cut:
             completion.finish_reason = "cut"
         self.prompt_tokens += completion.prompt_tokens
         self.cached_tokens += completion.cached_tokens
         self.completion_tokens += completion.completion_tokens
+        self.reasoning_tokens += completion.reasoning_tokens or 0
+        self.cut_off += completion.cut
         self.cost += self.pricing.cost(completion)
-        if self.cache is not None:
+        if "completion_tokens_reported" in completion.extra and not any("completion_tokens" in w for w in self.warnings):
+            self.warnings.append(
+                f"{self.backend.identity}: the server's completion_tokens ({completion.extra['completion_tokens_reported']}) are fewer than its totals imply "
+                f"({completion.completion_tokens}): it leaves reasoning out; the larger figure is counted and billed"
+            )
+        if self.cache is not None and replayable(completion):
             self.cache.put(key, self.backend.identity, completion)
+        self._check_spent(completion, settings)
         return completion
+
+    def _check_spent(self, completion: Completion, settings: GenerationSettings) -> None:
+        """Count replies that spent the whole output budget thinking and gave no answer; after
+        :data:`STOP_AFTER_SPENT` in a row the model stops (its remaining calls fail at once) with
+        one line saying what to change, instead of playing games of forfeits."""
+        if not (completion.cut and not completion.text.strip()):
+            self.spent_in_a_row = 0
+            return
+        self.spent_in_a_row += 1
+        if self.spent_in_a_row >= STOP_AFTER_SPENT and self.dead is None:
+            limit = output_limit(settings)
+            budget = f"reasoning_budget (now {settings.reasoning_budget or DEFAULT_REASONING_BUDGET})" if settings.reasoning else "max_tokens"
+            self.dead = (
+                f"{self.spent_in_a_row} replies in a row spent all {limit} output tokens reasoning and gave no answer; "
+                f"raise {budget}{' or max_tokens' if settings.reasoning else ''}, or lower reasoning_effort"
+            )
+            raise BackendError(f"{self.backend.identity}: {self.dead}", retryable=False, fatal=True)
 
     async def _call(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         """One request under the concurrency limit and the per-minute budgets."""
         epoch = await self.limit.acquire()
         rate_limited, ok = False, False
-        reserved = estimate_tokens(messages, settings.max_tokens) if self.rate is not None else 0
+        reserved = estimate_tokens(messages, output_limit(settings)) if self.rate is not None else 0
         used = 0
         try:
             if self.rate is not None:

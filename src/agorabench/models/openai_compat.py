@@ -15,9 +15,14 @@ from typing import Any
 from ..redact import redact
 from .base import BackendError, Completion, GenerationSettings
 from .credentials import api_key_from_env, split_credentials
+from .reasoning import chat_fields
 from .errors import MAX_RETRY_AFTER, retry_after_headers, sdk_error, status_error, too_large
 from .transport import DEFAULT_TRANSPORT, Endpoint, open_transport
 from .transport.wire import completion_from_json
+
+#: Request fields the ``openai`` SDK's ``create`` names; any other field travels in ``extra_body``
+#: (the HTTP transports send both as one flat body).
+SDK_FIELDS = frozenset({"temperature", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format"})
 
 #: Longest a probe waits for a server's model listing (seconds; less if the model's timeout is).
 PROBE_TIMEOUT = 10.0
@@ -47,23 +52,30 @@ class ChatCompletionsBackend:
     #: The transport when the constructor names none.
     transport_name = DEFAULT_TRANSPORT
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai", transport: str | None = None) -> None:
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai", transport: str | None = None, key_required: bool | None = None) -> None:
         self.model = model
         self.dialect = dialect
         self.base_url = base_url
         self.timeout = timeout
         self.identity = f"openai:{redact(base_url or 'default')}:{model}"  # the same for every transport
-        self.api_key = api_key_from_env(model, base_url, api_key_env)
+        # a provider's own endpoint needs a key; a server of one's own may go without
+        required = base_url is None if key_required is None else key_required
+        self.api_key = api_key_from_env(model, None if required else base_url, api_key_env)
         # user:password@ in the URL: HTTP basic auth instead of the bearer key
         self.client_url, self.basic_auth = split_credentials(base_url)
         endpoint = Endpoint(base_url, self.client_url, self.api_key, self.basic_auth, timeout)
         self.transport = open_transport(transport or self.transport_name, endpoint)
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
-        sampling = settings.sampling()  # temperature and seed, unless left to the provider
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": sampling.get("temperature"), "max_tokens": settings.max_tokens, "seed": sampling.get("seed")}
-        request = {k: v for k, v in request.items() if v is not None or k not in ("temperature", "seed")}
-        request.update(self._constraint(settings))
+        request: dict[str, Any] = {"model": self.model, "messages": messages}
+        fields = chat_fields(self.dialect, settings)  # token limit, sampling, reasoning (reasoning.py)
+        extra = {k: fields.pop(k) for k in list(fields) if k not in SDK_FIELDS}
+        request.update(fields)
+        constraint = self._constraint(settings)
+        extra.update(constraint.pop("extra_body", {}))
+        request.update(constraint)
+        if extra:
+            request["extra_body"] = extra
         started = time.perf_counter()
         completion = await self.transport.send(request)
         completion.latency = time.perf_counter() - started

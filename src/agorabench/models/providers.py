@@ -42,8 +42,11 @@ class Provider:
     name: str
     factory: Callable[["ModelSpec", BackendOptions, "Provider"], "Backend"]
     key_env: str = DEFAULT_KEY_ENV
-    #: How constrained decoding is asked for (see ``ChatCompletionsBackend._constraint``).
+    #: How constrained decoding and reasoning settings are asked for (see
+    #: ``ChatCompletionsBackend._constraint`` and :mod:`agorabench.models.reasoning`).
     dialect: str = "openai"
+    #: Where the provider's API is when a model names no base URL (None: OpenAI's).
+    base_url: str | None = None
 
     def key_variable(self, options: BackendOptions) -> str:
         chosen = options.api_key_env
@@ -53,7 +56,15 @@ class Provider:
 def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Provider) -> "Backend":
     from .openai_compat import ChatCompletionsBackend
 
-    return ChatCompletionsBackend(spec.name, base_url=spec.base_url, api_key_env=provider.key_variable(options), timeout=options.timeout, dialect=provider.dialect, transport=options.transport)
+    return ChatCompletionsBackend(
+        spec.name,
+        base_url=spec.base_url or provider.base_url,
+        api_key_env=provider.key_variable(options),
+        timeout=options.timeout,
+        dialect=provider.dialect,
+        transport=options.transport,
+        key_required=spec.base_url is None,
+    )
 
 
 def _anthropic(spec: "ModelSpec", options: BackendOptions, provider: Provider) -> "Backend":
@@ -62,14 +73,22 @@ def _anthropic(spec: "ModelSpec", options: BackendOptions, provider: Provider) -
     return AnthropicBackend(spec.name, base_url=spec.base_url, api_key_env=provider.key_variable(options), timeout=options.timeout, prompt_caching=options.prompt_caching)
 
 
-def _openai_like(name: str, dialect: str = "openai") -> Provider:
-    return Provider(name, _chat_completions, dialect=dialect)
+def _openai_like(name: str, dialect: str = "openai", base_url: str | None = None, key_env: str = DEFAULT_KEY_ENV) -> Provider:
+    return Provider(name, _chat_completions, dialect=dialect, base_url=base_url, key_env=key_env)
 
 
-#: Providers by the prefix of their specs (``PROVIDER/MODEL``).
+#: Providers by the prefix of their specs (``PROVIDER/MODEL``). The dialect says how reasoning
+#: settings travel (:func:`agorabench.models.reasoning.chat_fields`).
 PROVIDERS: dict[str, Provider] = {
     "anthropic": Provider("anthropic", _anthropic, key_env="ANTHROPIC_API_KEY", dialect="anthropic"),
-    **{name: _openai_like(name) for name in ("openai", "vllm", "sglang", "ollama", "openrouter", "deepseek", "together")},
+    "openai": _openai_like("openai"),
+    "vllm": _openai_like("vllm", dialect="vllm"),
+    "sglang": _openai_like("sglang", dialect="vllm"),
+    "ollama": _openai_like("ollama", dialect="ollama"),
+    "openrouter": _openai_like("openrouter", base_url="https://openrouter.ai/api/v1"),
+    "deepseek": _openai_like("deepseek", dialect="deepseek", base_url="https://api.deepseek.com"),
+    "together": _openai_like("together", base_url="https://api.together.xyz/v1"),
+    "gemini": _openai_like("gemini", dialect="gemini", base_url="https://generativelanguage.googleapis.com/v1beta/openai", key_env="GEMINI_API_KEY"),
     "llamacpp": _openai_like("llamacpp", dialect="llamacpp"),  # llama.cpp's server: GBNF grammars
 }
 

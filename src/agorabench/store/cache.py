@@ -71,10 +71,20 @@ class SQLCache:
             if row is None:
                 return None
             r = row[0]
-        return Completion(text=r["text"], prompt_tokens=r["prompt_tokens"], completion_tokens=r["completion_tokens"], latency=r["latency"], finish_reason=r["finish_reason"])
+        return Completion(
+            text=r["text"],
+            prompt_tokens=r["prompt_tokens"],
+            completion_tokens=r["completion_tokens"],
+            latency=r["latency"],
+            finish_reason=r["finish_reason"],
+            reasoning=r.get("reasoning"),
+            reasoning_tokens=r.get("reasoning_tokens"),
+        )
 
     def put(self, key: str, identity: str, c: Completion) -> None:
         response = {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency": c.latency, "finish_reason": c.finish_reason}
+        if c.reasoning is not None or c.reasoning_tokens is not None:  # a replay reproduces the stored turn
+            response.update(reasoning=c.reasoning, reasoning_tokens=c.reasoning_tokens)
         self._pending[key] = {"key": key, "identity": redact(identity), "response": _safe(response), "created": time.time()}
         if self.auto_flush and len(self._pending) >= self.batch:
             self.flush()

@@ -107,7 +107,16 @@ def game_rows(
             }
             for t, (start, count) in zip(records, spans)
         ],
+        "reasoning": [
+            {"game_id": id, "idx": t.index, "text": _safe(t.reasoning), "tokens": t.reasoning_tokens, "finish_reason": t.finish_reason}
+            for t in records
+            if t.reasoning is not None or t.reasoning_tokens is not None or t.finish_reason not in PLAIN_ENDINGS
+        ],
     }
+
+
+#: How a reply ends when nothing about it needs telling: no ``reasoning`` row is written for it.
+PLAIN_ENDINGS = (None, "stop", "end_turn")
 
 
 def _span(stored: list[dict[str, str]] | None, start: int | None, count: int | None) -> list[dict[str, str]]:

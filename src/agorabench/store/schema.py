@@ -70,6 +70,18 @@ turns = sa.Table(
     sa.Column("metrics", sa.JSON(none_as_null=True)),
 )
 
+#: A model's thoughts and how its reply ended, per turn, apart from its answer (``turns.raw``):
+#: a row only for turns with thoughts, reasoning tokens or an ending other than a plain stop.
+reasoning = sa.Table(
+    "reasoning",
+    metadata,
+    sa.Column("game_id", sa.String(64), sa.ForeignKey("games.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("text", sa.Text),
+    sa.Column("tokens", sa.BigInteger),
+    sa.Column("finish_reason", sa.String(40)),
+)
+
 transcripts = sa.Table(
     "transcripts",
     metadata,

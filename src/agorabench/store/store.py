@@ -52,7 +52,7 @@ from .engine import WAL_ATTEMPTS, _create_tables, _sqlite_pragmas, _sqlite_pragm
 from .errors import DAMAGE_SIGNS, DB_ERRORS, StoreError, StoreFormatError, _problem, damaged, is_damage  # noqa: F401
 from .layout import _span, game_rows, layout  # noqa: F401
 from .migrate import _Prompt, migrate  # noqa: F401
-from .schema import cache, claims, games, metadata, studies, study_runs, transcripts, turns  # noqa: F401
+from .schema import cache, claims, games, metadata, reasoning, studies, study_runs, transcripts, turns  # noqa: F401
 from .writer import GameWriter  # noqa: F401
 
 
@@ -166,6 +166,7 @@ class Store(ClaimMethods):
         with self.engine.begin() as conn:
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
+                conn.execute(sa.delete(reasoning).where(reasoning.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(turns).where(turns.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(transcripts).where(transcripts.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(games).where(games.c.id.in_(chunk)))
@@ -176,6 +177,9 @@ class Store(ClaimMethods):
             rows = [r for g in batch for r in g["turns"]]
             if rows:
                 conn.execute(sa.insert(turns), rows)
+            rows = [r for g in batch for r in g.get("reasoning", ())]
+            if rows:
+                conn.execute(sa.insert(reasoning), rows)
 
     def games(self, study: str | None = None) -> list[dict[str, Any]]:
         q = sa.select(games).order_by(games.c.id)
@@ -204,7 +208,33 @@ class Store(ClaimMethods):
                 stored = {(g, role): msgs for g, role, msgs in conn.execute(tq)}
                 for r in rows:
                     r["messages"] = _span(stored.get((r["game_id"], r["role"])), r["msg_start"], r["msg_count"])
+            thoughts = self._reasoning(conn, study, game_id)
+        for r in rows:
+            text, tokens, finish = thoughts.get((r["game_id"], r["idx"]), (None, None, None))
+            r["reasoning"], r["reasoning_tokens"], r["finish_reason"] = text, tokens, finish
         return rows
+
+    def reasoning_columns(self, study: str | None = None) -> dict[tuple[str, int], tuple[str | None, int | None, str | None]]:
+        """(game id, turn index) -> (thoughts, reasoning tokens, finish reason) of the turns that
+        have a ``reasoning`` row (every other turn: none, not reported, a plain stop)."""
+        with self.engine.connect() as conn:
+            return self._reasoning(conn, study, None)
+
+    def _reasoning(self, conn: sa.Connection, study: str | None, game_id: str | None) -> dict[tuple[str, int], tuple[str | None, int | None, str | None]]:
+        if not self._has_reasoning(conn):  # a database written before the table existed, read-only
+            return {}
+        q = sa.select(reasoning.c.game_id, reasoning.c.idx, reasoning.c.text, reasoning.c.tokens, reasoning.c.finish_reason)
+        if study is not None:
+            q = q.join(games, games.c.id == reasoning.c.game_id).where(games.c.study == study)
+        if game_id is not None:
+            q = q.where(reasoning.c.game_id == game_id)
+        return {(g, i): (t, n, f) for g, i, t, n, f in conn.execute(q)}
+
+    def _has_reasoning(self, conn: sa.Connection) -> bool:
+        known = getattr(self, "_reasoning_table", None)
+        if known is None:
+            known = self._reasoning_table = sa.inspect(conn).has_table("reasoning")
+        return known
 
     def turn_columns(self, study: str | None = None) -> dict[str, list[Any]]:
         """The turns (no prompts, no raw answers) as columns, name -> values in game and turn
@@ -274,7 +304,7 @@ class Store(ClaimMethods):
         with self.engine.begin() as conn:
             for start in range(0, len(game_ids), 500):
                 chunk = game_ids[start : start + 500]
-                for table in (turns, transcripts, claims):
+                for table in (reasoning, turns, transcripts, claims):
                     conn.execute(sa.delete(table).where(table.c.game_id.in_(chunk)))
                 n += conn.execute(sa.delete(games).where(games.c.id.in_(chunk))).rowcount
         return n

@@ -1,12 +1,16 @@
 """Transports: how one chat-completions request reaches an OpenAI-compatible server. All speak
-the same wire format and classify failures alike; a model entry picks one by name
+the same wire format (but ``responses``, which translates it) and classify failures alike; a
+model entry picks one by name
 (``transport = "..."``), and only the chosen one's module (and its client library) is imported:
 
 - ``lean`` (the default): our keep-alive HTTP/1.1 client (:mod:`agorabench.models.http11`),
   bodies through orjson, no response models: a small fraction of the SDK's client CPU per call
   (benchmarks/README.md), which tells when a fast server answers thousands of calls a second;
 - ``aiohttp``: the same requests over one aiohttp session (the default before ``lean``);
-- ``sdk``: the official ``openai`` SDK over its aiohttp transport.
+- ``sdk``: the official ``openai`` SDK over its aiohttp transport;
+- ``responses``: OpenAI's Responses API (``/responses``) over the ``lean`` client: the request
+  translated to its fields, the answer read back (:mod:`.responses`); the route OpenAI's
+  reasoning models are best served by, and the only one some are.
 
 A request is the keyword arguments of the SDK's ``chat.completions.create`` (fields the SDK does
 not name travel in ``extra_body``); the HTTP transports send them as one flat JSON body. Retries
@@ -83,8 +87,14 @@ def _sdk(endpoint: Endpoint) -> Transport:
     return SdkTransport(endpoint)
 
 
+def _responses(endpoint: Endpoint) -> Transport:
+    from .responses import ResponsesTransport
+
+    return ResponsesTransport(endpoint)
+
+
 #: Transports by name, each with the function that makes one for an endpoint.
-TRANSPORTS: dict[str, Callable[[Endpoint], Transport]] = {"lean": _lean, "aiohttp": _aiohttp, "sdk": _sdk}
+TRANSPORTS: dict[str, Callable[[Endpoint], Transport]] = {"lean": _lean, "aiohttp": _aiohttp, "sdk": _sdk, "responses": _responses}
 
 DEFAULT_TRANSPORT = "lean"
 

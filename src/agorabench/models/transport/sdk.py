@@ -14,6 +14,7 @@ from ..base import BackendError, Completion
 from ..errors import sdk_error
 from ..http11 import MAX_BODY, BodyTooLarge, ProtocolError
 from . import Endpoint
+from .wire import completion_from_json
 
 
 class SdkTransport:
@@ -42,15 +43,7 @@ class SdkTransport:
             raise BackendError("the server answered with a page that is not a chat completion (HTML?)", retryable=True)
         if not resp.choices:
             raise BackendError("the server returned no choices", retryable=True)
-        choice, usage = resp.choices[0], resp.usage
-        details = getattr(usage, "prompt_tokens_details", None)
-        return Completion(
-            text=choice.message.content or "",
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
-            finish_reason=choice.finish_reason or "stop",
-        )
+        return completion_from_json(resp.model_dump())  # one reading of answers for every transport
 
     def classify(self, exc: BaseException) -> BackendError | None:
         if isinstance(exc, (openai.APIError, ValueError)):

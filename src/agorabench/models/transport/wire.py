@@ -26,22 +26,68 @@ def flat_body(request: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
+def content_text(content: Any) -> str:
+    """A message's content as text: a string as it is, a list of parts as its text parts
+    joined (several servers send content so), anything else as empty."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict) and p.get("type") in (None, "text", "output_text"))
+    return ""
+
+
+def count(value: Any) -> int | None:
+    """A token count a server reported: a non-negative integer, else None (not reported)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def billed_output(prompt: int, completion: int, total: int | None, reasoning: int | None) -> tuple[int, bool]:
+    """(output tokens billed, whether the server's ``completion_tokens`` left some out): a
+    server whose ``total_tokens`` exceeds prompt + completion, or whose reasoning tokens exceed
+    its completion tokens, counted the reasoning apart (some gateways do); the larger figure is
+    billed."""
+    billed = completion
+    if total is not None and total > prompt + completion:
+        billed = total - prompt
+    if reasoning is not None and reasoning > completion:
+        billed = max(billed, completion + reasoning)
+    return billed, billed != completion
+
+
 def completion_from_json(data: Mapping[str, Any], latency: float = 0.0) -> Completion:
     """A chat-completions answer as a :class:`Completion`, with prompt-cache hits from
-    ``usage.prompt_tokens_details.cached_tokens`` where the server reports them."""
+    ``usage.prompt_tokens_details.cached_tokens``, the reasoning from ``reasoning_content``
+    (DeepSeek, vLLM) or ``reasoning`` (vLLM, Ollama, OpenRouter) and reasoning tokens from
+    ``usage.completion_tokens_details.reasoning_tokens`` where the server reports them."""
     choices = data.get("choices") or []
     if not choices:
         raise BackendError("the server returned no choices", retryable=True)
     choice = choices[0]
+    message = choice.get("message") or {}
     usage = data.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}
+    out_details = usage.get("completion_tokens_details") or {}
+    prompt = count(usage.get("prompt_tokens")) or 0
+    completion = count(usage.get("completion_tokens")) or 0
+    reasoning_tokens = count(out_details.get("reasoning_tokens")) if isinstance(out_details, dict) else None
+    billed, undercounted = billed_output(prompt, completion, count(usage.get("total_tokens")), reasoning_tokens)
+    if undercounted and reasoning_tokens is None:
+        reasoning_tokens = billed - completion
+    thoughts = message.get("reasoning_content")
+    if not isinstance(thoughts, str):
+        thoughts = message.get("reasoning")
     return Completion(
-        text=(choice.get("message") or {}).get("content") or "",
-        prompt_tokens=usage.get("prompt_tokens") or 0,
-        completion_tokens=usage.get("completion_tokens") or 0,
-        cached_tokens=details.get("cached_tokens") or 0,
+        text=content_text(message.get("content")),
+        prompt_tokens=prompt,
+        completion_tokens=billed,
+        cached_tokens=count(details.get("cached_tokens") if isinstance(details, dict) else None) or 0,
         latency=latency,
         finish_reason=choice.get("finish_reason") or "stop",
+        reasoning=thoughts if isinstance(thoughts, str) else None,
+        reasoning_tokens=reasoning_tokens,
+        extra={"completion_tokens_reported": completion} if undercounted else {},
     )
 
 
