@@ -235,7 +235,12 @@ def _roles_of(games: list[dict], game_id: str, model: str) -> set[str]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    """Print the analysis (and write its CSVs with ``--out``). When a seated model was run with
+    a reasoning effort, the text ends with each model's effort and every CSV it wrote that names
+    models gets ``effort`` / ``effort_<role>`` beside them (the analyses key on the model's name,
+    ``NAME-EFFORT``)."""
     from .analysis.frames import games_df
+    from .analysis.reasoning import add_efforts_to_csv, efforts
     from .analysis.report import named_models_only
 
     analyze = families.analyzer(args.kind)
@@ -246,10 +251,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     games = named_models_only(games_df(store, name, ids=ids), spec)
     if games.empty:
         raise StudyError(f"no finished games stored for study {name!r}")
+    seated = {str(m) for c in games.columns if str(c).startswith("model_") for m in games[c].dropna()}
+    found = {m: e for m, e in efforts(spec).items() if m in seated}
+    folder = Path(args.out) if args.out else None
+    written = {p: p.stat().st_mtime_ns for p in folder.glob("*.csv")} if folder is not None and folder.is_dir() else {}
     try:
-        print(analyze(games, spec, out=args.out, reference=args.reference, reps=args.reps))
+        text = analyze(games, spec, out=args.out, reference=args.reference, reps=args.reps)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
+    if found:
+        import pandas as pd
+
+        table = pd.DataFrame(sorted(found.items()), columns=["model", "effort"]).to_string(index=False)
+        text += f"\n\n== reasoning effort per model ==\n{table}"
+        for path in sorted(folder.glob("*.csv")) if folder is not None and folder.is_dir() else []:
+            if written.get(path) != path.stat().st_mtime_ns:  # a file this analysis wrote
+                add_efforts_to_csv(path, found)
+    print(text)
     return 0
 
 

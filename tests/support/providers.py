@@ -43,7 +43,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
@@ -51,6 +50,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from aiohttp import web
+
+try:
+    from .helpers import free_port, wait_http
+except ImportError:  # run as a script: tests/support is the first entry of sys.path
+    from helpers import free_port, wait_http  # type: ignore[no-redef]
 
 PROVIDERS = ("openai", "anthropic", "deepseek", "vllm", "ollama", "gemini")
 
@@ -633,7 +637,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         messages = messages_of(body, lambda s, m, p: _openai_error(s, m, p))
         if not _is_openai_reasoner(model):
             if "reasoning_effort" in body:
-                raise _openai_error(400, "Unrecognized request argument supplied: reasoning_effort", "reasoning_effort", "unsupported_parameter")
+                raise _openai_error(400, "Unsupported parameter: 'reasoning_effort' is not supported with this model.", "reasoning_effort", "unsupported_parameter")
             limit = limit_of(body, "max_completion_tokens", "max_tokens")
             turn = _generate(messages, 0, limit)
             usage = {"prompt_tokens": _prompt_tokens(messages), "completion_tokens": turn.output_tokens, "total_tokens": _prompt_tokens(messages) + turn.output_tokens,
@@ -777,7 +781,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             length = think_tokens(effort)
             if budget is not None and o.reasoning_tokens is None:
                 length = min(length, budget)
-        turn = _generate(chat, length, body["max_tokens"], partial=False)
+        turn = _generate(chat, length, body["max_tokens"], partial=not thinks)  # cut in the thinking: no text block
         content: list[dict[str, Any]] = []
         if thinks and turn.reasoning_tokens:
             sig = hashlib.sha256(turn.reasoning.encode()).hexdigest()
@@ -786,7 +790,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
                 content.append({"type": "redacted_thinking", "data": "opaque" + hashlib.sha256(sig.encode()).hexdigest() * 4})
             else:
                 content.append({"type": "thinking", "thinking": "" if display == "omitted" else turn.reasoning, "signature": "sig" + sig})
-        if not turn.cut:
+        if turn.answer:
             content.append({"type": "text", "text": turn.answer})
         output = body["max_tokens"] if turn.cut else turn.output_tokens
         return {
@@ -995,11 +999,6 @@ def provider_server(provider: str, **opts: Any) -> Iterator[str]:
     options by their Python names, e.g. ``reasoning_tokens=5, raw_think=True``); yields its
     base URL ``http://127.0.0.1:PORT/v1`` and stops it on exit. ``stats_url(base_url)`` names
     its statistics."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        from helpers import free_port, wait_http  # noqa: PLC0415 (tests/support, also run as a script)
-    finally:
-        sys.path.pop(0)
     port = free_port()
     cmd = [sys.executable, str(Path(__file__).resolve()), str(port), "--provider", provider, *_cli_args(opts)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

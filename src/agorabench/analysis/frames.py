@@ -1,11 +1,13 @@
 """Dataframes of a study for notebooks, reports and export.
 
 ``games_df``: one row per game — id, study, game, status, repeat, ``model_<role>`` for each
-seat, every config parameter as its own column, every metric by its key, scalar outcome fields,
-turn and invalid counts; for one study, ``attrs["spec"]`` holds its stored study file (what
-the analyses read their settings from, e.g. the reference model). ``turns_df``: one row per
-turn, with the game's seats and config. ``ids`` limits either to those games (the study file's
-current design).
+seat (and ``effort_<role>``, the seat's reasoning effort, when a seated model was run with one),
+every config parameter as its own column, every metric by its key, scalar outcome fields, turn
+and invalid counts; for one study, ``attrs["spec"]`` holds its stored study file (what the
+analyses read their settings from, e.g. the reference model). ``turns_df``: one row per turn,
+with the model's thoughts (``reasoning``), its reasoning tokens (``reasoning_tokens``, null
+where the provider reported none) and how its reply ended (``finish_reason``), and the game's
+seats and config. ``ids`` limits either to those games (the study file's current design).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..store.store import Store
+from .reasoning import efforts
 
 
 def _scalar(value: Any) -> bool:
@@ -54,7 +58,22 @@ def games_df(store: Store, study: str | None = None, status: str | None = "done"
         raise ValueError(f"no games of study {study!r} in {store.db}" + (f" (it holds: {', '.join(held)})" if held else " (it holds no games)"))
     df = _games_df(store, study, status, ids, columns)
     if study is not None and len(df):
-        df.attrs["spec"] = study_spec(store, study)
+        spec = study_spec(store, study)
+        df = _with_seat_efforts(df, efforts(spec))
+        df.attrs["spec"] = spec
+    return df
+
+
+def _with_seat_efforts(df: pd.DataFrame, found: dict[str, str]) -> pd.DataFrame:
+    """``effort_<role>`` after each ``model_<role>`` column: the reasoning effort its seat's
+    model was run with (None for one without); no column at all when no seated model has one."""
+    seats = [c for c in df.columns if isinstance(c, str) and c.startswith("model_")]
+    if not found or not any(df[c].isin(list(found)).any() for c in seats):
+        return df
+    for column in seats:
+        name = "effort_" + column[len("model_") :]
+        if name not in df.columns:
+            df.insert(df.columns.get_loc(column) + 1, name, df[column].map(found))
     return df
 
 
@@ -83,12 +102,19 @@ def _games_df(store: Store, study: str | None, status: str | None, ids: set[str]
 
 TURN_FIELDS = ("game_id", "idx", "role", "phase", "raw", "valid", "retries", "error", "prompt_tokens", "completion_tokens", "cost", "latency", "cached")
 
+#: A turn's reasoning, after :data:`TURN_FIELDS`: the model's thoughts (None: it gave none), its
+#: reasoning tokens (nullable integers: null where the provider reported none, never 0 for that)
+#: and why its reply ended (``stop``, ``length`` = cut off at the output token limit, ...; null
+#: for a plain stop the store keeps no row for, and for players that are not models).
+REASONING_FIELDS = ("reasoning", "reasoning_tokens", "finish_reason")
+
 
 def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None, transcripts: bool = True, games: dict[str, list[Any]] | None = None) -> pd.DataFrame:
     """One row per turn: its fields, the model in its seat (``model``), the action as JSON and
     each scalar action field as ``action_<key>``, its metrics, then the game's scalar config
-    parameters and seats (``model_<role>``). ``transcripts=False`` leaves out the prompt
-    transcript (``messages``), the raw answer (``raw``) and the action as JSON (its fields stay as
+    parameters and seats (``model_<role>``); the turn's :data:`REASONING_FIELDS` follow its own
+    fields. ``transcripts=False`` leaves out the prompt transcript (``messages``), the raw answer
+    (``raw``), the thoughts (``reasoning``) and the action as JSON (its fields stay as
     ``action_<key>``), by far the largest columns; reports use that. ``games``: the study's
     games as ``store.game_columns`` reads them, when the caller already has them; ``ids``: only
     these games."""
@@ -98,11 +124,12 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     del stored
     fields = TURN_FIELDS if transcripts else tuple(f for f in TURN_FIELDS if f != "raw")
     if transcripts:
-        rows = store.turns(study, messages=True)
-        cols = {k: [t[k] for t in rows] for k in (*fields, "action", "metrics", "messages")}
+        rows = store.turns(study, messages=True)  # each row carries its reasoning already
+        cols = {k: [t.get(k) for t in rows] for k in (*fields, *REASONING_FIELDS, "action", "metrics", "messages")}
         del rows
     else:
         cols = store.turn_columns(study)  # columns straight from the store: no dict per turn
+        cols.update(_reasoning_columns(store.reasoning_columns(study), cols["game_id"], cols["idx"]))
     if ids is not None:
         keep = [g in ids for g in cols["game_id"]]
         if not all(keep):  # (the usual case keeps every turn: no copy)
@@ -110,6 +137,8 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     if not cols["game_id"]:
         return pd.DataFrame()
     df = pd.DataFrame({k: cols[k] for k in fields})
+    for k in REASONING_FIELDS if transcripts else REASONING_FIELDS[1:]:
+        df[k] = pd.array(cols[k], dtype="Int64") if k == "reasoning_tokens" else cols[k]
     df["model"] = [seats.get(g, {}).get(r) for g, r in zip(cols["game_id"], cols["role"])]
     actions = [a or {} for a in cols["action"]]
     if transcripts:
@@ -137,6 +166,22 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     for c in extra.columns:
         df[c] = extra[c].to_numpy()[codes]
     return df
+
+
+def _reasoning_columns(found: dict[tuple[str, int], tuple[str | None, int | None, str | None]], game_ids: list[str], idxs: list[int]) -> dict[str, Any]:
+    """The turns' :data:`REASONING_FIELDS` as columns in the order of ``game_ids`` / ``idxs``,
+    from ``Store.reasoning_columns`` (rows only for turns with reasoning data): one index lookup
+    for all turns, no dict per turn; a turn without a row gets None / NA."""
+    n = len(game_ids)
+    if not found or not n:
+        return {"reasoning": [None] * n, "reasoning_tokens": pd.array([None] * n, dtype="Int64"), "finish_reason": [None] * n}
+    keys = pd.MultiIndex.from_tuples(list(found))
+    at = keys.get_indexer(pd.MultiIndex.from_arrays([game_ids, idxs]))  # -1: no row, which picks the None appended last
+    values = list(found.values())
+    texts = np.array([v[0] for v in values] + [None], dtype=object)
+    tokens = pd.array([v[1] for v in values] + [None], dtype="Int64")
+    finish = np.array([v[2] for v in values] + [None], dtype=object)
+    return {"reasoning": texts[at].tolist(), "reasoning_tokens": tokens[at], "finish_reason": finish[at].tolist()}
 
 
 def _scalar_columns(values: list[dict[str, Any]], index: pd.Index, prefix: str) -> pd.DataFrame:

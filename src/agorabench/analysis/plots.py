@@ -24,9 +24,14 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .reasoning import with_efforts  # noqa: E402
+
 
 #: Folder receiving SVG/CSV copies and the file names already used there.
 _SINK: ContextVar[tuple[Path, set[str]] | None] = ContextVar("report_artifacts", default=None)
+
+#: Model name -> reasoning effort of the report being built (see :func:`efforts_shown`).
+_EFFORTS: ContextVar[dict[str, str]] = ContextVar("report_efforts", default={})
 
 #: At most this many lines share one panel; more become small multiples.
 MAX_LINES = 8
@@ -42,6 +47,19 @@ def artifacts(folder: str | Path) -> Iterator[Path]:
         yield path
     finally:
         _SINK.reset(token)
+
+
+@contextlib.contextmanager
+def efforts_shown(found: dict[str, str]) -> Iterator[None]:
+    """Inside the block every table made by :func:`table_html` that names models (a ``model``
+    or ``model_<role>`` column) gets each one's reasoning effort beside it (``effort``,
+    ``effort_<role>``; :func:`~agorabench.analysis.reasoning.with_efforts`), so a reader can
+    group by effort; ``found`` empty (no model run with an effort): tables as they are."""
+    token = _EFFORTS.set(dict(found))
+    try:
+        yield
+    finally:
+        _EFFORTS.reset(token)
 
 
 def _file(title: str, suffix: str) -> tuple[Path, str] | None:
@@ -234,7 +252,9 @@ def with_interval(est: float, low: float, high: float, digits: int = 3) -> str:
 
 def table_html(df: pd.DataFrame, floatfmt: str = "{:.3f}", *, name: str, note: str = "") -> str:
     """An HTML table (``note`` above it); inside :func:`artifacts` also a CSV file named after
-    ``name``, the table's title (every table has one: no file is called ``table.csv``)."""
+    ``name``, the table's title (every table has one: no file is called ``table.csv``). Inside
+    :func:`efforts_shown`, models' reasoning efforts are added beside their names."""
+    df = with_efforts(df, _EFFORTS.get())
     link = ""
     target = _file(name, "csv")
     if target is not None:

@@ -4,13 +4,15 @@ Every database is read whole (all its studies); each game family present contrib
 through the ``profiles`` hook of its family's manifest (``profile_rows(games, turns) -> DataFrame``). A row is
 one measure of one model (or of a theory baseline):
 
-    family, section, measure, role, model, estimate, low, high, n, kind, source, note
+    family, section, measure, role, model, effort, estimate, low, high, n, kind, source, note
 
 ``kind`` is ``model`` for a played model and ``theory`` for a reference row (self-maximiser,
 inequity-averse, subgame-perfect, Bayesian, sustainable); ``source`` names the database and
 studies the row comes from. Models are matched across databases by their study name: the page
 has one table per section with a row per model, so a model's envy, GLEE and commons numbers
-line up. The CSV keeps the long rows.
+line up. The CSV keeps the long rows. ``effort`` is the reasoning effort the model was run with,
+read from the stored study files (empty for a model without one, and for theory rows); the
+page's tables show it beside the model only when some model has one.
 
 Design-adjusted means (GLEE) come from the GLEE regression
 (:func:`agorabench.analysis.regression.adjusted_means` over the family's design, intervals
@@ -29,15 +31,26 @@ import pandas as pd
 
 from ..families import families, profile_hook
 from ..store.store import Store
-from .frames import games_df, turns_df
+from .frames import games_df, study_spec, turns_df
 from .plots import forest, with_interval
+from .reasoning import efforts
 from .report import STYLE
 
-COLUMNS = ["family", "section", "measure", "role", "model", "estimate", "low", "high", "n", "kind", "source", "note"]
+COLUMNS = ["family", "section", "measure", "role", "model", "effort", "estimate", "low", "high", "n", "kind", "source", "note"]
 
 def row(family: str, section: str, measure: str, model: str, estimate: float, low: float = math.nan, high: float = math.nan, n: int | float = math.nan, role: str = "", kind: str = "model", note: str = "") -> dict:
-    """One profile row (see module doc); ``source`` is filled in by :func:`collect`."""
-    return {"family": family, "section": section, "measure": measure, "role": role, "model": model, "estimate": estimate, "low": low, "high": high, "n": n, "kind": kind, "source": "", "note": note}
+    """One profile row (see module doc); ``source`` and ``effort`` are filled in by :func:`collect`."""
+    return {"family": family, "section": section, "measure": measure, "role": role, "model": model, "effort": "", "estimate": estimate, "low": low, "high": high, "n": n, "kind": kind, "source": "", "note": note}
+
+
+def store_efforts(store: Store) -> dict[str, str]:
+    """Model name -> reasoning effort over every study the database holds (its stored study
+    files and recorded runs); a name seated with two efforts in two studies keeps the first."""
+    found: dict[str, str] = {}
+    for study in store.studies():
+        for name, effort in efforts(study_spec(store, study["name"])).items():
+            found.setdefault(name, effort)
+    return found
 
 
 def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
@@ -48,6 +61,7 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
         if games.empty:
             continue
         turns = turns_df(store)
+        found = store_efforts(store)
         hooks: dict[Callable, list[str]] = {}
         for game in games["game"].unique():
             hook = profile_hook(game)
@@ -65,6 +79,7 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
                 continue
             studies = ", ".join(sorted(sub["study"].unique()))
             rows = rows.assign(source=f"{label} ({studies})")
+            rows["effort"] = [found.get(str(m), "") if k == "model" else "" for m, k in zip(rows["model"], rows["kind"])]
             parts.append(rows)
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
@@ -94,8 +109,10 @@ def section_forest(rows: pd.DataFrame, title: str) -> str:
     shown["who"] = shown["who"] + shown["kind"].map(lambda k: " [theory]" if k == "theory" else "")
     for c in ("estimate", "low", "high"):
         shown[c] = pd.to_numeric(shown[c], errors="coerce")
-    shown["low"] = shown["low"].fillna(shown["estimate"])
-    shown["high"] = shown["high"].fillna(shown["estimate"])
+    # an interval cut to the metric's range can miss an estimate a rounding error outside it
+    # (-1e-17 against [0, ...]): the whiskers reach the estimate, never a negative length
+    shown["low"] = shown["low"].fillna(shown["estimate"]).clip(upper=shown["estimate"])
+    shown["high"] = shown["high"].fillna(shown["estimate"]).clip(lower=shown["estimate"])
     shown = shown.drop_duplicates(["who", "measure"])
     if shown["who"].nunique() > FOREST_MAX_ROWS:
         return f"<p class='note'>No forest plot: more than {FOREST_MAX_ROWS} rows.</p>"
@@ -104,9 +121,13 @@ def section_forest(rows: pd.DataFrame, title: str) -> str:
 
 def section_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows of one section as a grid: one line per (kind, model, role), one column per measure,
-    cells ``estimate [low, high]``; theory rows last."""
+    cells ``estimate [low, high]``; theory rows last. The model's reasoning effort follows its
+    name when some model of the section has one."""
     cells = rows.assign(cell=rows.apply(_cell, axis=1))
-    grid = cells.pivot_table(index=["kind", "model", "role"], columns="measure", values="cell", aggfunc=lambda v: " / ".join(v))
+    keys = ["kind", "model", "effort", "role"] if "effort" in rows and (rows["effort"].fillna("") != "").any() else ["kind", "model", "role"]
+    if "effort" in keys:
+        cells["effort"] = cells["effort"].fillna("")
+    grid = cells.pivot_table(index=keys, columns="measure", values="cell", aggfunc=lambda v: " / ".join(v))
     order = list(dict.fromkeys(rows["measure"]))
     grid = grid.reindex(columns=order).reset_index()
     grid["kind"] = pd.Categorical(grid["kind"], ["model", "theory"])

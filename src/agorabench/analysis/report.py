@@ -20,7 +20,8 @@ from ..families import definitions, report_sections
 from ..redact import redact
 from ..store.store import Store
 from .frames import games_df, study_spec, turns_df
-from .plots import artifacts, table_html
+from .plots import artifacts, efforts_shown, table_html
+from .reasoning import cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
 
 
 @dataclass
@@ -63,8 +64,9 @@ figure{display:inline-block;margin:.5em} figcaption{font-size:.8em;color:#555}
 
 def named_models_only(games: pd.DataFrame, spec: dict) -> pd.DataFrame:
     """The games whose every seat holds a model the study file names or a person (a database
-    can hold more); all games when the spec names no models (imported studies)."""
-    names = {m["name"] for m in spec.get("models") or []}
+    can hold more); all games when the spec names no models (imported studies). An entry with
+    several reasoning efforts names its seats ``NAME-EFFORT`` (:func:`seated_entries`)."""
+    names = {m["name"] for m in seated_entries(spec.get("models") or [])}
     seats = [c for c in games.columns if c.startswith("model_")]
     if not names or not seats:
         return games
@@ -89,9 +91,11 @@ def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) 
             rows.append({"setting": f"{prefix}configs", "value": f"{len(part['configs'])} listed"})
     if rows:
         parts.append("<h3>Settings</h3>" + table_html(pd.DataFrame(rows), name="study settings"))
-    models = spec.get("models") or []
+    models = seated_entries(spec.get("models") or [])  # one row per seated model (NAME-EFFORT)
     if models:
         mt = pd.DataFrame([{"name": m.get("name"), "label": m.get("display_name") or m.get("name"), "spec": m.get("spec"), "parameters": ", ".join(f"{k} = {v}" for k, v in sorted((m.get("params") or {}).items())), "temperature": _temperature(m, spec), "max_tokens": m.get("max_tokens"), "constrained decoding": m.get("constrained")} for m in models])
+        for heading, values in settings_columns(models).items():  # only the reasoning settings some model sets
+            mt[heading] = values
         parts.append("<h3>Models</h3>" + table_html(mt, name="study models"))
     seats = [c for c in games.columns if c.startswith("model_")]
     if len(games):
@@ -136,12 +140,14 @@ INVALID_WARNING = 0.2
 def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int) -> str:
     """What a reader must know before trusting the tables, at the top of the report: models
     whose answers were mostly unusable (invalid rate above :data:`INVALID_WARNING`; their turns
-    fell back to the game's defaults), games aborted by errors, and stored games left out."""
+    fell back to the game's defaults), models with replies cut off at the output token limit
+    (any), games aborted by errors, and stored games left out."""
     items = []
     if len(turns) and "model" in turns:
         rates = turns.groupby("model")["valid"].agg(lambda v: 1 - v.astype(bool).mean())
         for model, rate in rates[rates > INVALID_WARNING].sort_values(ascending=False).items():
             items.append(f"{html.escape(str(model))}: {rate:.0%} of its turns were invalid and fell back to the game's defaults; its results describe those defaults as much as the model.")
+        items += cut_off_warnings(turns)
     errors = int((all_games["status"] != "done").sum()) if len(all_games) else 0
     if errors:
         items.append(f"{errors} of {len(all_games)} games ended in an error and are not in the analyses (the next run plays them again).")
@@ -153,7 +159,9 @@ def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int) 
 
 
 def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
-    """Played / error counts and the invalid-turn rate per model."""
+    """Played / error counts and the invalid-turn rate per model; for a study whose turns carry
+    reasoning data also each model's reasoning tokens and cut-off turns
+    (:func:`~agorabench.analysis.reasoning.per_model`)."""
     n = len(all_games)
     done = int((all_games["status"] == "done").sum()) if n else 0
     errors = n - done
@@ -167,6 +175,9 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
             .agg(turns=("valid", "size"), invalid_rate=("valid", lambda v: 1 - v.mean()), retries=("retries", "sum"), prompt_tokens=("prompt_tokens", "sum"), completion_tokens=("completion_tokens", "sum"), cost=("cost", "sum"), mean_latency=("latency", "mean"))
             .reset_index()
         )
+        thoughts = reasoning_per_model(turns)
+        if thoughts is not None:
+            per_model = per_model.merge(thoughts, on="model", how="left")
         parts.append("<h3>Turns per model</h3>" + table_html(per_model, name="turns per model"))
     return Section("Overview", "\n".join(parts))
 
@@ -193,7 +204,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
     game = str(all_games["game"].iloc[0])
     present = [str(g) for g in dict.fromkeys(all_games["game"])]  # the games stored, first seen first
-    with artifacts(out):
+    with artifacts(out), efforts_shown(efforts(spec)):
         sections = [introduction(study, spec, all_games, definitions(*present)), overview(all_games, turns)]
         if left_out:
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body

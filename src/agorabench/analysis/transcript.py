@@ -1,7 +1,9 @@
 """One stored game as text for a terminal (``agora show``): the game's header (config, seats,
 outcome, metrics), then each role's transcript in order — system message, prompts, every reply
 including those that were re-asked, the re-ask messages, the parsed action or the parse error,
-and per-turn metrics and usage.
+and per-turn metrics and usage. A model's thoughts (a reasoning model's) follow the reply they led
+to, labelled as reasoning no player was shown, with their token count; a reply that ended other
+than with a plain stop says how (``finish: length``: cut off at the output token limit).
 
 Re-asks are recovered from the transcript itself: a turn with ``r`` retries is followed, in the
 role's next prompt, by ``2r + 1`` messages (reply, re-ask, ..., final reply). A role's last turn
@@ -100,6 +102,7 @@ def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
             if retries:
                 out.append(f"  ({retries} earlier repl{'y' if retries == 1 else 'ies'} re-asked; not kept for a role's last turn)")
             out.append(_block("[reply]", t.get("raw")))
+        out += _reasoning_lines(t)
         if t["valid"]:
             out.append("  -> action " + _clean(_compact(t.get("action"))))
         else:
@@ -108,4 +111,26 @@ def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
             out.append("  metrics " + _compact(t["metrics"]))
         start = len(messages) + 2 * retries + 1 if nxt is not None else len(messages)
         seen = list(messages) + list(exchange)
+    return out
+
+
+#: How a reply ended, in words, for the endings worth a line (a plain stop gets none).
+ENDINGS = {"length": "cut off at the output token limit", "content_filter": "stopped by the provider's content filter", "tool_calls": "asked for a tool instead of answering"}
+
+
+def _reasoning_lines(t: dict[str, Any]) -> list[str]:
+    """The turn's thoughts (kept apart from its reply and from every prompt) under a label that
+    says whose they are and that no player saw them, with the reasoning tokens the provider
+    reported; then the reply's ending when it was not a plain stop. [] for a turn with neither."""
+    out = []
+    text, tokens, finish = t.get("reasoning"), t.get("reasoning_tokens"), t.get("finish_reason")
+    count = "reasoning tokens not reported" if tokens is None else f"{int(tokens)} reasoning tokens"
+    if text is not None:
+        shown = text if text.strip() else "(hidden or empty: the provider returned no readable thoughts)"
+        out.append(_block(f"[model's reasoning, not shown to any player · {count}]", shown, indent="    | "))
+    elif tokens is not None:
+        out.append(f"  [model's reasoning: no thoughts returned · {count}]")
+    if finish not in (None, "stop", "end_turn"):
+        why = ENDINGS.get(str(finish))
+        out.append(f"  finish: {_clean(finish)}" + (f" ({why})" if why else ""))
     return out

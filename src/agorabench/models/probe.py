@@ -67,7 +67,8 @@ async def list_models(base_url: str | None, api_key: str | None, timeout: float 
 def model_problem(base_url: str | None, model: str, ids: list[str] | None) -> str | None:
     """The problem of ``model`` against a server's listing ``ids`` (None: it is served, or the
     server lists nothing to check against)."""
-    if ids and model not in ids and not any(i.split(":")[0] == model for i in ids):  # Ollama tags
+    # Ollama lists tags (``qwen3:8b``), Gemini lists ``models/NAME``
+    if ids and model not in ids and not any(i.split(":")[0] == model or i.removeprefix("models/") == model.removeprefix("models/") for i in ids):
         listed = ", ".join(ids[:8]) + (", ..." if len(ids) > 8 else "")
         return f"wrong model name: {model!r} is not served by {redact((base_url or DEFAULT_BASE_URL).rstrip('/'))} (it serves: {listed})"
     return None

@@ -128,7 +128,9 @@ class Dashboard:
         prompt added to the role's previous one (all of it when the prompt does not extend the
         previous one, e.g. after a restarted transcript); ``reasks`` are the answers that could
         not be used and the feedback that asked again, read from the role's next prompt (the
-        store keeps prompts, so a role's last turn shows only its final error)."""
+        store keeps prompts, so a role's last turn shows only its final error). A turn's
+        thoughts (``reasoning``, ``reasoning_tokens``, ``finish_reason``) stay apart from its
+        reply and its messages: the page folds them into a block of their own."""
         g = self.store.game(game_id)
         if g is None:
             return None, []

@@ -1,0 +1,184 @@
+"""Reasoning models in the analyses: which reasoning settings each seated model ran with (read
+from the stored study file), and per model the reasoning tokens and the replies cut off at the
+output token limit (read from the turns).
+
+A study file's model entry whose ``reasoning_effort`` is a list seats the model once per effort,
+named ``NAME-EFFORT``; :func:`seated_entries` applies the same rule to the stored entries, so a
+seat's name finds its entry and its effort. A study whose models set no reasoning field and whose
+turns carry no reasoning data gets nothing from here: :func:`efforts` is empty and
+:func:`per_model` is None, so its tables keep their columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+#: The study file's reasoning settings of a model entry, as a report's Models table heads them.
+SETTINGS = {"reasoning": "reasoning", "reasoning_effort": "reasoning effort", "thinking": "thinking", "reasoning_budget": "reasoning budget"}
+
+#: The finish reason of a reply cut off at the output token limit.
+CUT_OFF = "length"
+
+#: What a model's reasoning-token cells say when its provider reported none for any turn.
+NOT_REPORTED = "not reported"
+
+
+def seated_entries(models: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stored model entries as games seat them: an entry whose ``reasoning_effort`` is a
+    list once per effort, named ``NAME-EFFORT`` (its display name likewise), each with that one
+    effort (the rule of :meth:`agorabench.core.study.ModelEntry.efforts`); other entries as
+    they are."""
+    out = []
+    for entry in models:
+        listed = entry.get("reasoning_effort")
+        if not isinstance(listed, list):
+            out.append(entry)
+            continue
+        for effort in listed:
+            label = entry.get("display_name")
+            out.append({**entry, "name": f"{entry.get('name')}-{effort}", "reasoning_effort": effort, "display_name": None if label is None else f"{label}-{effort}"})
+    return out
+
+
+def efforts(spec: dict[str, Any] | None) -> dict[str, str]:
+    """Model name -> reasoning effort, for every seated model of the study file ``spec`` that
+    was run with one; {} when none was (or there is no study file)."""
+    found = {}
+    for entry in seated_entries((spec or {}).get("models") or []):
+        effort = entry.get("reasoning_effort")
+        if isinstance(effort, str) and entry.get("name") is not None:
+            found[str(entry["name"])] = effort
+    return found
+
+
+def settings_columns(entries: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The reasoning settings of ``entries`` as table columns (heading -> one value per entry,
+    "" where an entry leaves it unset); only the settings some entry sets, so a study without
+    reasoning settings gets no column."""
+    columns = {}
+    for key, heading in SETTINGS.items():
+        values = [entry.get(key) for entry in entries]
+        if any(v is not None for v in values):
+            columns[heading] = ["" if v is None else _setting(v) for v in values]
+    return columns
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def has_reasoning(turns: pd.DataFrame) -> bool:
+    """Whether any turn carries reasoning data: thoughts, reported reasoning tokens, or an
+    ending other than a plain stop (such turns are the only ones with a ``reasoning`` row)."""
+    if not len(turns):
+        return False
+    for column in ("reasoning", "reasoning_tokens", "finish_reason"):
+        if column in turns and turns[column].notna().any():
+            return True
+    return False
+
+
+def per_model(turns: pd.DataFrame) -> pd.DataFrame | None:
+    """Per model (the ``model`` column): reasoning tokens (sum, and mean over the turns whose
+    count was reported; both "not reported" when none was), and the turns cut off at the output
+    token limit (finish reason ``length``) with their share of the model's turns. None when no
+    turn carries reasoning data (:func:`has_reasoning`)."""
+    if not has_reasoning(turns) or "model" not in turns:
+        return None
+    tokens = turns["reasoning_tokens"] if "reasoning_tokens" in turns else pd.Series(pd.NA, index=turns.index, dtype="Int64")
+    finish = turns["finish_reason"] if "finish_reason" in turns else pd.Series(None, index=turns.index, dtype=object)
+    frame = pd.DataFrame({"model": turns["model"], "tokens": pd.to_numeric(tokens, errors="coerce"), "cut": (finish == CUT_OFF).astype(int)})
+    rows = []
+    for model, sub in frame.groupby("model", sort=True):
+        reported = sub["tokens"].dropna()
+        n, cut = len(sub), int(sub["cut"].sum())
+        rows.append(
+            {
+                "model": model,
+                "reasoning_tokens": int(reported.sum()) if len(reported) else NOT_REPORTED,
+                "reasoning_tokens_per_turn": float(reported.mean()) if len(reported) else NOT_REPORTED,
+                "cut_off_turns": cut,
+                "cut_off_share": cut / n if n else 0.0,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cut_off_warnings(turns: pd.DataFrame) -> list[str]:
+    """One line (HTML) per model with turns cut off at the output token limit, most cut first."""
+    if not len(turns) or "finish_reason" not in turns or "model" not in turns:
+        return []
+    cut = (turns["finish_reason"] == CUT_OFF).groupby(turns["model"]).agg(["sum", "size"])
+    cut = cut[cut["sum"] > 0].assign(share=lambda d: d["sum"] / d["size"]).sort_values("share", ascending=False, kind="stable")
+    lines = []
+    for model, r in cut.iterrows():
+        lines.append(
+            f"{html.escape(str(model))}: {int(r['sum'])} of its {int(r['size'])} turns ({r['share']:.0%}) were cut off at the output token limit "
+            "(finish reason <code>length</code>) and are invalid; raise <code>max_tokens</code> or <code>reasoning_budget</code>, or lower the effort."
+        )
+    return lines
+
+
+_SEAT = re.compile(r"model_(.+)")
+
+
+def with_efforts(df: pd.DataFrame, found: dict[str, str]) -> pd.DataFrame:
+    """``df`` with each model's reasoning effort beside its name: ``effort`` after a ``model``
+    column, ``effort_<role>`` after a ``model_<role>`` column ("" for a model run without
+    one). ``df`` itself when ``found`` is empty or the table names no model, or already has
+    the column."""
+    if not found:
+        return df
+    targets = []
+    for i, column in enumerate(df.columns):
+        if not isinstance(column, str):
+            continue
+        seat = _SEAT.fullmatch(column)
+        name = "effort" if column == "model" else f"effort_{seat.group(1)}" if seat else None
+        if name is not None and name not in df.columns:
+            targets.append((i, column, name))
+    if not targets:
+        return df
+    out = df.copy()
+    for shift, (i, column, name) in enumerate(targets):
+        out.insert(i + 1 + shift, name, [found.get(str(v), "") if v is not None else "" for v in df[column]])
+    return out
+
+
+def add_efforts_to_csv(path: str | Path, found: dict[str, str]) -> bool:
+    """Rewrite the CSV file ``path`` with :func:`with_efforts`'s columns, leaving every other
+    cell's text as it was; returns whether the file changed."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows or not found:
+        return False
+    header = rows[0]
+    inserts = []
+    for i, column in enumerate(header):
+        seat = _SEAT.fullmatch(column)
+        name = "effort" if column == "model" else f"effort_{seat.group(1)}" if seat else None
+        if name is not None and name not in header:
+            inserts.append((i, name))
+    if not inserts:
+        return False
+    out = []
+    for k, row in enumerate(rows):
+        new = list(row)
+        for shift, (i, name) in enumerate(inserts):
+            value = name if k == 0 else found.get(row[i], "") if i < len(row) else ""
+            new.insert(i + 1 + shift, value)
+        out.append(new)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f, lineterminator="\n").writerows(out)
+    return True
