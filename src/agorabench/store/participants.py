@@ -65,20 +65,23 @@ class Participants:
         with self.engine.begin() as conn:
             conn.execute(sa.update(participants).where(participants.c.token == token).values(updated=time.time(), **values))
 
-    def enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]]) -> tuple[str, bool]:
+    def enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]], aliases: tuple[str, ...] = ()) -> tuple[str, bool]:
         """The session token of the participant ``pid_hash`` of ``study``, and whether the row is
         new. A participant not yet there gets the row ``new_row(n)`` (every column but ``study``
         and ``pid_hash``; ``n`` is how many participants the study has so far), written in the
-        transaction that counted them. When the same person enters twice at the same moment, the
-        loser of the race tries once more and finds the winner's row."""
+        transaction that counted them. ``aliases`` are older pseudonyms of the same person (rows
+        written before ids were normalised), found when no row has ``pid_hash``. When the same
+        person enters twice at the same moment, the loser of the race tries once more and finds
+        the winner's row."""
         try:
-            return self._enter(study, pid_hash, new_row)
+            return self._enter(study, pid_hash, new_row, aliases)
         except sa.exc.IntegrityError:
-            return self._enter(study, pid_hash, new_row)
+            return self._enter(study, pid_hash, new_row, aliases)
 
-    def _enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]]) -> tuple[str, bool]:
+    def _enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]], aliases: tuple[str, ...]) -> tuple[str, bool]:
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(participants.c.token).where(participants.c.study == study, participants.c.pid_hash == pid_hash)).first()
+            known = sa.select(participants.c.token).where(participants.c.study == study, participants.c.pid_hash.in_([pid_hash, *aliases]))
+            row = conn.execute(known.order_by(sa.case((participants.c.pid_hash == pid_hash, 0), else_=1), participants.c.created).limit(1)).first()
             if row:
                 return row[0], False
             n = conn.execute(sa.select(sa.func.count()).select_from(participants).where(participants.c.study == study)).scalar_one()

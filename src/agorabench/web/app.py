@@ -30,7 +30,7 @@ from fastapi.templating import Jinja2Templates
 from ..core.study import Study
 from ..store.store import Store
 from .forms import MAX_TEXT, answer_text, form_fields, parse_form
-from .participants import participant_from_query
+from .participants import id_refusal, participant_from_query
 from .play import Manager, for_person
 
 HERE = Path(__file__).parent
@@ -145,16 +145,22 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if found is None:
             return page(request, "message.html", title="Link incomplete", message="This link has no valid participant id. Please use the link you were given.", status=400)
         source, participant, params = found
+        refusal = id_refusal(participant, s.participant_ids)
+        if refusal is not None:
+            return page(request, "message.html", title="Link not valid", message=refusal, status=400)
         if not s.admits(participant):
             return page(request, "message.html", title="Link not valid", message="This participant id is not admitted to the study. Please use the link you were given.", status=403)
-        returning = bool(request.cookies.get(SESSION_COOKIE))
+        cookie = request.cookies.get(SESSION_COOKIE, "")
+        # returning only with this participant's own live session of this study: any other
+        # cookie (made up, stale, another person's) is a new arrival, held to both limits
+        returning = m.returning(cookie, participant)
         if not returning and too_many_starts(request):
             return page(request, "message.html", title="Please wait", message="Too many new sessions were opened from your address just now. Please try again in a minute.", status=429)
         running = sum(1 for live in m.live.values() if live.task is not None and not live.task.done())
-        if running >= s.max_live and not returning:  # returning people have the cookie
+        if running >= s.max_live and not returning:
             return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
-        if not new and not hmac.compare_digest(request.cookies.get(SESSION_COOKIE, ""), token):
+        if not new and not hmac.compare_digest(cookie, token):
             return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started, or ask the researcher for a resume link.", status=409)
         response = RedirectResponse(f"/p/{token}", status_code=303)
         response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")

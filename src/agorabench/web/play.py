@@ -39,7 +39,7 @@ from ..core.table import FORMAT, RULES, Part, TurnRequest, without
 from ..redact import redact
 from ..store.participants import Participants
 from ..store.store import Store
-from .participants import pid_hash
+from .participants import display_id, participant_key, pid_hash
 from .settings import AttentionCheck, bonus_values, evaluate_bonus, explain_bonus, web_settings
 
 # ------------------------------------------------------------------------------------------
@@ -195,11 +195,26 @@ class Manager:
         return self.rows.of_study(self.study.name)
 
     # entry --------------------------------------------------------------------------------
+    def pseudonyms(self, participant: str) -> tuple[str, ...]:
+        """The pseudonyms a participant id may have in this study: the hash of its key (look-alike
+        ids share it; a lower-case ASCII id is its own key, so its pseudonym never changed), then
+        that of the id exactly as given, which a row entered before ids were normalised has."""
+        h, old = pid_hash(self.study.name, participant_key(participant)), pid_hash(self.study.name, participant)
+        return (h,) if old == h else (h, old)
+
+    def returning(self, cookie: str, participant: str) -> bool:
+        """Whether ``cookie`` is the session of this participant in this study: only then is an
+        arrival a returning one (no start limit, no cap on live games); any other cookie, made
+        up, expired or another participant's, makes it a new arrival."""
+        row = self.get(cookie) if cookie else None
+        return row is not None and row["pid_hash"] in self.pseudonyms(participant)
+
     def enter(self, source: str, participant: str, params: dict[str, str]) -> tuple[str, bool]:
-        """The session token of a participant; (token, False) when the id has started before
-        (the caller lets them back in only with their own session cookie). A new participant
-        plays the study's human games in turn, by the order of arrival."""
-        h = pid_hash(self.study.name, participant)
+        """The session token of a participant; (token, False) when the id (or a look-alike of it:
+        :func:`~.participants.participant_key`) has started before (the caller lets them back in
+        only with their own session cookie). A new participant plays the study's human games in
+        turn, by the order of arrival; the id is stored NFKC-normalised with its case kept."""
+        h, *aliases = self.pseudonyms(participant)
 
         def new_row(n: int) -> dict[str, Any]:  # n: how many participants entered before
             base = self.human_specs[n % len(self.human_specs)]
@@ -207,12 +222,12 @@ class Manager:
             game_id = hashlib.sha256(f"{base.id}:{h}".encode()).hexdigest()[:24]
             now = time.time()
             return dict(
-                token=secrets.token_urlsafe(32), participant=participant, source=source, params=params,
+                token=secrets.token_urlsafe(32), participant=display_id(participant), source=source, params=params,
                 csrf=secrets.token_urlsafe(24), stage="consent", base_spec=base.id, game_id=game_id, role=role,
                 quiz_attempts=0, attention=[], answers={}, created=now, updated=now,
             )
 
-        return self.rows.enter(self.study.name, h, new_row)
+        return self.rows.enter(self.study.name, h, new_row, tuple(aliases))
 
     # games --------------------------------------------------------------------------------
     def spec_for(self, row: dict[str, Any]) -> tuple[GameSpec, GameSpec]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core.study import Study, StudyError
+from .participants import display_id, participant_key
 
 
 # ------------------------------------------------------------------------------------------
@@ -73,8 +74,14 @@ class WebSettings(BaseModel):
     #: A regular expression every participant id must match in full (e.g. Prolific's
     #: ``"[0-9a-f]{24}"``); empty: any id.
     participant_pattern: str = ""
-    #: If not empty, the only participant ids admitted.
+    #: If not empty, the only participant ids admitted (compared as keys: another case or a
+    #: fullwidth form of a listed id is that id).
     allowed_participants: list[str] = Field(default_factory=list)
+    #: Which participant ids are accepted, after normalisation (NFKC, case-folded, stripped:
+    #: look-alikes such as ``ABC123``, ``abc123`` and ``ＡＢＣ１２３`` are one person):
+    #: ``"ascii"`` only plain ASCII ids (an id with, e.g., Cyrillic letters is refused);
+    #: ``"unicode"`` any letters, for studies whose ids need them.
+    participant_ids: Literal["ascii", "unicode"] = "ascii"
 
     @field_validator("participant_pattern")
     @classmethod
@@ -86,10 +93,11 @@ class WebSettings(BaseModel):
         return v
 
     def admits(self, participant: str) -> bool:
-        """Whether ``participant`` passes the allow-list and the id pattern."""
-        if self.allowed_participants and participant not in self.allowed_participants:
+        """Whether ``participant`` passes the allow-list (by key) and the id pattern (matched
+        against the id as given, NFKC-normalised, its case kept)."""
+        if self.allowed_participants and participant_key(participant) not in {participant_key(x) for x in self.allowed_participants}:
             return False
-        return not self.participant_pattern or re.fullmatch(self.participant_pattern, participant) is not None
+        return not self.participant_pattern or re.fullmatch(self.participant_pattern, display_id(participant)) is not None
     quiz: list[QuizItem] = Field(default_factory=list)
     attention_checks: list[AttentionCheck] = Field(default_factory=list)
     questionnaire: list[Question] = Field(default_factory=list)
