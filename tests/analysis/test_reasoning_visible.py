@@ -14,7 +14,8 @@ import re
 import pandas as pd
 import pytest
 from support.helpers import agora
-from support.studies import scripted, study_toml
+from support.providers import provider_server
+from support.studies import model, scripted, study_toml
 
 from agorabench.analysis.frames import export, games_df, turns_df
 from agorabench.analysis.report import build_report
@@ -216,3 +217,35 @@ def test_a_study_without_reasoning_shows_none_of_it(tmp_path, write_study, capsy
     assert rc == 0 and "reasoning" not in out and "finish:" not in out
     rc, out, _ = agora(capsys, "profile", str(db), "--out", str(tmp_path / "profile"))
     assert rc == 0 and "<th>effort</th>" not in (tmp_path / "profile" / "profile.html").read_text(encoding="utf-8")
+
+
+def test_a_study_against_loopback_providers_reaches_the_export_and_the_report(tmp_path, monkeypatch, capsys):
+    """The whole way: OpenAI's o3 at two efforts (counts, no thoughts) and a vLLM model whose
+    thoughts come back without a count, its output limit so small that some replies are cut."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    with provider_server("openai") as openai, provider_server("vllm", reasoning_tokens=100) as vllm:
+        text = study_toml(
+            "loop", "glee.bargaining", matchups="ordered_pairs", seed=1, fixed={"horizon": 2},
+            models=[model("o3", f"openai/o3@{openai}", reasoning_effort=["low", "high"]), model("q", f"vllm/Qwen/Qwen3-8B@{vllm}", thinking="on", max_tokens=2, reasoning_budget=100)],
+        )
+        path = tmp_path / "loop.toml"
+        path.write_text(text, encoding="utf-8")
+        stats, _ = run_study(load_study(path), tmp_path / "loop.db", progress=False)
+    assert stats.done == 6 and stats.errors == 0
+    store = Store(str(tmp_path / "loop.db"), read_only=True)
+    try:
+        turns = turns_df(store, "loop")
+        page = build_report(store, "loop", tmp_path / "report").read_text(encoding="utf-8")
+    finally:
+        store.dispose()
+    o3, q = turns[turns["model"].str.startswith("o3")], turns[turns["model"] == "q"]
+    assert (o3["reasoning_tokens"] > 0).all() and o3["reasoning"].isna().all()  # counted, never shown (OpenAI chat completions)
+    assert q["reasoning_tokens"].isna().all() and q["reasoning"].notna().all()  # shown, never counted
+    assert (q["finish_reason"] == "length").any() and not any("Let me think" in str(r) for r in turns["raw"])
+    per_model = pd.read_csv(tmp_path / "report" / "turns-per-model.csv", keep_default_na=False).set_index("model")
+    assert per_model.loc["q", "reasoning_tokens"] == "not reported" and int(per_model.loc["q", "cut_off_turns"]) > 0
+    assert int(per_model.loc["o3-high", "reasoning_tokens"]) > int(per_model.loc["o3-low", "reasoning_tokens"]) > 0
+    assert [per_model.loc[m, "effort"] for m in ("o3-low", "o3-high", "q")] == ["low", "high", ""]
+    assert "q: " in page[page.index("id='warnings'") :].split("</div>")[0]
+    rc, out, _ = agora(capsys, "show", str(path), "--db", str(tmp_path / "loop.db"), "--first-invalid", "--model", "q")
+    assert rc == 0 and "[model's reasoning, not shown to any player · reasoning tokens not reported]" in out and "finish: length" in out

@@ -53,11 +53,9 @@ def test_the_transcript_folds_each_turns_thoughts_apart_from_the_reply(tmp_path)
     first, second = rows
     block = re.search(r'<details class="reasoning">(.*?)</details>', first, re.S)
     assert block is not None  # folded: no "open"
-    assert "model&#39;s reasoning, not shown to any player · 42 reasoning tokens" in block.group(1) or "model's reasoning, not shown to any player · 42 reasoning tokens" in block.group(1)
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; Yes &amp; no: yes." in block.group(1) and "<script>" not in page
-    cells = re.findall(r"<td>(.*?)</td>", first, re.S)
-    reply = next(c for c in cells if '{&#34;decision&#34;: &#34;yes&#34;}' in c or "{&quot;decision&quot;" in c or '"decision": "yes"' in c)
-    assert "alert" not in reply.split("<details")[0]  # the reply's own text holds no thought
+    assert "<summary>model's reasoning, not shown to any player · 42 reasoning tokens</summary>" in block.group(1)
+    assert "<pre>&lt;script&gt;alert(1)&lt;/script&gt; Yes &amp; no: yes.</pre>" in block.group(1) and "<script>" not in page
+    assert "<td><pre>{&#34;decision&#34;: &#34;yes&#34;}</pre><details" in first  # the reply's own text holds no thought
     assert "finish:" not in first
     assert re.search(r'<details class="reasoning"><summary>[^<]*64 reasoning tokens</summary><p>No thoughts returned.</p></details>', second)
     assert "finish: length (cut off at the output token limit)" in second and "INVALID" in second

@@ -170,14 +170,22 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
 
 def _reasoning_columns(found: dict[tuple[str, int], tuple[str | None, int | None, str | None]], game_ids: list[str], idxs: list[int]) -> dict[str, Any]:
     """The turns' :data:`REASONING_FIELDS` as columns in the order of ``game_ids`` / ``idxs``,
-    from ``Store.reasoning_columns`` (rows only for turns with reasoning data): one index lookup
-    for all turns, no dict per turn; a turn without a row gets None / NA."""
+    from ``Store.reasoning_columns`` (rows only for turns with reasoning data): each (game, turn)
+    becomes one integer (game code × turns + index) and all turns are looked up at once, no dict
+    per turn; a turn without a row gets None / NA."""
     n = len(game_ids)
     if not found or not n:
-        return {"reasoning": [None] * n, "reasoning_tokens": pd.array([None] * n, dtype="Int64"), "finish_reason": [None] * n}
-    keys = pd.MultiIndex.from_tuples(list(found))
-    at = keys.get_indexer(pd.MultiIndex.from_arrays([game_ids, idxs]))  # -1: no row, which picks the None appended last
-    values = list(found.values())
+        return {"reasoning": [None] * n, "reasoning_tokens": pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)), "finish_reason": [None] * n}
+    codes, games = pd.factorize(np.asarray(game_ids, dtype=object))
+    turn = np.asarray(idxs, dtype=np.int64)
+    width = int(turn.max()) + 1
+    keys = list(found)
+    key_game = pd.Index(games).get_indexer([k[0] for k in keys])
+    key_turn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
+    usable = (key_game >= 0) & (key_turn >= 0) & (key_turn < width)  # rows of turns this read left out drop
+    at = pd.Index((key_game * width + key_turn)[usable]).get_indexer(codes.astype(np.int64) * width + turn)
+    values = [v for v, kept in zip(found.values(), usable) if kept]
+    # -1 (no row) picks the None appended last
     texts = np.array([v[0] for v in values] + [None], dtype=object)
     tokens = pd.array([v[1] for v in values] + [None], dtype="Int64")
     finish = np.array([v[2] for v in values] + [None], dtype=object)

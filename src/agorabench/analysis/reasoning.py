@@ -22,8 +22,9 @@ import pandas as pd
 #: The study file's reasoning settings of a model entry, as a report's Models table heads them.
 SETTINGS = {"reasoning": "reasoning", "reasoning_effort": "reasoning effort", "thinking": "thinking", "reasoning_budget": "reasoning budget"}
 
-#: The finish reason of a reply cut off at the output token limit.
-CUT_OFF = "length"
+#: The finish reasons of a reply cut off at the output token limit (OpenAI-compatible servers,
+#: Anthropic, the Responses API; the rule of ``models.base.Completion.cut_off``).
+CUT_OFF = ("length", "max_tokens", "max_output_tokens")
 
 #: What a model's reasoning-token cells say when its provider reported none for any turn.
 NOT_REPORTED = "not reported"
@@ -78,26 +79,29 @@ def _setting(value: Any) -> str:
 
 
 def has_reasoning(turns: pd.DataFrame) -> bool:
-    """Whether any turn carries reasoning data: thoughts, reported reasoning tokens, or an
-    ending other than a plain stop (such turns are the only ones with a ``reasoning`` row)."""
+    """Whether any turn shows reasoning: thoughts, a reasoning-token count above 0, or a reply
+    cut off at the output token limit. (A provider that reports 0 reasoning tokens for every
+    reply of a model that does not reason shows none.)"""
     if not len(turns):
         return False
-    for column in ("reasoning", "reasoning_tokens", "finish_reason"):
-        if column in turns and turns[column].notna().any():
-            return True
-    return False
+    if "reasoning" in turns and turns["reasoning"].notna().any():
+        return True
+    if "reasoning_tokens" in turns and (pd.to_numeric(turns["reasoning_tokens"], errors="coerce").fillna(0) > 0).any():
+        return True
+    return "finish_reason" in turns and turns["finish_reason"].isin(CUT_OFF).any()
 
 
-def per_model(turns: pd.DataFrame) -> pd.DataFrame | None:
+def per_model(turns: pd.DataFrame, reasoning_models: bool = False) -> pd.DataFrame | None:
     """Per model (the ``model`` column): reasoning tokens (sum, and mean over the turns whose
     count was reported; both "not reported" when none was), and the turns cut off at the output
-    token limit (finish reason ``length``) with their share of the model's turns. None when no
-    turn carries reasoning data (:func:`has_reasoning`)."""
-    if not has_reasoning(turns) or "model" not in turns:
+    token limit (:data:`CUT_OFF`) with their share of the model's turns. None when no turn shows
+    reasoning (:func:`has_reasoning`) and ``reasoning_models`` is false (the study file gives no
+    model a reasoning setting)."""
+    if not len(turns) or "model" not in turns or not (reasoning_models or has_reasoning(turns)):
         return None
     tokens = turns["reasoning_tokens"] if "reasoning_tokens" in turns else pd.Series(pd.NA, index=turns.index, dtype="Int64")
     finish = turns["finish_reason"] if "finish_reason" in turns else pd.Series(None, index=turns.index, dtype=object)
-    frame = pd.DataFrame({"model": turns["model"], "tokens": pd.to_numeric(tokens, errors="coerce"), "cut": (finish == CUT_OFF).astype(int)})
+    frame = pd.DataFrame({"model": turns["model"], "tokens": pd.to_numeric(tokens, errors="coerce"), "cut": finish.isin(CUT_OFF).astype(int)})
     rows = []
     for model, sub in frame.groupby("model", sort=True):
         reported = sub["tokens"].dropna()
@@ -118,13 +122,15 @@ def cut_off_warnings(turns: pd.DataFrame) -> list[str]:
     """One line (HTML) per model with turns cut off at the output token limit, most cut first."""
     if not len(turns) or "finish_reason" not in turns or "model" not in turns:
         return []
-    cut = (turns["finish_reason"] == CUT_OFF).groupby(turns["model"]).agg(["sum", "size"])
+    mask = turns["finish_reason"].isin(CUT_OFF)
+    cut = mask.groupby(turns["model"]).agg(["sum", "size"])
     cut = cut[cut["sum"] > 0].assign(share=lambda d: d["sum"] / d["size"]).sort_values("share", ascending=False, kind="stable")
     lines = []
     for model, r in cut.iterrows():
+        reasons = ", ".join(f"<code>{html.escape(str(f))}</code>" for f in sorted(set(turns.loc[mask & (turns["model"] == model), "finish_reason"])))
         lines.append(
             f"{html.escape(str(model))}: {int(r['sum'])} of its {int(r['size'])} turns ({r['share']:.0%}) were cut off at the output token limit "
-            "(finish reason <code>length</code>) and are invalid; raise <code>max_tokens</code> or <code>reasoning_budget</code>, or lower the effort."
+            f"(finish reason {reasons}) and are invalid; raise <code>max_tokens</code> or <code>reasoning_budget</code>, or lower the effort."
         )
     return lines
 

@@ -115,7 +115,7 @@ def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
 
 
 #: How a reply ended, in words, for the endings worth a line (a plain stop gets none).
-ENDINGS = {"length": "cut off at the output token limit", "content_filter": "stopped by the provider's content filter", "tool_calls": "asked for a tool instead of answering"}
+ENDINGS = {"length": "cut off at the output token limit", "max_tokens": "cut off at the output token limit", "max_output_tokens": "cut off at the output token limit", "content_filter": "stopped by the provider's content filter", "tool_calls": "asked for a tool instead of answering"}
 
 
 def _reasoning_lines(t: dict[str, Any]) -> list[str]:
@@ -127,7 +127,8 @@ def _reasoning_lines(t: dict[str, Any]) -> list[str]:
     count = "reasoning tokens not reported" if tokens is None else f"{int(tokens)} reasoning tokens"
     if text is not None:
         shown = text if text.strip() else "(hidden or empty: the provider returned no readable thoughts)"
-        out.append(_block(f"[model's reasoning, not shown to any player · {count}]", shown, indent="    | "))
+        lines = _clean(shown).rstrip().splitlines() or [""]
+        out.append(f"  [model's reasoning, not shown to any player · {count}]\n" + "\n".join(f"    | {line}".rstrip() for line in lines))
     elif tokens is not None:
         out.append(f"  [model's reasoning: no thoughts returned · {count}]")
     if finish not in (None, "stop", "end_turn"):
