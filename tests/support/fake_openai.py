@@ -36,7 +36,8 @@ the request's messages, so tests know what a study must produce. Faults:
 Tokens are whitespace-separated words. ``GET /stats`` gives the number of requests (and of chat
 requests carrying a temperature, a seed), of ``/models``
 listings (``listings``), of 429s, the
-most in flight at once, and with ``?times=1`` each request's arrival time (server clock).
+most in flight at once, and with ``?times=1`` each request's arrival time (server clock); with
+``?bodies=1`` the last 200 chat-completions request bodies.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import deque
 
 from aiohttp import web
 
@@ -92,7 +94,7 @@ def _plain(content) -> str:
 
 
 def make_app(opts: argparse.Namespace) -> web.Application:
-    state = {"n": 0, "listings": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": [], "with_temperature": 0, "with_seed": 0}
+    state = {"n": 0, "listings": 0, "refused": 0, "in_flight": 0, "peak": 0, "times": [], "with_temperature": 0, "with_seed": 0, "bodies": deque(maxlen=200)}
     loads = json.loads
     if opts.fast:
         import orjson
@@ -149,6 +151,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         body = loads(await request.read())
         state["with_temperature"] += "temperature" in body
         state["with_seed"] += "seed" in body
+        state["bodies"].append(body)
         if opts.big_body:
             return await big_body(request, opts.big_body)
         return await answering(_completion(body, state["n"]))
@@ -254,6 +257,8 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         out = {"requests": state["n"], "listings": state["listings"], "refused": state["refused"], "peak_in_flight": state["peak"], "with_temperature": state["with_temperature"], "with_seed": state["with_seed"]}
         if request.query.get("times"):
             out["times"] = state["times"]
+        if request.query.get("bodies"):
+            out["bodies"] = list(state["bodies"])
         return web.json_response(out)
 
     app = web.Application()
