@@ -183,6 +183,8 @@ def test_analyze_and_profile_give_the_effort_its_own_column(played, capsys):
     tmp, path, db = played
     rc, out, _ = agora(capsys, "analyze", "glee", str(path), "--db", str(db), "--out", str(tmp / "analysis"))
     assert rc == 0 and "== reasoning effort per model ==" in out
+    table6_text = out.split("Table 6")[1].split("==")[1]  # the printed table names the effort too
+    assert "effort" in table6_text and "a-low" in table6_text and " low" in table6_text
     table6 = pd.read_csv(tmp / "analysis" / "bargaining_table6.csv", keep_default_na=False)
     assert list(table6.columns[:2]) == ["model", "effort"]
     assert dict(zip(table6["model"], table6["effort"])) == {"a-low": "low", "a-high": "high", "b": ""}

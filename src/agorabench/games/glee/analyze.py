@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...analysis.reasoning import efforts, with_efforts
 from ...analysis.regression import predictive_check
 from . import analysis as ga
 from .report import FAMILIES
@@ -26,8 +27,11 @@ def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: s
         folder.mkdir(parents=True, exist_ok=True)
     text: list[str] = []
 
+    found = efforts(spec if spec is not None else games.attrs.get("spec"))
+
     def emit(title: str, df: pd.DataFrame, file: str) -> None:
-        text.append(f"\n== {title} ==\n" + (df.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(df) else "(empty)"))
+        shown = with_efforts(df, found)  # a model seated at a reasoning effort: the effort beside its name
+        text.append(f"\n== {title} ==\n" + (shown.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(shown) else "(empty)"))
         if folder:
             df.to_csv(folder / f"{file}.csv", index=False)
 
