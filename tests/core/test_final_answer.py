@@ -98,6 +98,8 @@ def test_a_reply_that_spent_its_budget_thinking_is_its_own_outcome_and_not_asked
     assert not turn.valid and turn.retries == 0 and len(backend.calls) == 1
     assert turn.error.startswith("spent 16256 of 16256 output tokens reasoning") and turn.finish_reason == "length"
     assert turn.reasoning_tokens == 16256 and DRAFT in turn.reasoning and turn.action is None
+    # said once, though the model never spent three in a row
+    assert len(model.warnings) == 1 and "spent all 16256 output tokens reasoning" in model.warnings[0] and "raise reasoning_budget" in model.warnings[0]
 
 
 def test_a_model_that_keeps_spending_its_budget_stops_with_one_line():
@@ -110,6 +112,7 @@ def test_a_model_that_keeps_spending_its_budget_stops_with_one_line():
     with pytest.raises(BackendFailure, match="raise reasoning_budget"):
         asyncio.run(table.ask("a", Prompt("3"), Pick))
     assert model.dead and "3 replies in a row spent all 1256 output tokens" in model.dead
+    assert model.warnings == []  # the stop's one line says it all
     with pytest.raises(BackendFailure):  # no further call reaches the server
         asyncio.run(table.ask("b", Prompt("4"), Pick))
     assert len(backend.calls) == 3

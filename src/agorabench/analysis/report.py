@@ -5,6 +5,7 @@ SVG and every table as CSV beside ``index.html``."""
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import html
 import json
@@ -120,17 +121,20 @@ def _temperature(model: dict, spec: dict) -> str:
     return "provider default (none sent, no seed)" if t == "default" else f"{t} (seed {spec.get('seed', 0)})"
 
 
-def provenance(store: Store, spec: dict) -> str:
+def provenance(store: Store, spec: dict, prompts: dict[tuple[str, str], int] | None = None) -> str:
     """One line saying where the report comes from: when it was made, by which agorabench, from
-    which database (its size, for a file) and which study file (a hash of the stored study file,
-    so two reports of one study can be told apart when the file changed)."""
+    which database (its size, for a file), which study file (a hash of the stored study file,
+    so two reports of one study can be told apart when the file changed) and which prompt
+    templates (``prompts``: (game, prompt version) -> how many of the report's games were
+    played with it)."""
     where = redact(store.db)
     path = Path(store.db)
     if "://" not in store.db and path.is_file():
         where += f" ({path.stat().st_size / 2**20:,.1f} MiB)"
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<p class='note' id='provenance'>Generated {made} by agorabench {html.escape(__version__)} from {html.escape(where)}; study file sha256 {digest}.</p>"
+    versions = "; prompt versions " + ", ".join(f"{game} {version or '?'} ({n} games)" for (game, version), n in sorted(prompts.items())) if prompts else ""
+    return f"<p class='note' id='provenance'>Generated {made} by agorabench {html.escape(__version__)} from {html.escape(where)}; study file sha256 {digest}{html.escape(versions)}.</p>"
 
 
 #: A model whose share of invalid turns is above this is named in the report's warnings.
@@ -158,10 +162,10 @@ def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int) 
     return "<div class='warnings' id='warnings'><b>Warnings</b><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul></div>"
 
 
-def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
-    """Played / error counts and the invalid-turn rate per model; for a study whose turns carry
-    reasoning data also each model's reasoning tokens and cut-off turns
-    (:func:`~agorabench.analysis.reasoning.per_model`)."""
+def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = None) -> Section:
+    """Played / error counts and the invalid-turn rate per model; for a study whose turns show
+    reasoning, or whose study file ``spec`` gives a model a reasoning setting, also each model's
+    reasoning tokens and cut-off turns (:func:`~agorabench.analysis.reasoning.per_model`)."""
     n = len(all_games)
     done = int((all_games["status"] == "done").sum()) if n else 0
     errors = n - done
@@ -175,7 +179,7 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame) -> Section:
             .agg(turns=("valid", "size"), invalid_rate=("valid", lambda v: 1 - v.mean()), retries=("retries", "sum"), prompt_tokens=("prompt_tokens", "sum"), completion_tokens=("completion_tokens", "sum"), cost=("cost", "sum"), mean_latency=("latency", "mean"))
             .reset_index()
         )
-        thoughts = reasoning_per_model(turns)
+        thoughts = reasoning_per_model(turns, reasoning_models=bool(settings_columns(seated_entries((spec or {}).get("models") or []))))
         if thoughts is not None:
             per_model = per_model.merge(thoughts, on="model", how="left")
         parts.append("<h3>Turns per model</h3>" + table_html(per_model, name="turns per model"))
@@ -190,6 +194,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     out.mkdir(parents=True, exist_ok=True)
     stored = store.game_columns(study)  # read once for both frames
     all_games = games_df(store, study, status=None, ids=ids, games=stored)
+    prompt_of = dict(zip(stored["id"], zip(stored["game"], stored["prompt_version"])))  # for the provenance line
     stored = {k: stored[k] for k in ("id", "seats", "config")}  # all the turns frame needs of them
     if all_games.empty:
         raise ValueError(f"no games stored for study {study!r}")
@@ -197,6 +202,8 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     all_games = named_models_only(all_games, spec)
     if all_games.empty:
         raise ValueError(f"no games of study {study!r} seat only the models its study file names")
+    prompts = dict(collections.Counter(prompt_of[g] for g in all_games["game_id"]))
+    del prompt_of
     done = all_games[all_games["status"] == "done"].copy()
     done.attrs["spec"] = spec
     turns = turns_df(store, study, ids=ids, transcripts=False, games=stored)
@@ -205,14 +212,14 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     game = str(all_games["game"].iloc[0])
     present = [str(g) for g in dict.fromkeys(all_games["game"])]  # the games stored, first seen first
     with artifacts(out), efforts_shown(efforts(spec)):
-        sections = [introduction(study, spec, all_games, definitions(*present)), overview(all_games, turns)]
+        sections = [introduction(study, spec, all_games, definitions(*present)), overview(all_games, turns, spec)]
         if left_out:
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
         family = report_sections(game)
         if family is not None and not done.empty:
             sections += guarded(f"{game} analyses", lambda: family(done, turns))
     body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path

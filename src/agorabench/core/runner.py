@@ -133,6 +133,9 @@ class Runner:
         self._breakers: dict = {}  # stall detection per server, shared by its models (models.model.Breaker)
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
+        #: Stored games this run plays again: played with other templates than those in force
+        #: (the study file's ``replay_on_prompt_change``; see :meth:`prompt_changes`).
+        self.replay: set[str] = set()
         self.stats = RunStats()
         #: This process's name on its claims.
         self.owner = claim_owner()
@@ -174,6 +177,33 @@ class Runner:
         if game_cls.name not in self._prompts:
             self._prompts[game_cls.name] = Prompts(game_cls.prompt_dir, self.study.prompt_dir)
         return self._prompts[game_cls.name]
+
+    def prompt_changes(self, done: set[str]) -> set[str]:
+        """Of the study's games stored as done (``done``), those played with templates of another
+        version than the ones now in force (the ``VERSION`` of the study's prompt folder or of
+        the game's own) are named in one line on stderr; returns their ids when the study file
+        says to play them again (``replay_on_prompt_change``), else none: they are kept and
+        count as done (a game's id covers the name of the prompt folder, not its templates)."""
+        if not done:
+            return set()
+        current = {name: self.prompts_for(self.study.game_class(name)).version for name in self.study.file.games}
+        other = {key: ids & done for key, ids in self.store.other_prompt_versions(self.study.name, current).items()}
+        other = {key: ids for key, ids in other.items() if ids}
+        if not other:
+            return set()
+        ids = set().union(*other.values())
+        games = sorted({game for game, _ in other})
+        was = "; ".join(f"{game}: " + ", ".join(f"{len(other[g, v])} with version {v!r}" for g, v in sorted(other) if g == game) + f", now {current[game]!r}" for game in games)
+        what = f"{len(ids)} stored game(s) of study {self.study.name!r} were played with other prompt templates than those now in force ({was})"
+        if self.study.file.replay_on_prompt_change:
+            print(f"agora: note: {what}: they are played again (replay_on_prompt_change = true)", file=sys.stderr, flush=True)
+            return ids
+        print(
+            f"agora: warning: {what}: they are kept and count as done; to play them again set `replay_on_prompt_change = true` in the study file (or give the study a new name)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return set()
 
     def _player(self, entry: ModelEntry, spec: GameSpec) -> Player:
         if entry.is_human:
@@ -295,9 +325,12 @@ class Runner:
         # the games are counted, not listed, and generated as the workers claim them: a design of
         # 10^7 games starts at once and holds only the ids already done
         total = self.study.check_size()
+        self.store.verify()  # a damaged index passes the quick check at opening; nothing is written to such a file
         self.store.save_study(self.study.name, "+".join(self.study.file.games), self.study.file.model_dump(mode="json"))
         self.store.record_run(self.study.name, run_seating(self.study))  # reports count its games as the study's
         done = self.store.done_ids(self.study.name)
+        self.replay = self.prompt_changes(done)
+        done -= self.replay
         if self.select is None and not any(entry.is_human for entry in self.study.models.values()):
             # the design's games already done: one pass over the ids (none for a fresh study)
             skipped = sum(1 for s in self.study.iter_specs() if s.id in done) if done else 0
@@ -404,7 +437,7 @@ class Runner:
             ids = [s.id for s in batch]
             try:
                 mine = self.store.claim_many(ids, self.study.name, self.owner, self.claim_ttl)
-                done = self.store.done_among([i for i in ids if i in mine])
+                done = self.store.done_among([i for i in ids if i in mine]) - self.replay
                 self.store.release_many(sorted(done), self.owner)
             except StoreError:
                 raise
@@ -505,8 +538,9 @@ class NoCache:
 def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True, use_cache: bool = True) -> tuple[RunStats, dict[str, Any]]:
     """Synchronous entry point used by the CLI and tests (``use_cache=False``: no response
     cache is read or written)."""
-    store = Store(db)
-    cache_store = Store(cache_db) if cache_db and use_cache else store
+    # the full integrity check before anything is written (see Store.verify)
+    store = Store(db, check_integrity="full")
+    cache_store = Store(cache_db, check_integrity="full") if cache_db and use_cache else store
     runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store) if use_cache else NoCache(), progress=progress, probe=probe)
     try:
         stats = run_loop(runner.run())

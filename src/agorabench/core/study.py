@@ -8,7 +8,10 @@ A study file (TOML or YAML) looks like::
     seed = 0
     matchups = "ordered_pairs"   # ordered_pairs | all_pairs | same_model | seats
     # sample = 40                # optional: only 40 grid configurations per seating (a sampled design)
-    # prompts = "my_prompts/"    # optional folder of template overrides (a prompt variant)
+    # prompts = "my_prompts/"    # optional folder of template overrides (a prompt variant),
+    #                             # beside the study file (its real path, symlinks followed)
+    # replay_on_prompt_change = true   # play stored games again whose prompt version is not the
+    #                             # templates' current one (default: keep them, with a warning)
 
     [grid]                        # every combination becomes a game configuration
     matrix = ["M1", "M2", "M3"]
@@ -304,6 +307,10 @@ class StudyFile(BaseModel):
     #: Play only this many configurations per seating (ordered pair), drawn from the grid.
     sample: int | None = Field(None, ge=1)
     prompts: str | None = None
+    #: Play stored games again whose prompt version (the ``VERSION`` of the templates they were
+    #: played with) is not the version of the templates now in force; off: they are kept and
+    #: count as done, and the run says how many in one line.
+    replay_on_prompt_change: bool = False
     max_retries: int = Field(2, ge=0, le=20)
     #: Most games the study may expand to; a larger design is refused before it is expanded.
     max_games: int = Field(MAX_GAMES, ge=1, le=10**12)
@@ -428,6 +435,8 @@ class Study:
 
     @property
     def prompt_dir(self) -> Path | None:
+        """The folder of template overrides, relative to the folder of the study file's real
+        path (``root``: a symlinked study file reads the templates beside the file it links to)."""
         if self.file.prompts is None:
             return None
         path = Path(self.file.prompts)
@@ -732,7 +741,8 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         entries = seat_entries(file.models)
     except ValueError as exc:
         raise StudyError(f"{path}: {exc}") from None
-    study = Study(file, game_cls, path.parent, entries, classes if file.parts else {}, seats_replaced)
+    # the prompt folder lies beside the file itself, not beside a link to it
+    study = Study(file, game_cls, path.resolve().parent, entries, classes if file.parts else {}, seats_replaced)
     if study.prompt_dir is not None and not study.prompt_dir.is_dir():
         raise StudyError(f"{path}: prompt folder not found: {study.prompt_dir}")
     return study

@@ -24,6 +24,7 @@ from .base import BackendError, Completion, GenerationSettings
 from .credentials import api_key_from_env
 from .errors import sdk_error
 from .reasoning import anthropic_fields
+from .transport.wire import Counts
 
 _EPHEMERAL = {"type": "ephemeral"}
 #: What an empty message of the transcript is sent as (the Messages API refuses empty text).
@@ -61,6 +62,8 @@ class AnthropicBackend:
 
         self.model = model
         self.prompt_caching = prompt_caching
+        if base_url is not None and base_url.rstrip("/").endswith("/v1"):
+            base_url = base_url.rstrip("/")[: -len("/v1")]  # the SDK adds /v1/messages itself
         self.base_url = base_url
         self.identity = f"anthropic:{redact(base_url or 'default')}:{model}"
         api_key = api_key_from_env(model, base_url, api_key_env)
@@ -89,15 +92,18 @@ class AnthropicBackend:
         # thinking shown (its text), omitted (empty text) or redacted (opaque data: kept as "")
         reasoning = "\n\n".join(getattr(b, "thinking", "") or "" for b in thoughts) if thoughts else None
         usage = resp.usage
-        read = getattr(usage, "cache_read_input_tokens", 0) or 0
-        written = getattr(usage, "cache_creation_input_tokens", 0) or 0
-        extra: dict[str, Any] = {"cache_write_tokens": written} if written else {}
+        counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
+        read = counts(usage, "cache_read_input_tokens") or 0
+        written = counts(usage, "cache_creation_input_tokens") or 0
+        extra: dict[str, Any] = counts.note({"cache_write_tokens": written} if written else {})
         if any(getattr(b, "type", "") == "redacted_thinking" for b in thoughts):
             extra["redacted_thinking"] = True
+        prompt, output = counts(usage, "input_tokens") or 0, counts(usage, "output_tokens") or 0
+        counts.note(extra)
         return Completion(
             text=text,
-            prompt_tokens=(usage.input_tokens or 0) + read + written,
-            completion_tokens=usage.output_tokens or 0,  # thinking included, as billed
+            prompt_tokens=prompt + read + written,
+            completion_tokens=output,  # thinking included, as billed
             cached_tokens=read,
             latency=latency,
             finish_reason=resp.stop_reason or "stop",

@@ -5,22 +5,49 @@ alive with a heartbeat, and a claim whose heartbeat is older than :data:`CLAIM_T
 owner was a process of this machine that no longer runs, may be taken over. An owner is named
 by :func:`claim_owner`. :class:`ClaimMethods` holds the :class:`~agorabench.store.store.Store`
 methods that read and write the table.
+
+Heartbeats are written and compared on the database's clock (:class:`db_now`), never on the
+claiming host's: two machines whose clocks differ by minutes sharing one PostgreSQL database
+each took the other's live claims for stale ones (one host 300 s ahead saw every heartbeat of
+the other as 300 s old) and played the same games twice.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from .schema import claims
 
 #: Seconds after its last heartbeat when a claim counts as abandoned (its process crashed).
 CLAIM_TTL = 120.0
+
+
+class db_now(FunctionElement):
+    """The database's current time in seconds since the epoch, as an SQL expression evaluated by
+    the database itself (PostgreSQL: the server's clock, at the start of the transaction;
+    SQLite: the clock of the machine it runs on, the one machine that shares a file), so every
+    claimer's heartbeats and staleness tests use one clock."""
+
+    type = sa.Float()
+    inherit_cache = True
+    name = "db_now"
+
+
+@compiles(db_now)
+def _db_now(element, compiler, **kw) -> str:
+    return "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) AS DOUBLE PRECISION)"
+
+
+@compiles(db_now, "sqlite")
+def _db_now_sqlite(element, compiler, **kw) -> str:
+    return "((julianday('now') - 2440587.5) * 86400.0)"
 
 
 class ClaimMethods:
@@ -32,23 +59,23 @@ class ClaimMethods:
         """Claim a game for ``owner``; False if another live process holds it. A claim whose
         heartbeat is older than ``ttl`` seconds, or whose owner was a process of this machine
         that is gone (killed), is taken over. Portable: an insert that fails on the primary key,
-        then a conditional update, each in its own transaction."""
-        now = time.time()
+        then a conditional update, each in its own transaction. Heartbeats and their age are the
+        database's time (:class:`db_now`), not this host's."""
         try:
             with self.engine.begin() as conn:
-                conn.execute(sa.insert(claims).values(game_id=game_id, study=study, owner=owner, heartbeat=now))
+                conn.execute(sa.insert(claims).values(game_id=game_id, study=study, owner=owner, heartbeat=db_now()))
             return True
         except sa.exc.IntegrityError:
             pass
         with self.engine.begin() as conn:
             holder = conn.execute(sa.select(claims.c.owner).where(claims.c.game_id == game_id)).scalar()
-            stale = claims.c.heartbeat < now - ttl
+            stale = claims.c.heartbeat < db_now() - ttl
             if holder is not None and _owner_gone(holder):
                 stale = sa.or_(stale, claims.c.owner == holder)
             taken = conn.execute(
                 sa.update(claims)
                 .where(claims.c.game_id == game_id, sa.or_(claims.c.owner == owner, stale))
-                .values(owner=owner, study=study, heartbeat=now)
+                .values(owner=owner, study=study, heartbeat=db_now())
             )
             return taken.rowcount == 1
 
@@ -56,7 +83,7 @@ class ClaimMethods:
         """The games being played now: claims with a heartbeat within ``ttl`` seconds (a run
         releases a game's claim when it stores the game), of ``study`` or of every study, the
         most recent first, each with its study, owner and heartbeat."""
-        query = sa.select(claims).where(claims.c.heartbeat >= time.time() - ttl).order_by(claims.c.heartbeat.desc())
+        query = sa.select(claims).where(claims.c.heartbeat >= db_now() - ttl).order_by(claims.c.heartbeat.desc())
         if study:
             query = query.where(claims.c.study == study)
         with self.engine.connect() as conn:
@@ -69,13 +96,12 @@ class ClaimMethods:
         through :meth:`claim` one at a time (which takes over stale and dead owners' claims)."""
         if not game_ids:
             return set()
-        now = time.time()
         try:
             with self.engine.begin() as conn:
                 held = {g for g, in conn.execute(sa.select(claims.c.game_id).where(claims.c.game_id.in_(game_ids)))}
                 free = [g for g in game_ids if g not in held]
                 if free:
-                    conn.execute(sa.insert(claims), [{"game_id": g, "study": study, "owner": owner, "heartbeat": now} for g in free])
+                    conn.execute(sa.insert(claims).values(heartbeat=db_now()), [{"game_id": g, "study": study, "owner": owner} for g in free])
         except sa.exc.IntegrityError:  # another process claimed some of them in the meantime
             return {g for g in game_ids if self.claim(g, study, owner, ttl)}
         return set(free) | {g for g in game_ids if g in held and self.claim(g, study, owner, ttl)}
@@ -87,9 +113,9 @@ class ClaimMethods:
                 conn.execute(sa.delete(claims).where(claims.c.game_id.in_(game_ids), claims.c.owner == owner))
 
     def heartbeat(self, owner: str) -> None:
-        """Keep ``owner``'s claims alive."""
+        """Keep ``owner``'s claims alive (on the database's clock)."""
         with self.engine.begin() as conn:
-            conn.execute(sa.update(claims).where(claims.c.owner == owner).values(heartbeat=time.time()))
+            conn.execute(sa.update(claims).where(claims.c.owner == owner).values(heartbeat=db_now()))
 
     def release_all(self, owner: str) -> None:
         """Drop every claim of ``owner`` (at the end of its run, once its games are stored)."""

@@ -42,13 +42,14 @@ from typing import Any, Iterable, Iterator
 import sqlalchemy as sa
 
 from ..records import GameRecord, Record, StudyRecord
+from ..redact import redact
 
 # The parts of the store; names not used here are imported so that they stay importable from
 # this module, as they were before it was split.
 from .cache import SQLCache, _prefix  # noqa: F401
 from .claims import CLAIM_TTL, ClaimMethods, _owner_gone, _start_time, claim_owner  # noqa: F401
 from .codec import _SCALARS, _dumps, _jsonable, _loads, _safe, _safe_text  # noqa: F401
-from .engine import WAL_ATTEMPTS, _create_tables, _sqlite_pragmas, _sqlite_pragmas_ro, _url, legacy_layout, open_engine  # noqa: F401
+from .engine import WAL_ATTEMPTS, _create_tables, _sqlite_pragmas, _sqlite_pragmas_ro, _url, integrity_level, legacy_layout, open_engine, verify_integrity  # noqa: F401
 from .errors import DAMAGE_SIGNS, DB_ERRORS, StoreError, StoreFormatError, _problem, damaged, is_damage  # noqa: F401
 from .layout import _span, game_rows, layout  # noqa: F401
 from .migrate import _Prompt, migrate  # noqa: F401
@@ -60,13 +61,26 @@ class Store(ClaimMethods):
     """One database: studies, games with their turns and transcripts, recorded seatings, and
     (through :class:`~agorabench.store.claims.ClaimMethods`) the claims of running processes."""
 
-    def __init__(self, db: str | Path, read_only: bool = False, check_format: bool = True, check_integrity: bool = True) -> None:
+    def __init__(self, db: str | Path, read_only: bool = False, check_format: bool = True, check_integrity: bool | str = True) -> None:
         """Open (or create) the database (see :func:`~agorabench.store.engine.open_engine`: an
-        existing SQLite file must pass SQLite's quick integrity check unless ``check_integrity``
-        is off, and one of the older layout is refused unless ``check_format`` is off)."""
+        existing SQLite file must pass SQLite's integrity check unless ``check_integrity`` is
+        off: the full check when opened read-only (reports, exports) or with ``"full"`` (a
+        run), the quick one otherwise; one of the older layout is refused unless
+        ``check_format`` is off)."""
         self.read_only = read_only
         self.db = str(db)
         self.engine = open_engine(db, read_only=read_only, check_format=check_format, check_integrity=check_integrity)
+        #: Whether the full integrity check has passed (or there is nothing it could check).
+        self.verified = integrity_level(check_integrity, read_only) == "full" or self.engine.dialect.name != "sqlite"
+
+    def verify(self) -> None:
+        """SQLite's full integrity check, once per store (nothing for PostgreSQL or a store
+        opened with it): a :class:`StoreError` ("database file is damaged: ...") if an index
+        does not hold exactly its table's rows, which the quick check at opening lets pass. A
+        run calls it before it writes."""
+        if not self.verified:
+            verify_integrity(self.engine, redact(self.db), full=True)
+            self.verified = True
 
     def legacy_layout(self) -> bool:
         """Whether the database has the old ``turns.messages`` column (see :func:`migrate`)."""
@@ -123,6 +137,18 @@ class Store(ClaimMethods):
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(games.c.id).where(games.c.study == study, games.c.status == "done"))
             return {r[0] for r in rows}
+
+    def other_prompt_versions(self, study: str, current: dict[str, str]) -> dict[tuple[str, str], set[str]]:
+        """The done games of ``study`` played with templates of another version than the one
+        now in force (``current``: game -> version), by (game, stored version): their ids."""
+        if not current:
+            return {}
+        other = sa.or_(*(sa.and_(games.c.game == game, games.c.prompt_version != version) for game, version in current.items()))
+        out: dict[tuple[str, str], set[str]] = {}
+        with self.engine.connect() as conn:
+            for gid, game, version in conn.execute(sa.select(games.c.id, games.c.game, games.c.prompt_version).where(games.c.study == study, games.c.status == "done", other)):
+                out.setdefault((game, version), set()).add(gid)
+        return out
 
     def save_game(self, **fields: Any) -> None:
         """Replace the game's row, transcripts and turns in one transaction (fields: :func:`game_rows`)."""
