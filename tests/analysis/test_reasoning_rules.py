@@ -67,3 +67,14 @@ def test_the_merge_finds_each_turns_row_and_leaves_others_empty():
     assert [None if pd.isna(v) else int(v) for v in cols["reasoning_tokens"]] == [None, None, None, 12]
     empty = _reasoning_columns({}, ["g1"], [0])
     assert empty["reasoning"] == [None] and pd.isna(empty["reasoning_tokens"][0]) and str(empty["reasoning_tokens"].dtype) == "Int64"
+
+
+def test_the_report_states_the_temperature_a_model_is_sent():
+    """A reasoning model of OpenAI gets no temperature: the report says so instead of the one set."""
+    from agorabench.analysis.report import _temperature
+
+    spec = {"seed": 3}
+    assert _temperature({"name": "o3", "spec": "openai/o3", "temperature": 0.0}, spec).startswith("provider default (none sent: the model reasons")
+    assert _temperature({"name": "m", "spec": "openai/gpt-4o-mini", "temperature": 0.0}, spec) == "0.0 (seed 3)"
+    assert _temperature({"name": "q", "spec": "vllm/Qwen3-8B@http://127.0.0.1:1/v1", "temperature": 0.6}, spec) == "0.6 (seed 3)"
+    assert _temperature({"name": "s", "spec": "strategy/self-max"}, spec) == "-"

@@ -118,7 +118,18 @@ def _temperature(model: dict, spec: dict) -> str:
     if str(model.get("spec", "")).startswith(("strategy/", "human")):
         return "-"
     t = model.get("temperature", 0.0)
-    return "provider default (none sent, no seed)" if t == "default" else f"{t} (seed {spec.get('seed', 0)})"
+    if t == "default":
+        return "provider default (none sent, no seed)"
+    from ..core.runner import sent_settings  # the runner's own rule
+    from ..core.study import ModelEntry
+
+    try:  # what the calls send: a reasoning model of OpenAI or Anthropic gets no temperature
+        sent = sent_settings(ModelEntry(**{k: v for k, v in model.items() if k in ModelEntry.model_fields}), int(spec.get("seed", 0) or 0))
+    except (ValueError, TypeError):  # an entry of another version: as it was written
+        sent = None
+    if sent is not None and sent.temperature is None:
+        return f"provider default (none sent: the model reasons; {t} set)"
+    return f"{t} (seed {spec.get('seed', 0)})"
 
 
 def provenance(store: Store, spec: dict, prompts: dict[tuple[str, str], int] | None = None) -> str:

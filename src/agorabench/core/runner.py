@@ -28,7 +28,7 @@ from ..loop import run as run_loop
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
-from ..models.providers import BackendOptions, open_backend
+from ..models.providers import PROVIDERS, BackendOptions, open_backend
 from ..models.reasoning import looks_like_reasoning, sampling_notes, setting_problems
 from ..models.spec import SpecError
 from ..redact import redact
@@ -80,6 +80,14 @@ def generation_settings(entry: ModelEntry, seed: int, dialect: str) -> Generatio
         reasoning_budget=entry.reasoning_budget,
         extra_body=entry.extra_body,
     )
+
+
+def sent_settings(entry: ModelEntry, seed: int) -> GenerationSettings:
+    """:func:`generation_settings` of an entry without opening its backend (the dialect from its
+    provider): what its calls send, e.g. for a report."""
+    spec = entry.model_spec
+    dialect = PROVIDERS[spec.provider].dialect if spec.kind == "hosted" and spec.provider in PROVIDERS else "embedded"
+    return generation_settings(entry, seed, dialect)
 
 
 def backend_options(entry: ModelEntry) -> BackendOptions:
