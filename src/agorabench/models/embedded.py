@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .base import BackendError, Completion, GenerationSettings
+from .transport.wire import Counts
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -201,13 +202,15 @@ class EmbeddedBackend:
             self.busy_seconds += elapsed
             self.calls += 1
         choice = out["choices"][0]
-        usage = out.get("usage", {})
+        usage = out.get("usage")
+        counts = Counts()
         return Completion(
             text=choice["message"].get("content") or "",
-            prompt_tokens=usage.get("prompt_tokens", 0),
-            completion_tokens=usage.get("completion_tokens", 0),
+            prompt_tokens=counts(usage, "prompt_tokens") or 0,
+            completion_tokens=counts(usage, "completion_tokens") or 0,
             latency=elapsed,
             finish_reason=choice.get("finish_reason") or "stop",
+            extra=counts.note({}),
         )
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:

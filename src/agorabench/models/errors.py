@@ -67,7 +67,8 @@ _RESPONSES_ONLY = re.compile(r"v1/responses|responses api", re.I)
 _REFUSED_SETTING = re.compile(
     r"unsupported (?:parameter|value)|not supported with this model|is deprecated for this model|"
     r"may only be set to 1 when thinking|budget_tokens|reasoning_effort|thinking\.|output_config|"
-    r"does not support (?:the )?(?:parameter|temperature|seed|reasoning)|unrecognized request argument|extra inputs are not permitted",
+    r"does not support (?:the )?(?:parameter|temperature|seed|reasoning)|unrecognized request argument|extra inputs are not permitted|"
+    r"invalid reasoning value",  # Ollama: invalid reasoning value: 'minimal' (must be "high", ...)
     re.I,
 )
 

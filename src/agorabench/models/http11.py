@@ -12,7 +12,9 @@ chat-completions call needs:
 - connections: kept alive and reused (most recently used first) unless the server says
   ``Connection: close`` or speaks HTTP/1.0; a request on a reused connection that the server
   had closed meanwhile is sent once more on a new one; a connection whose request timed out or
-  was cancelled is closed;
+  was cancelled is closed, and so is one that receives bytes no request waits for (they are
+  never buffered: a connection holds at most one answer's bytes); at most ``max_idle``
+  connections wait for reuse;
 - errors: :class:`ConnectError` (no connection; ``refused`` when refused),
   :class:`ConnectionLost` (closed before the whole answer came), :class:`ProtocolError` (not
   HTTP), ``asyncio.TimeoutError`` (no whole answer within the timeout).
@@ -83,16 +85,21 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self.waiter is None or self.waiter.done():
+            # bytes no request waits for (a server that answers and keeps sending once took a
+            # run to 2 GB): the connection is unusable; it is dropped with its buffer
+            self.buf.clear()
+            self.close()
+            return
         self.received = True
         self.buf += data
-        if len(self.buf) > self.max_body + MAX_HEAD + 64 and self.waiter is not None and not self.waiter.done():
+        if len(self.buf) > self.max_body + MAX_HEAD + 64:
             self._fail(BodyTooLarge(f"the server sent more than {self.max_body} bytes"))
             return
-        if self.waiter is not None and not self.waiter.done():
-            try:
-                self._parse()
-            except ProtocolError as exc:
-                self._fail(exc)
+        try:
+            self._parse()
+        except ProtocolError as exc:
+            self._fail(exc)
 
     def eof_received(self) -> bool:
         self._closed(None)
@@ -135,7 +142,8 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self) -> None:
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((self.status, self.headers, bytes(self.body), self.keep_alive and self.open))
+            # bytes after the answer belong to no request: the connection is not reused
+            self.waiter.set_result((self.status, self.headers, bytes(self.body), self.keep_alive and self.open and not self.buf))
 
     def _parse(self) -> None:
         buf = self.buf
@@ -225,13 +233,18 @@ class _Connection(asyncio.Protocol):
             self.chunk_left = None
 
 
-class HTTP11Client:
-    """POSTs to one URL over a pool of keep-alive connections (no limit on their number: the
-    caller bounds the requests in flight)."""
+#: Most idle connections a client keeps for reuse (more are closed as their answers arrive).
+MAX_IDLE = 64
 
-    def __init__(self, url: str, headers: dict[str, str], timeout: float, user_agent: str = "agorabench", max_body: int = MAX_BODY) -> None:
+
+class HTTP11Client:
+    """POSTs to one URL over a pool of keep-alive connections (no limit on those in use: the
+    caller bounds the requests in flight; at most ``max_idle`` kept waiting for reuse)."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: float, user_agent: str = "agorabench", max_body: int = MAX_BODY, max_idle: int = MAX_IDLE) -> None:
         parts = urlsplit(url)
         self.max_body = max_body
+        self.max_idle = max(1, max_idle)
         if parts.scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {url}")
         self.host = parts.hostname or ""
@@ -246,10 +259,11 @@ class HTTP11Client:
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
 
-    async def post(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        """(status, headers with lower-case names, decoded body)."""
+    async def post(self, body: bytes, timeout: float | None = None) -> tuple[int, dict[str, str], bytes]:
+        """(status, headers with lower-case names, decoded body); ``timeout`` seconds for the
+        whole answer (the client's own when None)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
+        deadline = loop.time() + (self.timeout if timeout is None else timeout)
         data = b"%s%d\r\n\r\n%s" % (self._head, len(body), body)
         while True:
             conn = None
@@ -277,7 +291,7 @@ class HTTP11Client:
                 raise
             finally:
                 timer.cancel()
-            if keep:
+            if keep and len(self._idle) < self.max_idle:
                 self._idle.append(conn)
             else:
                 conn.close()

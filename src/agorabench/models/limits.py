@@ -5,7 +5,9 @@ requests in flight.
   continuously (rate/60 per second), each holding at most one second's worth (at least one
   request), so calls are paced evenly instead of bursting. A call reserves its estimated tokens
   up front (prompt characters / 4 + ``max_tokens``) and the estimate is settled against the
-  usage the server reports; the token budget may go into debt by one call, never more.
+  usage the server reports; the token budget may go into debt by one call, never more, and one
+  call counts at most one minute's budget (a reported usage of 10^30 once made every later call
+  wait for ever): no wait is longer than a minute.
 - :class:`AdaptiveLimit`: a semaphore whose size follows AIMD: every ``limit`` successes add one
   slot (additive increase, up to the configured maximum), a rate-limit answer halves it
   (multiplicative decrease, at least one). Rate limits from requests that started before the
@@ -15,6 +17,7 @@ requests in flight.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Awaitable, Callable
 
@@ -44,6 +47,9 @@ class RateLimiter:
         self._lock = asyncio.Lock()
         #: Seconds spent waiting for the budgets, summed over calls.
         self.waited = 0.0
+        #: The largest token count of one call (reserved or reported) that was more than a
+        #: minute's budget, and was counted as one minute's budget (None: none was).
+        self.over_budget: int | None = None
 
     def _refill(self) -> None:
         now = self.clock()
@@ -60,6 +66,7 @@ class RateLimiter:
             wait = (1 - self._requests) * 60 / self.rpm
         if self.tpm and self._tokens < -_EPS:
             wait = max(wait, -self._tokens * 60 / self.tpm)
+        wait = min(wait, 60.0)  # a debt is at most a minute's budget (_within): never wait longer
         return wait if wait > 1e-6 else 0.0  # rounding must not make it wait forever
 
     async def acquire(self, tokens: int) -> None:
@@ -75,13 +82,25 @@ class RateLimiter:
             if self.rpm:
                 self._requests -= 1
             if self.tpm:
-                self._tokens -= tokens
+                self._tokens -= self._within(tokens)
         self.waited += self.clock() - started
 
     def settle(self, reserved: int, used: int) -> None:
-        """Correct a call's reservation by the tokens it really used."""
+        """Correct a call's reservation by the tokens it really used (each counted as at most
+        one minute's budget, as in :meth:`acquire`)."""
         if self.tpm:
-            self._tokens = min(self._tok_cap, self._tokens + reserved - used)
+            self._tokens = min(self._tok_cap, self._tokens + self._within(reserved) - self._within(used))
+
+    def _within(self, tokens: int) -> float:
+        """``tokens`` as the budget counts them: at most one minute's budget (noted in
+        :attr:`over_budget`); a value that is not a finite number counts as none."""
+        if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or not tokens >= 0:
+            return 0.0  # NaN, negative, not a number
+        if self.tpm and tokens > self.tpm:
+            shown = tokens if isinstance(tokens, int) else int(tokens) if math.isfinite(tokens) else 0
+            self.over_budget = max(self.over_budget or 0, shown)
+            return float(self.tpm)
+        return float(tokens)
 
 
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:

@@ -17,11 +17,13 @@ import hashlib
 import json
 import math
 import random
+import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .base import Backend, BackendError, Completion, GenerationSettings, sanitize_text
 from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
+from .transport.wire import count, shown_value
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_CHARS, join_thoughts, may_hold_thoughts, output_limit, split_thoughts
 
 
@@ -63,32 +65,146 @@ class Pricing:
 
 
 class Breaker:
-    """Stall detection for one endpoint (a server URL), shared by every model entry on it: after
-    ``limit`` timed-out calls in a row with no answer in between, the endpoint is *open*: every
-    later call to it fails at once with the reason, instead of waiting out its own timeouts and
-    retries (a server that lists its models but never completes a chat call once cost about ten
-    minutes per game). Its games are stored as failed and played again by the next run."""
+    """Stall detection for one endpoint (a server URL), shared by every model entry on it.
 
-    def __init__(self, limit: int) -> None:
+    After ``limit`` timed-out calls in a row with no answer in between, the endpoint is
+    *stalled*: its calls wait, unsent, while one test call at a time goes through, first after
+    ``cooldown`` seconds, then after twice as long each time a test times out (at most
+    ``max_cooldown``). Any reply to a test (or to a call still in flight) closes the breaker and
+    the waiting calls go on: a server that stops answering for a while costs its games nothing
+    (three timed-out calls once failed every remaining game of a run within a second).
+
+    The endpoint is *down* (:attr:`open`: every later call fails at once with the reason, its
+    games are stored as failed and played again by the next run) when a test times out at the
+    longest cool-down (after about two and a half minutes of tests), or at once when the server
+    answered no call of the run (one that lists its models but never completes a chat call once
+    cost about ten minutes per game)."""
+
+    def __init__(self, limit: int, cooldown: float = 5.0, max_cooldown: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
         self.in_a_row = 0
+        self.first_cooldown = cooldown
+        self.max_cooldown = max(cooldown, max_cooldown)
+        self.clock = clock
+        #: Why every later call fails at once (the endpoint is down); None while it is not.
         self.open: str | None = None
+        #: Why calls wait for a test call (the endpoint is stalled); None while it is not.
+        self.stalled: str | None = None
+        #: Whether the server answered a call of this run.
+        self.answered_once = False
+        #: Stalls the endpoint came back from.
+        self.recovered = 0
+        self.said = False  # whether a model has said so in its warnings
+        self._testing = False
+        self._cooldown = cooldown
+        self._retry_at = 0.0
+        self._since = 0.0
+        self._tests = 0
+        self._changed: asyncio.Event | None = None
 
-    def failed(self, exc: BackendError, endpoint: str) -> None:
-        if not exc.timed_out or self.limit <= 0:
+    async def admit(self) -> bool:
+        """Wait while the endpoint is stalled; True when this call is the test call (it must end
+        with :meth:`answered`, :meth:`failed` or :meth:`release`). BackendError once it is down."""
+        while True:
+            if self.open is not None:
+                raise BackendError(self.open, retryable=False)
+            if self.stalled is None:
+                return False
+            now = self.clock()
+            if not self._testing and now >= self._retry_at:
+                self._testing = True
+                return True
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            changed = self._changed
+            try:  # until the test's outcome, or the time of the next test
+                await asyncio.wait_for(changed.wait(), None if self._testing else max(0.001, self._retry_at - now))
+            except asyncio.TimeoutError:
+                pass
+
+    def failed(self, exc: BackendError, endpoint: str, test: bool = False) -> None:
+        """A call sent to the endpoint failed with ``exc``."""
+        if self.limit <= 0:
             return
+        if test:
+            self._testing = False
+            if not exc.timed_out:  # the server replied (an error status): it is not stalled
+                self._close()
+                return
+            self._tests += 1
+            if not self.answered_once or self._cooldown >= self.max_cooldown:
+                waited = self.clock() - self._since
+                self.open = (
+                    f"{endpoint} is stalled: no answer for {waited:.0f} s ({self.in_a_row} calls in a row and {self._tests} test call(s) timed out: {exc}); "
+                    "its remaining calls in this run fail at once"
+                )
+            else:
+                self._cooldown = min(self.max_cooldown, self._cooldown * 2)
+                self._retry_at = self.clock() + self._cooldown
+            self._notify()
+            return
+        if not exc.timed_out or self.stalled is not None:
+            return  # a call in flight when the endpoint stalled changes nothing
         self.in_a_row += 1
-        if self.in_a_row >= self.limit and self.open is None:
-            self.open = f"{endpoint} is stalled: {self.in_a_row} calls in a row got no answer ({exc}); its remaining calls in this run fail at once"
+        if self.in_a_row >= self.limit:
+            self._since = self.clock()
+            self.stalled = f"{endpoint} is stalled: {self.in_a_row} calls in a row got no answer ({exc})"
+            self._cooldown, self._tests = self.first_cooldown, 0
+            self._retry_at = self._since + self._cooldown
 
-    def answered(self) -> None:
+    def answered(self, test: bool = False) -> None:
+        """A call sent to the endpoint got a reply."""
         self.in_a_row = 0
+        self.answered_once = True
+        if test or self.stalled is not None:
+            self._close()
+
+    def release(self, test: bool) -> None:
+        """A call ended without a reply or a failure of the endpoint's (it was cancelled): a
+        test call's turn passes to another call."""
+        if test and self._testing:
+            self._testing = False
+            self._notify()
+
+    def _close(self) -> None:
+        self._testing = False
+        if self.stalled is not None:
+            self.stalled = None
+            self.recovered += 1
+            self.in_a_row = 0
+        self._notify()
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
 
 #: Timed-out calls in a row after which an endpoint counts as stalled.
 STALL_AFTER = 3
 #: Replies in a row that spend the whole output budget thinking, after which a model stops.
 STOP_AFTER_SPENT = 3
+
+
+#: The token counts of a reply, with what each is recorded as when it is not a count.
+_COUNTS = (("prompt_tokens", 0), ("completion_tokens", 0), ("cached_tokens", 0), ("reasoning_tokens", None))
+
+
+def clean_usage(completion: Completion) -> None:
+    """A reply's token counts that are not counts (:func:`~agorabench.models.transport.wire.count`:
+    strings, floats, booleans, negative or absurd numbers such as 2^63, which no database column
+    holds) recorded as unknown (0; None for ``reasoning_tokens``) and noted in
+    ``extra["usage_dropped"]``, whatever the backend: before the reply is counted, cached or stored."""
+    dropped: dict[str, str] = {}
+    for name, unknown in _COUNTS:
+        value = getattr(completion, name)
+        if value is not unknown and count(value) is None:
+            dropped[name] = shown_value(value)
+            setattr(completion, name, unknown)
+    if dropped:
+        extra = dict(completion.extra or {})
+        extra["usage_dropped"] = {**(extra.get("usage_dropped") or {}), **dropped}
+        completion.extra = extra
 
 
 def keep_apart(completion: Completion) -> None:
@@ -150,8 +266,9 @@ class Model:
         self.reasoning_tokens = 0
         #: Replies cut off at the output token limit.
         self.cut_off = 0
-        #: Replies in a row that spent the whole output budget thinking and gave no answer.
+        #: Replies in a row (and in all) that spent the whole output budget thinking and gave no answer.
         self.spent_in_a_row = 0
+        self.spent = 0
         #: One line each, said once per model: a server undercounting output tokens, ...
         self.warnings: list[str] = []
         self.cost = 0.0
@@ -176,6 +293,8 @@ class Model:
                 self.cache_hits += 1
                 hit.cached = True
                 hit.text, _ = sanitize_text(hit.text)  # replies cached before sanitising
+                clean_usage(hit)  # and token counts cached before they were checked
+                self._note_usage(hit)
                 return hit
         attempt = 0
         while True:
@@ -185,7 +304,6 @@ class Model:
                 break
             except BackendError as exc:
                 self.rate_limited += exc.rate_limited
-                self.breaker.failed(exc, self._endpoint)
                 if self.breaker.open is not None and not exc.fatal:
                     raise BackendError(f"{self.backend.identity}: {self.breaker.open}", retryable=False) from None
                 if exc.fatal:
@@ -205,15 +323,26 @@ class Model:
         self.reasoning_tokens += completion.reasoning_tokens or 0
         self.cut_off += completion.cut
         self.cost += self.pricing.cost(completion)
-        if "completion_tokens_reported" in completion.extra and not any("completion_tokens" in w for w in self.warnings):
+        if "completion_tokens_reported" in completion.extra and not any("fewer than its totals imply" in w for w in self.warnings):
             self.warnings.append(
                 f"{self.backend.identity}: the server's completion_tokens ({completion.extra['completion_tokens_reported']}) are fewer than its totals imply "
                 f"({completion.completion_tokens}): it leaves reasoning out; the larger figure is counted and billed"
             )
+        self._note_usage(completion)
+        if self.breaker.recovered and not self.breaker.said:
+            self.breaker.said = True
+            self.warnings.append(f"{self._endpoint} stopped answering for a while ({self.breaker.recovered} time(s)); its calls waited until a test call was answered")
         if self.cache is not None and replayable(completion):
             self.cache.put(key, self.backend.identity, completion)
         self._check_spent(completion, settings)
         return completion
+
+    def _note_usage(self, completion: Completion) -> None:
+        """Say once per model that a server reported token counts that are not counts."""
+        dropped = (completion.extra or {}).get("usage_dropped")
+        if dropped and not any("not token counts" in w for w in self.warnings):
+            shown = ", ".join(f"{name} = {value}" for name, value in dropped.items())
+            self.warnings.append(f"{self.backend.identity}: the server reported values that are not token counts ({shown}); they are counted as unknown (0)")
 
     def _check_spent(self, completion: Completion, settings: GenerationSettings) -> None:
         """Count replies that spent the whole output budget thinking and gave no answer; after
@@ -223,13 +352,23 @@ class Model:
             self.spent_in_a_row = 0
             return
         self.spent_in_a_row += 1
-        if self.spent_in_a_row >= STOP_AFTER_SPENT and self.dead is None:
-            limit = output_limit(settings)
-            budget = f"reasoning_budget (now {settings.reasoning_budget or DEFAULT_REASONING_BUDGET})" if settings.reasoning else "max_tokens"
-            self.dead = (
-                f"{self.spent_in_a_row} replies in a row spent all {limit} output tokens reasoning and gave no answer; "
-                f"raise {budget}{' or max_tokens' if settings.reasoning else ''}, or lower reasoning_effort"
+        self.spent += 1
+        if self.spent == 1:  # said once, also when the model never spends 3 in a row
+            self.warnings.append(
+                f"{self.backend.identity}: a reply spent all {output_limit(settings)} output tokens reasoning and gave no answer "
+                f"(its turn is invalid, not re-asked); raise {'reasoning_budget' if settings.reasoning else 'max_tokens'} if this recurs"
             )
+        if self.spent_in_a_row >= STOP_AFTER_SPENT:
+            if self.dead is None:
+                self.warnings = [w for w in self.warnings if "output tokens reasoning" not in w]  # the stop's line says it
+                limit = output_limit(settings)
+                budget = f"reasoning_budget (now {settings.reasoning_budget or DEFAULT_REASONING_BUDGET})" if settings.reasoning else "max_tokens"
+                self.dead = (
+                    f"{self.spent_in_a_row} replies in a row spent all {limit} output tokens reasoning and gave no answer; "
+                    f"raise {budget}{' or max_tokens' if settings.reasoning else ''}, or lower reasoning_effort"
+                )
+            # a reply that was in flight when the model stopped ends its game too, rather than
+            # leaving a forfeit in a game stored as done
             raise BackendError(f"{self.backend.identity}: {self.dead}", retryable=False, fatal=True)
 
     async def _call(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
@@ -241,18 +380,25 @@ class Model:
         try:
             if self.rate is not None:
                 await self.rate.acquire(reserved)
+            test = await self.breaker.admit()  # waits while the endpoint is stalled (Breaker)
             if self.dead is not None:
+                self.breaker.release(test)
                 raise BackendError(self.dead, retryable=False, fatal=True)
-            if self.breaker.open is not None:
-                raise BackendError(self.breaker.open, retryable=False)
             self.calls += 1
             try:
                 completion = await self.backend.complete(messages, settings)
-                self.breaker.answered()
-            except BackendError:
+            except BackendError as exc:
+                self.breaker.failed(exc, self._endpoint, test)
                 raise
             except Exception as exc:  # a reply the backend could not read: transient
-                raise BackendError(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})", retryable=True) from None
+                unreadable = BackendError(f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})", retryable=True)
+                self.breaker.failed(unreadable, self._endpoint, test)
+                raise unreadable from None
+            except BaseException:  # cancelled
+                self.breaker.release(test)
+                raise
+            self.breaker.answered(test)
+            clean_usage(completion)  # before the budgets, the books and the cache see it
             used, ok = completion.prompt_tokens + completion.completion_tokens, True
             return completion
         except BackendError as exc:
@@ -261,6 +407,11 @@ class Model:
         finally:
             if self.rate is not None:
                 self.rate.settle(reserved, used)
+                if self.rate.over_budget is not None and not any("tokens_per_minute" in w for w in self.warnings):
+                    self.warnings.append(
+                        f"{self.backend.identity}: a call counted {self.rate.over_budget} tokens, more than a minute's budget "
+                        f"(tokens_per_minute = {self.rate.tpm:g}); it was counted as one minute's budget"
+                    )
             await self.limit.release(epoch, rate_limited=rate_limited, ok=ok)
 
     async def aclose(self) -> None:

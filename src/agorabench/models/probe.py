@@ -37,8 +37,16 @@ async def list_models(base_url: str | None, api_key: str | None, timeout: float 
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout), auto_decompress=True) as session:
             async with session.get(url, headers=headers) as resp:
                 status = resp.status
-                raw = await resp.content.read(MAX_LISTING_BYTES + 1)
                 kind = resp.headers.get("Content-Type", "")
+                # to the end (``read(n)`` gives only what has arrived: a listing sent in two
+                # pieces was once refused as not JSON), never more than the bound
+                pieces, size = [], 0
+                async for piece in resp.content.iter_chunked(64 * 1024):
+                    pieces.append(piece)
+                    size += len(piece)
+                    if size > MAX_LISTING_BYTES:
+                        break
+                raw = b"".join(pieces)
     except asyncio.TimeoutError:
         return f"unreachable: {shown} accepted no request or sent no answer within {timeout:g} s", None
     except aiohttp.ClientConnectorError as exc:
@@ -83,7 +91,10 @@ async def probe_openai(base_url: str | None, api_key: str | None, model: str, ti
 async def probe_many(targets: dict[str, tuple[str | None, str | None, str, float]]) -> dict[str, str | None]:
     """Problems by name for ``name -> (base_url, api_key, model, timeout)``: each distinct server
     and key is asked once (at most :data:`PROBE_CONCURRENCY` at a time) and every model name is
-    checked against that one listing (10,000 entries on one server are one request)."""
+    checked against that one listing (10,000 entries on one server are one request). A problem
+    of the server itself (unreachable, a rejected key, not the OpenAI API) is given once, under
+    the first of its models' names, naming the others (which get None): one line per server,
+    not a thousand copies of it."""
     gate = asyncio.Semaphore(PROBE_CONCURRENCY)
     endpoints = {(url, key): timeout for url, key, _, timeout in targets.values()}
 
@@ -94,7 +105,19 @@ async def probe_many(targets: dict[str, tuple[str | None, str | None, str, float
     keys = list(endpoints)
     listings = dict(zip(keys, await asyncio.gather(*(one(u, k, endpoints[(u, k)]) for u, k in keys))))
     out: dict[str, str | None] = {}
+    sharing: dict[tuple[str | None, str | None], list[str]] = {}
     for name, (url, key, model, _) in targets.items():
         problem, ids = listings[(url, key)]
-        out[name] = problem or model_problem(url, model, ids)
+        if problem:
+            sharing.setdefault((url, key), []).append(name)
+            out[name] = None
+        else:
+            out[name] = model_problem(url, model, ids)
+    for endpoint, names in sharing.items():
+        others = names[1:]
+        also = ""
+        if others:
+            shown = ", ".join(repr(n) for n in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+            also = f" (the same for model{'s' if len(others) > 1 else ''} {shown} of this server)"
+        out[names[0]] = listings[endpoint][0] + also
     return out

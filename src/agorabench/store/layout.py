@@ -6,6 +6,7 @@ so storage grows linearly with a game's length. :func:`layout` computes the list
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Iterable
 
@@ -98,9 +99,9 @@ def game_rows(
                 "valid": t.valid,
                 "retries": t.retries,
                 "error": _safe(t.error),
-                "prompt_tokens": t.prompt_tokens,
-                "completion_tokens": t.completion_tokens,
-                "cost": t.cost,
+                "prompt_tokens": _column_int(t.prompt_tokens, INT32_MAX),
+                "completion_tokens": _column_int(t.completion_tokens, INT32_MAX),
+                "cost": _column_float(t.cost),
                 "latency": t.latency,
                 "cached": t.cached,
                 "metrics": t.metrics,
@@ -108,11 +109,35 @@ def game_rows(
             for t, (start, count) in zip(records, spans)
         ],
         "reasoning": [
-            {"game_id": id, "idx": t.index, "text": _safe(t.reasoning), "tokens": t.reasoning_tokens, "finish_reason": t.finish_reason}
+            {"game_id": id, "idx": t.index, "text": _safe(t.reasoning), "tokens": _column_int(t.reasoning_tokens, INT64_MAX), "finish_reason": t.finish_reason}
             for t in records
             if t.reasoning is not None or t.reasoning_tokens is not None or t.finish_reason not in PLAIN_ENDINGS
         ],
     }
+
+
+#: The largest values of the integer columns (``Integer`` is 32 bits in PostgreSQL, ``BigInteger`` 64).
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+
+
+def _column_int(value: Any, largest: int) -> int | None:
+    """A turn's count as its column holds it: None (unknown) for anything but an integer from 0
+    to ``largest``. The models' boundary already drops absurd token counts; this is the last
+    defence, so that one value no database takes (2^63) never stops a run's group commit."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= largest:
+        return None
+    return value
+
+
+def _column_float(value: Any) -> float | None:
+    """A turn's amount (its cost) as its column holds it: None for anything but a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 #: How a reply ends when nothing about it needs telling: no ``reasoning`` row is written for it.

@@ -29,7 +29,7 @@ from ..base import BackendError, Completion
 from ..errors import error_message, status_error
 from . import DEFAULT_API_URL, Endpoint
 from .lean import LeanTransport
-from .wire import billed_output, content_text, count, dumps, loads
+from .wire import Counts, billed_output, content_text, dumps, loads
 
 #: Chat-completions fields this module translates or drops rather than passing on as they are.
 _TRANSLATED = frozenset({"messages", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format", "seed", "extra_body"})
@@ -141,22 +141,23 @@ def completion_from_response(data: Mapping[str, Any], latency: float = 0.0) -> C
     usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
     in_details = usage.get("input_tokens_details")
     out_details = usage.get("output_tokens_details")
-    prompt = count(usage.get("input_tokens")) or 0
-    completion = count(usage.get("output_tokens")) or 0
-    reasoning_tokens = count(out_details.get("reasoning_tokens")) if isinstance(out_details, Mapping) else None
-    billed, undercounted = billed_output(prompt, completion, count(usage.get("total_tokens")), reasoning_tokens)
+    counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
+    prompt = counts(usage, "input_tokens") or 0
+    completion = counts(usage, "output_tokens") or 0
+    reasoning_tokens = counts(out_details, "reasoning_tokens") if isinstance(out_details, Mapping) else None
+    billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
     if undercounted and reasoning_tokens is None:
         reasoning_tokens = billed - completion
     return Completion(
         text="".join(texts),
         prompt_tokens=prompt,
         completion_tokens=billed,
-        cached_tokens=(count(in_details.get("cached_tokens")) if isinstance(in_details, Mapping) else None) or 0,
+        cached_tokens=(counts(in_details, "cached_tokens") if isinstance(in_details, Mapping) else None) or 0,
         latency=latency,
         finish_reason=finish,
         reasoning=None if thoughts is None else "\n\n".join(thoughts),
         reasoning_tokens=reasoning_tokens,
-        extra={"completion_tokens_reported": completion} if undercounted else {},
+        extra=counts.note({"completion_tokens_reported": completion} if undercounted else {}),
     )
 
 

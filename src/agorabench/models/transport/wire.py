@@ -36,11 +36,44 @@ def content_text(content: Any) -> str:
     return ""
 
 
+#: Most tokens one reply may report in one count; more is not a count but a server's bug (a
+#: value of 2^63 once made every game of a study unstorable).
+MAX_REPLY_TOKENS = 10**9
+
+
 def count(value: Any) -> int | None:
-    """A token count a server reported: a non-negative integer, else None (not reported)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """A token count a server reported: an integer from 0 to :data:`MAX_REPLY_TOKENS`, else None
+    (not reported: a string, a list, a float, a boolean, a negative or absurd number)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLY_TOKENS:
         return None
     return value
+
+
+class Counts:
+    """Reads a reply's token counts with :func:`count`, noting each value present that is not
+    a count (``dropped``: name -> the value as shown, cut short), so the model can say so."""
+
+    def __init__(self) -> None:
+        self.dropped: dict[str, str] = {}
+
+    def __call__(self, where: Any, name: str) -> int | None:
+        value = where.get(name) if isinstance(where, Mapping) else getattr(where, name, None)
+        n = count(value)
+        if n is None and value is not None:
+            self.dropped[name] = shown_value(value)
+        return n
+
+    def note(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """``extra`` with ``usage_dropped`` added when a count was dropped."""
+        if self.dropped:
+            extra["usage_dropped"] = dict(self.dropped)
+        return extra
+
+
+def shown_value(value: Any) -> str:
+    """A reported value as a warning shows it: its repr, at most 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def billed_output(prompt: int, completion: int, total: int | None, reasoning: int | None) -> tuple[int, bool]:
@@ -66,13 +99,14 @@ def completion_from_json(data: Mapping[str, Any], latency: float = 0.0) -> Compl
         raise BackendError("the server returned no choices", retryable=True)
     choice = choices[0]
     message = choice.get("message") or {}
-    usage = data.get("usage") or {}
-    details = usage.get("prompt_tokens_details") or {}
-    out_details = usage.get("completion_tokens_details") or {}
-    prompt = count(usage.get("prompt_tokens")) or 0
-    completion = count(usage.get("completion_tokens")) or 0
-    reasoning_tokens = count(out_details.get("reasoning_tokens")) if isinstance(out_details, dict) else None
-    billed, undercounted = billed_output(prompt, completion, count(usage.get("total_tokens")), reasoning_tokens)
+    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+    details = usage.get("prompt_tokens_details")
+    out_details = usage.get("completion_tokens_details")
+    counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
+    prompt = counts(usage, "prompt_tokens") or 0
+    completion = counts(usage, "completion_tokens") or 0
+    reasoning_tokens = counts(out_details, "reasoning_tokens") if isinstance(out_details, Mapping) else None
+    billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
     if undercounted and reasoning_tokens is None:
         reasoning_tokens = billed - completion
     thoughts = message.get("reasoning_content")
@@ -82,12 +116,12 @@ def completion_from_json(data: Mapping[str, Any], latency: float = 0.0) -> Compl
         text=content_text(message.get("content")),
         prompt_tokens=prompt,
         completion_tokens=billed,
-        cached_tokens=count(details.get("cached_tokens") if isinstance(details, dict) else None) or 0,
+        cached_tokens=(counts(details, "cached_tokens") if isinstance(details, Mapping) else None) or 0,
         latency=latency,
         finish_reason=choice.get("finish_reason") or "stop",
         reasoning=thoughts if isinstance(thoughts, str) else None,
         reasoning_tokens=reasoning_tokens,
-        extra={"completion_tokens_reported": completion} if undercounted else {},
+        extra=counts.note({"completion_tokens_reported": completion} if undercounted else {}),
     )
 
 
