@@ -151,3 +151,4 @@ def test_at_temperature_zero_an_identical_prompt_is_answered_from_the_cache_as_b
     table.restart("a", "Rules.")
     asyncio.run(table.ask("a", Prompt("Same question."), Pick))
     assert len(backend.calls) == 1
+

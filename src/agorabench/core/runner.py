@@ -427,7 +427,7 @@ class Runner:
             lost = f" ({self.stats.not_stored} finished game(s) were not stored and will be played again)" if self.stats.not_stored else ""
             raise StoreError(
                 f"{self.failure}; the run stopped, {self.stats.done} game(s) finished in it are stored{lost}; "
-                "fix the database (free disk space, ...) and run the study again to resume"
+                f"{fix_hint(str(self.failure))} and run the study again to resume"
             )
         return self.stats
 
@@ -531,6 +531,19 @@ class Runner:
         while True:
             await asyncio.sleep(view.interval)
             view.show(self.snapshot(todo))
+
+
+def fix_hint(problem: str) -> str:
+    """What to do about a store failure, by its cause: free space for a full disk, a restore for
+    damage, the database itself (reachable? writable?) otherwise."""
+    text = problem.lower()
+    if "disk is full" in text or "no space" in text or "disk full" in text:
+        return "free disk space"
+    if "damaged" in text:
+        return "restore or rebuild the database as said"
+    if "locked" in text or "busy" in text:
+        return "wait for the process holding the database, or give this run another --db"
+    return "fix the cause named above"
 
 
 class NoCache:
