@@ -243,3 +243,40 @@ def test_a_run_writes_games_and_answers_on_a_worker_thread(tmp_path, write_study
     memory = Store(":memory:")
     assert not GameWriter(memory).write_in_background(SQLCache(memory))
     store.dispose()
+
+
+def test_a_game_the_database_refuses_fails_alone_never_the_group(tmp_path, monkeypatch):
+    """Issue 28, item 1: a value a store rejects fails that game (stored as an error with the
+    cause, without its turns); the other games of its group are stored; a failure every game
+    meets (a full disk) is raised."""
+    from agorabench.store.errors import StoreError
+
+    store = Store(tmp_path / "r.db")
+    real = store.save_games
+
+    def refusing(batch):
+        if any(g["game"]["id"] == "bad" and g["turns"] for g in batch):
+            raise StoreError("could not store game bad: integer out of range")
+        return real(batch)
+
+    monkeypatch.setattr(store, "save_games", refusing)
+    writer = GameWriter(store, batch=3, interval=3600)
+
+    def save(gid):
+        writer.save_game(id=gid, study="s", game="x", config={}, seats={"a": "m"}, repeat=0, seed=1, prompt_version="", status="done", outcome={}, metrics=None, error=None, turn_records=[record(0, "a", [msg(1)])])
+
+    with writer.grouped():
+        save("g1")
+        save("bad")
+        save("g2")
+    assert store.done_ids("s") == {"g1", "g2"}
+    bad = [g for g in store.games("s") if g["id"] == "bad"][0]
+    assert bad["status"] == "error" and "integer out of range" in bad["error"] and store.turns("s", game_id="bad") == []
+    assert writer.committed == {"done": 2, "error": 1}
+
+    monkeypatch.setattr(store, "save_games", lambda batch: (_ for _ in ()).throw(StoreError("database or disk is full")))
+    writer = GameWriter(store, batch=2, interval=3600)
+    with pytest.raises(StoreError, match="disk is full"):
+        with writer.grouped():
+            save("g3")
+            save("g4")

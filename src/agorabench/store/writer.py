@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import sqlalchemy as sa
 
+from .errors import StoreError
 from .layout import game_rows
 
 if TYPE_CHECKING:
@@ -123,8 +124,7 @@ class GameWriter:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        self.store.save_games(pending)
-        self._count(pending)
+        self._save(pending)
 
     def _count(self, batch: list[dict[str, Any]]) -> None:
         """Count a batch whose transaction committed (``Counter`` updates are atomic enough for
@@ -149,8 +149,34 @@ class GameWriter:
         if answers:
             self._cache.write(answers)  # type: ignore[union-attr]
         if games:
+            self._save(games)
+
+    def _save(self, games: list[dict[str, Any]]) -> None:
+        """Write a group of games in one transaction; when the database refuses the group, write
+        them one by one, so that a game whose rows it refuses (a value it cannot hold) is stored
+        as failed with the cause, without its turns, and never stops the run. A failure no single
+        game gets past (a full disk, a lost server) is raised as it is."""
+        try:
             self.store.save_games(games)
-            self._count(games)
+        except StoreError:
+            if len(games) == 1 and games[0]["game"]["status"] == "error" and not games[0]["turns"]:
+                raise
+            stored = []
+            refused: list[tuple[dict[str, Any], StoreError]] = []
+            for game in games:
+                try:
+                    self.store.save_games([game])
+                    stored.append(game)
+                except StoreError as exc:
+                    refused.append((game, exc))
+            if not stored and len(games) > 1:
+                raise refused[0][1] from None
+            for game, exc in refused:  # the game, without what the database refused
+                failed = {**game, "game": {**game["game"], "status": "error", "error": f"could not be stored: {exc}"}, "turns": [], "transcripts": [], "reasoning": []}
+                self.store.save_games([failed])
+                stored.append(failed)
+            games = stored
+        self._count(games)
 
     def _wait(self) -> None:
         """Wait for the background write; raise its error."""
