@@ -10,7 +10,7 @@ demo: setup
 
 # Install and run the tests.
 test: setup
-	.venv/bin/python -m pytest -q -p no:cacheprovider
+	.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15
 
 bench: setup
 	.venv/bin/python benchmarks/run_all.py
