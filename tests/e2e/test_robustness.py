@@ -163,7 +163,8 @@ def test_after_a_store_failure_the_closing_count_is_what_committed(tmp_path, wri
     one_line_error(rc, err, "disk is full", "run the study again")
     stored = sqlite3.connect(db).execute("select count(*) from games").fetchone()[0]
     said = re.search(r"(\d+) game\(s\) finished in it are stored", err)
-    assert said and int(said.group(1)) == stored == 4, (err, stored)
+    # the group that does not fit is written game by game: the fifth game still fits
+    assert said and int(said.group(1)) == stored == 5, (err, stored)
     assert "were not stored and will be played again" in err
 
 

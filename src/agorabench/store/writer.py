@@ -155,27 +155,28 @@ class GameWriter:
         """Write a group of games in one transaction; when the database refuses the group, write
         them one by one, so that a game whose rows it refuses (a value it cannot hold) is stored
         as failed with the cause, without its turns, and never stops the run. A failure no single
-        game gets past (a full disk, a lost server) is raised as it is."""
+        game gets past (a full disk, a lost server) is raised as it is; every game stored before
+        it is counted."""
         try:
             self.store.save_games(games)
         except StoreError:
             if len(games) == 1 and games[0]["game"]["status"] == "error" and not games[0]["turns"]:
                 raise
-            stored = []
             refused: list[tuple[dict[str, Any], StoreError]] = []
             for game in games:
                 try:
                     self.store.save_games([game])
-                    stored.append(game)
                 except StoreError as exc:
                     refused.append((game, exc))
-            if not stored and len(games) > 1:
+                    continue
+                self._count([game])
+            if len(refused) == len(games) and len(games) > 1:
                 raise refused[0][1] from None
             for game, exc in refused:  # the game, without what the database refused
                 failed = {**game, "game": {**game["game"], "status": "error", "error": f"could not be stored: {exc}"}, "turns": [], "transcripts": [], "reasoning": []}
                 self.store.save_games([failed])
-                stored.append(failed)
-            games = stored
+                self._count([failed])
+            return
         self._count(games)
 
     def _wait(self) -> None:
