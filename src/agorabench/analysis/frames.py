@@ -4,7 +4,10 @@
 seat (and ``effort_<role>``, the seat's reasoning effort, when a seated model was run with one),
 every config parameter as its own column, every metric by its key, scalar outcome fields, turn
 and invalid counts; for one study, ``attrs["spec"]`` holds its stored study file (what the
-analyses read their settings from, e.g. the reference model). ``turns_df``: one row per turn,
+analyses read their settings from, e.g. the reference model) and ``attrs["valid_turns"]`` each
+model's (turns, valid turns) (the reference rule passes over a model with none valid). pandas
+drops these attributes in a ``merge`` and a CSV round trip; the analyses then ask for the study
+file instead of guessing, and :func:`with_study` puts them back. ``turns_df``: one row per turn,
 with the model's thoughts (``reasoning``), its reasoning tokens (``reasoning_tokens``, null
 where the provider reported none) and how its reply ended (``finish_reason``), and the game's
 seats and config. ``ids`` limits either to those games (the study file's current design).
@@ -19,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..store.store import Store
+from .files import write_csv, write_with
 from .reasoning import efforts
 
 
@@ -61,7 +65,51 @@ def games_df(store: Store, study: str | None = None, status: str | None = "done"
         spec = study_spec(store, study)
         df = _with_seat_efforts(df, efforts(spec))
         df.attrs["spec"] = spec
+        df.attrs["valid_turns"] = valid_turns(store, study, set(df["game_id"]), dict(zip(columns["id"], columns["seats"])))
     return df
+
+
+def with_study(df: pd.DataFrame, store: Store, study: str) -> pd.DataFrame:
+    """``df`` (a copy) with the attributes :func:`games_df` gives a study's games frame —
+    ``attrs["spec"]``, the stored study file, and ``attrs["valid_turns"]`` — put back, e.g. after
+    pandas' ``merge`` or a CSV round trip dropped them; the analyses read them (the GLEE
+    reference rule)."""
+    out = df.copy()
+    out.attrs["spec"] = study_spec(store, study)
+    out.attrs["valid_turns"] = valid_turns(store, study, set(out["game_id"]) if "game_id" in out else None)
+    return out
+
+
+def valid_turns(store: Store, study: str, ids: set[str] | None = None, seats: dict[str, dict[str, str]] | None = None) -> dict[str, tuple[int, int]]:
+    """Model name -> (turns, valid turns) over the study's games (``ids``: only these), counted
+    by the database (one grouped query, no turn read); ``seats``: game id -> role -> model when
+    the caller has them. What the analyses read to pass over a model none of whose answers was
+    valid (``games.attrs["valid_turns"]``)."""
+    import sqlalchemy as sa
+
+    from ..store.schema import games as games_table, turns as turns_table
+
+    q = (
+        sa.select(turns_table.c.game_id, turns_table.c.role, sa.func.count(), sa.func.sum(sa.case((turns_table.c.valid, 1), else_=0)))
+        .join(games_table, games_table.c.id == turns_table.c.game_id)
+        .where(games_table.c.study == study)
+        .group_by(turns_table.c.game_id, turns_table.c.role)
+    )
+    with store.engine.connect() as conn:
+        rows = conn.execute(q).all()
+    if seats is None:
+        seats = {g["id"]: g["seats"] or {} for g in store.games(study)}
+    out: dict[str, list[int]] = {}
+    for game_id, role, n, valid in rows:
+        if ids is not None and game_id not in ids:
+            continue
+        model = (seats.get(game_id) or {}).get(role)
+        if model is None:
+            continue
+        total = out.setdefault(str(model), [0, 0])
+        total[0] += int(n or 0)
+        total[1] += int(valid or 0)
+    return {m: (n, v) for m, (n, v) in out.items()}
 
 
 def _with_seat_efforts(df: pd.DataFrame, found: dict[str, str]) -> pd.DataFrame:
@@ -224,7 +272,9 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None) -> int:
     """Write the games or turns table (of the games ``ids``, or all) as CSV or Parquet; returns
-    the number of rows. A table without rows is a ValueError and writes no file."""
+    the number of rows. A table without rows is a ValueError and writes no file; a write that
+    fails is an :class:`~agorabench.analysis.files.OutputError` and leaves an earlier ``out``
+    as it was."""
     if table not in ("games", "turns"):
         raise ValueError(f"unknown table {table!r}: use games or turns")
     if fmt not in ("csv", "parquet"):
@@ -232,8 +282,11 @@ def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[st
     df = games_df(store, study, status=None, ids=ids) if table == "games" else turns_df(store, study, ids=ids)
     if df.empty:  # nothing is written: an empty file would pass for a result
         raise ValueError(f"no {table} of study {study!r} to export" + (" (its games in scope have no stored turns)" if table == "turns" else "") + "; nothing written")
+    # a temporary file renamed over ``out`` when complete: a failed write (a full disk) keeps an
+    # earlier file whole and says which file and why (files.OutputError)
     if fmt == "csv":
-        df.to_csv(out, index=False)
+        write_csv(df, out, index=False)
     else:
-        uniform_columns(df).to_parquet(out, index=False)
+        table = uniform_columns(df)
+        write_with(out, lambda tmp: table.to_parquet(tmp, index=False))
     return len(df)

@@ -1,8 +1,13 @@
-"""Figures as inline PNG ``<img>`` tags, so a report is one self-contained HTML file.
+"""Figures as inline SVG ``<img>`` tags, so a report is one self-contained HTML file.
 
 Inside :func:`artifacts` (the report builder opens it on the report's folder) every figure is
 also written as an SVG file and every table as a CSV file beside ``index.html``, named after the
-figure's title or the table's name, and linked from the caption.
+figure's title or the table's name, and linked from the caption (through
+:mod:`~agorabench.analysis.files`: temporary names renamed into place when the report is whole).
+
+Error bars take whatever interval an estimator gives: an estimate a rounding error outside its
+own interval (1.0000000000000009 against an upper end of 1.0) draws a whisker of length 0 on that
+side, never a negative one (:func:`whiskers`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .files import staged, write_bytes, write_csv  # noqa: E402
 from .reasoning import with_efforts  # noqa: E402
 
 
@@ -39,12 +45,16 @@ MAX_LINES = 8
 
 @contextlib.contextmanager
 def artifacts(folder: str | Path) -> Iterator[Path]:
-    """Write every figure (SVG) and table (CSV) made inside the block into ``folder``."""
+    """Write every figure (SVG) and table (CSV) made inside the block into ``folder``, each to
+    a temporary name first: they replace earlier files of their names only when the block ends
+    without an error (:func:`~agorabench.analysis.files.staged`, which a report's
+    ``index.html`` joins), so a report that fails midway leaves the earlier one whole."""
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
     token = _SINK.set((path, set()))
     try:
-        yield path
+        with staged():
+            yield path
     finally:
         _SINK.reset(token)
 
@@ -86,7 +96,7 @@ def figure_html(fig, alt: str, note: str = "") -> str:
     link = ""
     target = _file(alt, "svg")
     if target is not None:
-        target[0].write_bytes(svg)
+        write_bytes(target[0], svg)
         link = f' <a href="{html.escape(target[1])}">SVG</a>'
     data = base64.b64encode(svg).decode()
     alt = html.escape(alt)
@@ -142,6 +152,19 @@ def heatmap(table: pd.DataFrame, title: str, vmin: float | None = 0.0, vmax: flo
     return figure_html(fig, title, scale)
 
 
+def whiskers(est, low, high) -> np.ndarray:
+    """Error-bar lengths (2 × n: below, above) of estimates ``est`` with interval ends ``low``
+    and ``high``, as matplotlib's ``xerr`` / ``yerr`` want them: never negative (an estimate a
+    rounding error outside its own interval, or an interval cut to a range, draws no whisker on
+    that side) and 0 where an end or the estimate is unknown."""
+    e = np.asarray(pd.to_numeric(pd.Series(np.asarray(est, dtype=object)), errors="coerce"), dtype=float)
+    lo = np.asarray(pd.to_numeric(pd.Series(np.asarray(low, dtype=object)), errors="coerce"), dtype=float)
+    hi = np.asarray(pd.to_numeric(pd.Series(np.asarray(high, dtype=object)), errors="coerce"), dtype=float)
+    with np.errstate(invalid="ignore"):
+        below, above = np.nan_to_num(e - lo, nan=0.0, posinf=0.0, neginf=0.0), np.nan_to_num(hi - e, nan=0.0, posinf=0.0, neginf=0.0)
+    return np.vstack([np.clip(below, 0.0, None), np.clip(above, 0.0, None)])
+
+
 def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = "", xlabel: str = "") -> str:
     """Grouped bars from a long summary (group, metric, mean, low, high) with CI whiskers."""
     groups = list(dict.fromkeys(summary[group]))
@@ -151,7 +174,7 @@ def bars_with_ci(summary: pd.DataFrame, group: str, title: str, ylabel: str = ""
     for k, metric in enumerate(metrics):
         sub = summary[summary["metric"] == metric].set_index(group).reindex(groups)
         x = np.arange(len(groups)) + k * width
-        err = np.vstack([(sub["mean"] - sub["low"]).fillna(0).to_numpy(), (sub["high"] - sub["mean"]).fillna(0).to_numpy()])
+        err = whiskers(sub["mean"], sub["low"], sub["high"])
         ax.bar(x, sub["mean"].to_numpy(), width, yerr=err, capsize=3, label=metric)
     ax.set_xticks(np.arange(len(groups)) + width * (len(metrics) - 1) / 2, groups, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
@@ -258,7 +281,7 @@ def table_html(df: pd.DataFrame, floatfmt: str = "{:.3f}", *, name: str, note: s
     link = ""
     target = _file(name, "csv")
     if target is not None:
-        df.to_csv(target[0], index=False)
+        write_csv(df, target[0], index=False)
         link = f'<p class="note">Table as <a href="{html.escape(target[1])}">CSV</a>.</p>'
     head = f"<p class='note'>{note}</p>" if note else ""
     return head + df.to_html(index=False, float_format=lambda v: floatfmt.format(v), na_rep="–", classes="data", border=0) + link
@@ -291,8 +314,8 @@ def forest(df: pd.DataFrame, label: str, panel: str, title: str, xlabel: str, es
     for ax, key in zip(axes[0], panels):
         sub = df[df[panel] == key].set_index(label).reindex(labels)
         e = sub[est].to_numpy(dtype=float)
-        err = np.vstack([e - sub[low].to_numpy(dtype=float), sub[high].to_numpy(dtype=float) - e])
-        ax.errorbar(e, y, xerr=np.nan_to_num(err), fmt="o", color="#1f4e79", ecolor="#7fa7cf", capsize=3, markersize=4)
+        err = whiskers(e, sub[low], sub[high])
+        ax.errorbar(e, y, xerr=err, fmt="o", color="#1f4e79", ecolor="#7fa7cf", capsize=3, markersize=4)
         if ref is not None:
             ax.axvline(ref, color="#999", linestyle="--", linewidth=1)
         ax.set_title(str(key), fontsize=10)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..families import families, profile_hook
 from ..store.store import Store
+from .files import staged, write_csv, write_text
 from .frames import games_df, study_spec, turns_df
 from .plots import forest, with_interval
 from .reasoning import efforts
@@ -53,6 +54,22 @@ def store_efforts(store: Store) -> dict[str, str]:
     return found
 
 
+def merged_spec(specs: Sequence[dict]) -> dict:
+    """One study file for the games of several studies of a database (what the analyses read
+    from ``games.attrs["spec"]``, e.g. the reference rule): every study's models in order, the
+    first of each name kept, and the first ``[analysis]`` table any of them has."""
+    models: dict[str, dict] = {}
+    analysis: dict = {}
+    for spec in specs:
+        for entry in spec.get("models") or []:
+            models.setdefault(entry.get("name"), entry)
+        analysis = analysis or dict(spec.get("analysis") or {})
+    out: dict = {"models": list(models.values())} if models else {}
+    if analysis:
+        out["analysis"] = analysis
+    return out
+
+
 def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
     """Profile rows of every database (``(label, store)`` pairs), long format."""
     parts = []
@@ -68,7 +85,8 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
             if hook is not None:
                 hooks.setdefault(hook, []).append(game)
         for hook, names in hooks.items():
-            sub = games[games["game"].isin(names)]
+            sub = games[games["game"].isin(names)].copy()
+            sub.attrs["spec"] = merged_spec([study_spec(store, str(name)) for name in sorted(sub["study"].unique())])
             sub_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             try:
                 rows = hook(sub.dropna(axis=1, how="all"), sub_turns)
@@ -138,11 +156,20 @@ def section_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def write_profile(rows: pd.DataFrame, out_dir: str | Path, title: str = "Behavioural profiles") -> tuple[Path, Path]:
     """``OUT/profile.html`` (one table and one forest plot per family section, a panel per
-    measure) and ``OUT/profile.csv`` (long rows)."""
+    measure) and ``OUT/profile.csv`` (long rows), renamed into place together once both are
+    written (a failed write raises :class:`~agorabench.analysis.files.OutputError` and keeps
+    the earlier files)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    csv_path = out / "profile.csv"
-    rows.to_csv(csv_path, index=False)
+    csv_path, html_path = out / "profile.csv", out / "profile.html"
+    with staged():  # both renamed into place once both are written: a failed write keeps the earlier pair
+        write_csv(rows, csv_path, index=False)
+        write_text(html_path, _page(rows, title))
+    return html_path, csv_path
+
+
+def _page(rows: pd.DataFrame, title: str) -> str:
+    """The profile page of :func:`write_profile`."""
     models = sorted(set(rows.loc[rows["kind"] == "model", "model"]))
     parts = [
         f"<p>{len(models)} models: {html.escape(', '.join(models))}. Each cell: estimate [95% interval]. "
@@ -156,10 +183,7 @@ def write_profile(rows: pd.DataFrame, out_dir: str | Path, title: str = "Behavio
         body += "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes)
         body += f"<p class='note'>Data: {html.escape('; '.join(sources))}</p>"
         parts.append(f"<section><h2>{html.escape(family)}: {html.escape(section)}</h2>{body}</section>")
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>"
-    html_path = out / "profile.html"
-    html_path.write_text(page, encoding="utf-8")
-    return html_path, csv_path
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>"
 
 
 def build_profile(dbs: Sequence[str], out_dir: str | Path) -> tuple[Path, Path]:

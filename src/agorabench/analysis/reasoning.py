@@ -19,6 +19,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from .files import write_with
+
 #: The study file's reasoning settings of a model entry, as a report's Models table heads them.
 SETTINGS = {"reasoning": "reasoning", "reasoning_effort": "reasoning effort", "thinking": "thinking", "reasoning_budget": "reasoning budget"}
 
@@ -185,6 +187,9 @@ def add_efforts_to_csv(path: str | Path, found: dict[str, str]) -> bool:
             value = name if k == 0 else found.get(row[i], "") if i < len(row) else ""
             new.insert(i + 1 + shift, value)
         out.append(new)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        csv.writer(f, lineterminator="\n").writerows(out)
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="", encoding="utf-8") as f:
+            csv.writer(f, lineterminator="\n").writerows(out)
+
+    write_with(path, write)  # a temporary file renamed over it: a failed write keeps the file as it was
     return True

@@ -122,6 +122,9 @@ class Encoded:
     terms: list[Term]
     references: dict[str, Any]
     dropped: list[str] = field(default_factory=list)
+    #: The levels each one-hot factor takes in the data (term -> levels, in sorted order), the
+    #: reference and levels left out as collinear included.
+    levels: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def pair_labels(df: pd.DataFrame, identities: tuple[str, ...] = ("model_alice", "model_bob")) -> pd.Series:
@@ -151,6 +154,7 @@ def encode(df: pd.DataFrame, design: Design, reference_model: str | None = None,
     cols: dict[str, np.ndarray] = {"intercept": np.ones(n)}
     terms = [Term("intercept", "intercept", None, "intercept")]
     refs: dict[str, Any] = {}
+    seen: dict[str, list[Any]] = {}
 
     def onehot(values: Iterable[Any], name: str, ref: Any, namer) -> None:
         keys = [level(v) for v in values]
@@ -168,6 +172,7 @@ def encode(df: pd.DataFrame, design: Design, reference_model: str | None = None,
         if level(ref) not in present:
             ref = Counter(keys).most_common(1)[0][0]
         refs[name] = level(ref)
+        seen[name] = present
         index = {v: i for i, v in enumerate(present)}
         codes = np.fromiter((index[k] for k in keys), dtype=np.int64, count=n)
         for v in present:
@@ -197,7 +202,7 @@ def encode(df: pd.DataFrame, design: Design, reference_model: str | None = None,
                 onehot(df[c].astype(str), c, ref_model, str)
     X = pd.DataFrame(cols, index=df.index)
     keep, dropped = _independent_columns(X.to_numpy())
-    return Encoded(X.iloc[:, keep], [terms[i] for i in keep], refs, [X.columns[i] for i in dropped])
+    return Encoded(X.iloc[:, keep], [terms[i] for i in keep], refs, [X.columns[i] for i in dropped], seen)
 
 
 def _independent_columns(X: np.ndarray, tol: float = 1e-9) -> tuple[list[int], list[int]]:
@@ -239,6 +244,9 @@ class Fit:
     encoded: Encoded | None = None
     y_mean: float = math.nan
     resid: np.ndarray | None = None
+    #: The levels each one-hot factor took in the data (:attr:`Encoded.levels`): which were played,
+    #: whether or not their column could be estimated.
+    levels: dict[str, list[Any]] = field(default_factory=dict)
 
     def term(self, name: str) -> pd.DataFrame:
         return self.coefs[self.coefs["term"] == name]
@@ -329,7 +337,7 @@ def fit_ols(
     return Fit(
         outcome=outcome, coefs=coefs, n=n, r2=r2, adj_r2=adj, clusters=n_clusters, references=enc.references, dropped=enc.dropped,
         columns=list(enc.X.columns), beta=beta, cov=cov, cov_cluster=cov_c, encoded=enc if keep_data else None, y_mean=float(y.mean()),
-        resid=resid if keep_data else None,
+        resid=resid if keep_data else None, levels=enc.levels,
     )
 
 

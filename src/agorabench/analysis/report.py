@@ -20,6 +20,7 @@ from .. import __version__
 from ..families import definitions, report_sections
 from ..redact import redact
 from ..store.store import Store
+from .files import OutputError, write_text
 from .frames import games_df, study_spec, turns_df
 from .plots import artifacts, efforts_shown, table_html
 from .reasoning import cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
@@ -45,6 +46,8 @@ def guarded(title: str, build: Callable[[], Union[Section, list[Section], None]]
     never costs the rest of the report."""
     try:
         made = build()
+    except OutputError:  # a file of the report could not be written (a full disk): the report fails
+        raise
     except Exception as exc:  # noqa: BLE001 - any failure of one analysis is reported in its place
         return [not_computed(title, exc)]
     if made is None:
@@ -198,7 +201,9 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = N
 
 
 def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | None = None, ids: set[str] | None = None, left_out: int = 0) -> Path:
-    """Write ``out_dir/index.html`` (plus SVG/CSV files). ``spec``: the study file as a dict
+    """Write ``out_dir/index.html`` (plus SVG/CSV files; all renamed into place together when the
+    report is whole, so a failed write keeps an earlier report and raises
+    :class:`~agorabench.analysis.files.OutputError`). ``spec``: the study file as a dict
     (default: the one stored with the study); only games of the models it names are reported. ``ids``: only these games (the
     study file's current design); ``left_out`` stored games outside them are mentioned in a note."""
     out = Path(out_dir)
@@ -222,6 +227,9 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
     game = str(all_games["game"].iloc[0])
     present = [str(g) for g in dict.fromkeys(all_games["game"])]  # the games stored, first seen first
+    path = out / "index.html"
+    # every file goes to a temporary name and all are renamed into place once the page is
+    # written (files.staged): a report that fails midway (a full disk) leaves the earlier one whole
     with artifacts(out), efforts_shown(efforts(spec)):
         sections = [introduction(study, spec, all_games, definitions(*present)), overview(all_games, turns, spec)]
         if left_out:
@@ -229,8 +237,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
         family = report_sections(game)
         if family is not None and not done.empty:
             sections += guarded(f"{game} analyses", lambda: family(done, turns))
-    body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
-    path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
+        body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
+        page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
+        write_text(path, page)
     return path

@@ -5,7 +5,9 @@ Intervals respect a metric's range: a metric with a stated range (``bounds``, ei
 None) gets the percentile bootstrap of its mean, which lies between the smallest and the largest
 value and so never leaves the range; an unbounded metric the t interval; a share of successes
 Wilson's interval. Model-based intervals of a bounded quantity (a regression's adjusted mean) are
-clipped to the range by :func:`clip_interval`, and the table says so."""
+clipped to the range by :func:`clip_interval`, and the table says so. An interval always holds
+its own estimate (a rounding error of the mean never puts it outside), and the figures draw
+whatever an estimator gives (``plots.whiskers``: no negative whisker)."""
 
 from __future__ import annotations
 
@@ -34,13 +36,27 @@ def mean_ci(values, level: float = 0.95, bounds: Bounds | None = None) -> tuple[
     if n == 0:
         return (math.nan, math.nan, math.nan, 0)
     m = float(np.mean(x))
+    if bounds is not None:  # a mean of values in the range is in the range (np.mean can miss it by a rounding error)
+        m = _snap(m, bounds)
     if n < 2:
         return (m, math.nan, math.nan, 1)
     if bounds is not None:
-        lo, hi = bootstrap_mean_ci(x, level)
-        return (m, *clip_interval(lo, hi, bounds), n)
+        lo, hi = clip_interval(*bootstrap_mean_ci(x, level), bounds)
+        # the interval holds its own estimate (a bootstrap of equal values gives [0.4, 0.4] for
+        # a mean that np.mean computes as 0.4000000000000001)
+        return (m, min(lo, m), max(hi, m), n)
     half = float(special.stdtrit(n - 1, (1 + level) / 2) * np.std(x, ddof=1) / math.sqrt(n))  # the t quantile
     return (m, m - half, m + half, n)
+
+
+def _snap(m: float, bounds: Bounds) -> float:
+    """``m`` put on an end of ``bounds`` that it passes by no more than a rounding error."""
+    lo, hi = bounds
+    if lo is not None and lo - 1e-9 * (1 + abs(lo)) <= m < lo:
+        return float(lo)
+    if hi is not None and hi < m <= hi + 1e-9 * (1 + abs(hi)):
+        return float(hi)
+    return m
 
 
 def bootstrap_mean_ci(x: np.ndarray, level: float = 0.95, reps: int = BOOTSTRAP_REPS, seed: int = 0) -> tuple[float, float]:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .stats import mean_ci
+from .stats import Bounds, mean_ci
 
 
 def kaplan_meier(durations: Sequence[float], events: Sequence[bool], level: float = 0.95) -> pd.DataFrame:
@@ -101,24 +101,28 @@ def gini(values: Sequence[float]) -> float:
     return float(np.abs(x[:, None] - x[None, :]).sum() / (2 * len(x) ** 2 * x.mean()))
 
 
-def gini_by_month(harvests: pd.DataFrame, group_of: pd.Series, level: float = 0.95) -> pd.DataFrame:
+def gini_by_month(harvests: pd.DataFrame, group_of: pd.Series, level: float = 0.95, bounds: Bounds | None = (0.0, 1.0)) -> pd.DataFrame:
     """Gini of the amounts collected in each run and month (``harvests``: game_id, month,
     collected per agent), then per group (``group_of``: game_id → group) and month the mean
-    over runs with a t interval."""
+    over runs with an interval within ``bounds`` (the Gini's range 0–1: the percentile
+    bootstrap of :func:`~agorabench.analysis.stats.mean_ci`, never below 0; None: the t
+    interval). Months in which nobody took anything have no Gini and are left out."""
     per_run = harvests.groupby(["game_id", "month"])["collected"].agg(gini).rename("gini").reset_index()
     per_run["group"] = per_run["game_id"].map(group_of)
     rows = []
     for (key, month), sub in per_run.groupby(["group", "month"]):
-        m, lo, hi, n = mean_ci(sub["gini"], level)
+        m, lo, hi, n = mean_ci(sub["gini"], level, bounds)
         rows.append({"group": key, "month": int(month), "gini": m, "low": lo, "high": hi, "runs": n})
     return pd.DataFrame(rows)
 
 
-def resource_trajectory(stock: pd.DataFrame, runs: pd.DataFrame, horizon: int, group: str = "model", level: float = 0.95) -> pd.DataFrame:
-    """Mean resource left after harvesting per group and month with a t band. ``stock``:
-    game_id, month, stock_after (one row per run and month). A collapsed run keeps its last
-    value for the later months (the resource stays collapsed); a censored run leaves the mean
-    after its last observed month."""
+def resource_trajectory(stock: pd.DataFrame, runs: pd.DataFrame, horizon: int, group: str = "model", level: float = 0.95, bounds: Bounds | None = (0.0, None)) -> pd.DataFrame:
+    """Mean resource left after harvesting per group and month with a band within ``bounds``
+    (the stock's range, 0 to the capacity when the caller knows it: the percentile bootstrap of
+    :func:`~agorabench.analysis.stats.mean_ci`, so a 100-ton lake's band never reaches 116;
+    None: the t band). ``stock``: game_id, month, stock_after (one row per run and month). A
+    collapsed run keeps its last value for the later months (the resource stays collapsed); a
+    censored run leaves the mean after its last observed month."""
     wide = stock.pivot_table(index="game_id", columns="month", values="stock_after", aggfunc="first").reindex(columns=range(1, horizon + 1))
     collapsed = set(runs.loc[runs["event"], "game_id"])
     filled = wide.copy()
@@ -129,6 +133,6 @@ def resource_trajectory(stock: pd.DataFrame, runs: pd.DataFrame, horizon: int, g
     for key, sub in runs.groupby(group):
         block = filled.reindex([g for g in sub["game_id"] if g in filled.index])
         for m in range(1, horizon + 1):
-            mean, lo, hi, n = mean_ci(block[m] if m in block else [], level)
+            mean, lo, hi, n = mean_ci(block[m] if m in block else [], level, bounds)
             rows.append({group: key, "month": m, "mean": mean, "low": lo, "high": hi, "runs": n})
     return pd.DataFrame(rows)

@@ -60,7 +60,8 @@ remove by clearing everything every month (initial + (T − 1)·min(a, capacity)
 12 months):
 0 when a group clears everything.</li>
 <li><b>equality</b> (%) = 100·(1 − Gini) = 100·(1 − Σ<sub>i</sub>Σ<sub>j</sub>|R<sub>i</sub> −
-R<sub>j</sub>| / (2·N²·R̄)), R̄ = ΣR/N; 100 = everyone collected the same, 0 when ΣR = 0.</li>
+R<sub>j</sub>| / (2·N²·R̄)), R̄ = ΣR/N; 100 = everyone collected the same; undefined (–, left out
+of means) when ΣR = 0, as the original's Gini (0/0), not 0 (maximal inequality).</li>
 <li><b>over_usage</b> (%) = 100 × #{(i, t): r<sub>i</sub>(t) &gt; f(t)/n<sub>t</sub>} /
 #{(i, t): t ≤ m}, the share of agent-months above the sustainable per-agent share (the study may
 use the group threshold r<sub>i</sub>(t) &gt; f(t) instead; trash: removing <i>less</i> than the
@@ -96,8 +97,11 @@ mean_b − mean_a; Welch's <b>t</b> = Δ / √(s<sub>a</sub>²/n<sub>a</sub>
 + s<sub>b</sub>²/n<sub>b</sub>) with Welch–Satterthwaite degrees of freedom <b>df</b>, two-sided
 <b>p</b>, interval Δ ± t<sub>df, 0.975</sub>·se; <b>p_bh</b> = Benjamini–Hochberg adjusted p over every
 row of the table (p<sub>(i)</sub>·m/i, made monotone, capped at 1); <b>significant</b> = p_bh &lt; 0.05.</li>
-<li><b>mean</b>, <b>low</b>, <b>high</b> elsewhere: mean over runs with the 95 % t interval mean ±
-t<sub>0.975, n−1</sub>·s/√n (<b>runs</b> = n).</li>
+<li><b>mean</b>, <b>low</b>, <b>high</b> elsewhere (the resource left, the Gini per month, the
+profile's survival time, over-usage and equality): mean over runs (<b>runs</b> = n) with the 95 %
+percentile-bootstrap interval (2,000 resamples of the runs), which lies between the smallest and
+the largest run and so within the metric's range: the resource 0 to the scenario's capacity, the
+Gini 0–1, percentages 0–100, survival times 0 to T.</li>
 </ul>
 """
 
@@ -129,7 +133,44 @@ def _prepare(games: pd.DataFrame) -> pd.DataFrame:
     g["survival_rate"] = 100.0 * pd.to_numeric(g["survived"], errors="coerce") if "survived" in g else np.nan
     g["censored"] = pd.to_numeric(g["censored"], errors="coerce").fillna(0.0) if "censored" in g else 0.0
     g["mixed"] = g["model"].str.contains("×", regex=False)
+    if "equality" in g:  # undefined when nobody collected anything, as the original's Gini (0/0)
+        g["equality"] = pd.to_numeric(g["equality"], errors="coerce").where(~_nothing_collected(g))
     return g
+
+
+def _nothing_collected(g: pd.DataFrame) -> pd.Series:
+    """Runs in which no agent collected anything (ΣR = 0)."""
+    for column in ("total_gain_sum", "total_gain"):
+        if column in g:
+            return pd.to_numeric(g[column], errors="coerce").fillna(-1.0).eq(0.0)
+    return pd.Series(False, index=g.index)
+
+
+def ranges(games: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
+    """The range of each commons metric (low, high; None: open) for these games: survival
+    times 0 to the horizon, the percentages 0–100, gains and losses from 0, the resource left
+    0 to the scenario's capacity (the largest of the games' scenarios), the Gini 0–1."""
+    horizon = float(pd.to_numeric(games["months"], errors="coerce").max()) if "months" in games and games["months"].notna().any() else None
+    return {
+        "survival_time": (0.0, horizon), "survival_time_harvested": (0.0, horizon), "survival_rate": (0.0, 100.0),
+        "total_gain": (0.0, None), "total_loss": (0.0, None), "efficiency": (0.0, 100.0), "equality": (0.0, 100.0),
+        "over_usage": (0.0, 100.0), "gini": (0.0, 1.0), "resource": (0.0, capacity(games)),
+    }
+
+
+def capacity(games: pd.DataFrame) -> float | None:
+    """The largest capacity of the games' scenarios (None when unknown)."""
+    from .commons import get_scenario
+
+    if not {"scenario", "language"} <= set(games):
+        return None
+    found = []
+    for scenario, language in games[["scenario", "language"]].drop_duplicates().itertuples(index=False):
+        try:
+            found.append(float(get_scenario(str(scenario), str(language)).capacity))
+        except (KeyError, ValueError):
+            return None
+    return max(found) if found else None
 
 
 def _harvests(turns: pd.DataFrame) -> pd.DataFrame:
@@ -321,8 +362,9 @@ def survival_sections(g: pd.DataFrame, h: pd.DataFrame) -> list[Section]:
     out.append(Section("Survival (Kaplan–Meier, censored runs)", body))
     if not h.empty:
         group_of = g.set_index("game_id")["model"]
-        gin = gini_by_month(h, group_of)
-        traj = resource_trajectory(h.groupby(["game_id", "month"], as_index=False)["stock_after"].first(), runs, horizon)
+        bounds = ranges(g)
+        gin = gini_by_month(h, group_of, bounds=bounds["gini"])
+        traj = resource_trajectory(h.groupby(["game_id", "month"], as_index=False)["stock_after"].first(), runs, horizon, bounds=bounds["resource"])
         body = bands(traj, "month", "mean", "model", "Mean resource left after harvesting per model (95% band)", f"left after harvest ({unit_of(g)})")
         body += "<p class='note'>A collapsed run keeps its last value; a censored run leaves the mean after its last month.</p>" + table_html(traj, name="mean resource left per model and month")
         body += bands(gin.rename(columns={"group": "model"}), "month", "gini", "model", "Gini of the month's harvests per model (95% band)", "Gini of harvests (0 = equal shares)", ylim=(-0.03, 1.03))
@@ -366,10 +408,11 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     for model, sub in runs.groupby("model"):
         s, lo, hi = survival_at(kaplan_meier(sub["duration"], sub["event"]), horizon)
         rows.append(row(family, section, f"P(survives {horizon} months), Kaplan–Meier", model, s, lo, hi, len(sub)))
+    bounds = ranges(g)
     for model, sub in g.groupby("model"):
         for measure, column in (("survival time (months)", "survival_time"), ("over-usage (%)", "over_usage"), ("equality (%)", "equality")):
             if column in sub:
-                m, lo, hi, n = mean_ci(sub[column])
+                m, lo, hi, n = mean_ci(sub[column], bounds=bounds[column])
                 rows.append(row(family, section, measure, model, m, lo, hi, n))
     name = "sustainable (each takes f(t)/N)"
     for measure, value in ((f"P(survives {horizon} months), Kaplan–Meier", 1.0), ("survival time (months)", float(horizon)), ("over-usage (%)", 0.0), ("equality (%)", 100.0)):

@@ -14,6 +14,8 @@ of it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ import pandas as pd
 from ...analysis import metagame as mg
 from ...analysis.anchoring import anchoring
 from ...analysis.stats import Bounds
-from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, default_reference, fit_ols, level, pair_labels
+from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, fit_ols, level, pair_labels
 
 OUTCOMES = ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")
 OUTCOME_NAMES = {"efficiency": "efficiency", "fairness": "fairness", "self_gain_alice": "Alice's self-gain", "self_gain_bob": "Bob's self-gain"}
@@ -72,8 +74,9 @@ FIRST_OFFER = {"glee.bargaining": ("offer", "action_alice_gain"), "glee.negotiat
 REFERENCE_RULE = (
     "the study file's [analysis] reference_model (agora analyze --reference before it); else the first "
     "LLM of the study file's model list (an entry whose spec is no strategy/… and no person); else the "
-    "first model of that list; each only if it played these games; without a study file (imported logs, "
-    "a frame built by hand): the first model name in sorted order that is no person's seat (human…)"
+    "first model of that list; each only if it played these games, and the automatic choices pass over a "
+    "model none of whose turns was valid; without a study file (imported logs, a frame built by hand): "
+    "the first model name in sorted order that is no person's seat (human…)"
 )
 
 
@@ -90,22 +93,135 @@ def study_reference(spec: dict[str, Any] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def reference_model(games: pd.DataFrame, spec: dict[str, Any] | None = None, override: str | None = None) -> str:
-    """The reference identity of these games by :data:`REFERENCE_RULE`, the one rule of the
-    report, ``agora analyze`` and the Python API: ``override`` (``--reference``), then the
-    study file's candidates (:func:`study_reference`; ``spec`` defaults to
-    ``games.attrs["spec"]``, which :func:`~agorabench.analysis.frames.games_df` and the report
-    set; an empty one too), the first that played; else the first sorted name that is no person's seat."""
-    spec = spec or games.attrs.get("spec")
-    preferred = ([override] if override else []) + study_reference(spec)
-    return default_reference(pd.unique(games[["model_alice", "model_bob"]].to_numpy().ravel()), preferred)
+#: What the study file is when a frame carries none and none is given (see :func:`study_file`).
+NO_STUDY_FILE = (
+    "the games carry no study file (games.attrs['spec'], which games_df sets, is gone: a merge, a CSV "
+    "round trip or a frame built by hand drops it), so the reference model cannot be chosen by its rule; "
+    "put it back with analysis.frames.with_study(games, store, 'STUDY'), or pass spec= (the study file as a "
+    "dict or its path; spec={} for data without one) or reference='MODEL'"
+)
 
 
-def regressions(games: pd.DataFrame, family: str, reference: str | None = None, outcomes: tuple[str, ...] = OUTCOMES, pair: bool = False) -> dict[str, Fit]:
+def study_file(games: pd.DataFrame, spec: dict[str, Any] | str | Path | None = None) -> dict[str, Any]:
+    """The study file the reference rule reads: ``spec`` when given (a dict, or the path of a
+    study file), else ``games.attrs["spec"]`` (set by :func:`~agorabench.analysis.frames.games_df`
+    and the report; {} for data without one). A frame whose attributes are gone (pandas' ``merge``,
+    a CSV round trip) and no ``spec`` is a ValueError (:data:`NO_STUDY_FILE`), never a silent
+    change of the reference to another model."""
+    if isinstance(spec, (str, Path)):
+        from ...core.study import load_study
+
+        try:
+            return load_study(spec).file.model_dump(mode="json")
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"spec={str(spec)!r}: not a readable study file ({' '.join(str(exc).split())[:200]})") from None
+    if spec is not None:
+        return dict(spec)
+    if "spec" not in games.attrs:
+        raise ValueError(NO_STUDY_FILE)
+    return games.attrs["spec"] or {}
+
+
+def turn_counts(turns: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Model name -> (turns, valid turns) of a turns frame (columns ``model``, ``valid``)."""
+    if turns is None or turns.empty or not {"model", "valid"} <= set(turns.columns):
+        return {}
+    counts = turns.assign(valid=turns["valid"].astype(bool)).groupby("model")["valid"].agg(["size", "sum"])
+    return {str(m): (int(n), int(v)) for m, (n, v) in counts.iterrows()}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference model chosen by :data:`REFERENCE_RULE` and why: ``source`` the step of
+    the rule that chose it, ``passed_over`` the candidates it skipped (a model none of whose turns
+    was valid; a named reference that did not play), ``note`` anything a reader must know (a
+    reference named explicitly none of whose turns was valid)."""
+
+    model: str
+    source: str
+    passed_over: tuple[str, ...] = ()
+    note: str = ""
+
+    def line(self) -> str:
+        """One line for a report or a printed analysis: ``reference model X (why; ...)``."""
+        parts = [self.source, *self.passed_over, *([self.note] if self.note else [])]
+        return f"reference model {self.model} ({'; '.join(parts)})"
+
+
+def reference_choice(games: pd.DataFrame, spec: dict[str, Any] | str | Path | None = None, override: str | None = None, turns: pd.DataFrame | None = None) -> Reference:
+    """The reference identity of these games by :data:`REFERENCE_RULE` — the one rule of the
+    report, ``agora analyze`` and the Python API — with the reason: ``override``
+    (``--reference``, ``reference=``), the study file's ``[analysis] reference_model``, its first
+    LLM that played, its first model that played, else (no study file) the first sorted name that
+    is no person's seat. The study file is :func:`study_file` (``spec``, else
+    ``games.attrs["spec"]``; neither is a ValueError). The automatic steps pass over a model none
+    of whose turns was valid (its effects would be those of the game's fallbacks): validity from
+    ``turns`` (a turns frame) or ``games.attrs["valid_turns"]`` (set by ``games_df``); a model named
+    explicitly is kept, with a note."""
+    if override is None or spec is not None or "spec" in games.attrs:
+        file = study_file(games, spec)
+    else:
+        file = {}
+    seats = [c for c in ("model_alice", "model_bob") if c in games]
+    played = sorted({str(m) for m in pd.unique(games[seats].to_numpy().ravel()) if m is not None and m == m})
+    if not played:
+        raise ValueError("no model played these games")
+    known = turns is not None or "valid_turns" in games.attrs
+    counts = turn_counts(turns) if turns is not None else dict(games.attrs.get("valid_turns") or {})
+
+    def invalid(model: str) -> bool:
+        n, valid = counts.get(model, (0, 0))
+        return n > 0 and valid == 0
+
+    skipped: list[str] = []
+    named = [(override, "named by --reference / reference=")] if override else []
+    setting = (file.get("analysis") or {}).get("reference_model")
+    if setting:
+        named.append((setting, "the study file's [analysis] reference_model"))
+    for model, source in named:
+        if model in played:
+            note = f"none of {model}'s turns was valid: every effect compares with the game's fallbacks" if invalid(model) else ""
+            return Reference(model, source, tuple(skipped), note)
+        skipped.append(f"{model} ({source}) did not play these games")
+    entries = file.get("models") or []
+    steps = [
+        ("the first language model of the study file's list that played", [m["name"] for m in entries if not str(m.get("spec", "")).startswith(("strategy/", "human"))]),
+        ("the first model of the study file's list that played", [m["name"] for m in entries]),
+    ]
+    people = "the first model name in sorted order that is no person's seat"
+    steps.append((people if entries else f"no study file: {people}", [m for m in played if m != "human" and not m.startswith(("human:", "strategy"))]))
+    steps.append(("the first model name in sorted order", played))
+    passed: list[str] = []
+    for source, candidates in steps:
+        for model in candidates:
+            if model not in played or model in passed:
+                continue
+            if invalid(model):
+                passed.append(model)
+                continue
+            if passed:
+                skipped.append(f"passed over {', '.join(passed)}: none of its turns was valid")
+            unknown = "" if known else "turn validity unknown (no turns given): a model without a valid turn is not passed over"
+            return Reference(model, source, tuple(skipped), unknown)
+    # every model that played answered only invalidly: the rule's first candidate, said so
+    first = next((m for _, candidates in steps for m in candidates if m in played), played[0])
+    return Reference(first, "every model that played answered only invalidly; the rule's first candidate", tuple(skipped))
+
+
+def reference_model(games: pd.DataFrame, spec: dict[str, Any] | str | Path | None = None, override: str | None = None, turns: pd.DataFrame | None = None) -> str:
+    """The name of :func:`reference_choice`'s model (the one rule of the report, ``agora
+    analyze`` and the Python API); ``spec`` defaults to ``games.attrs["spec"]`` and a frame
+    without it is a ValueError (pass ``spec=`` or ``override=``)."""
+    return reference_choice(games, spec, override, turns).model
+
+
+def regressions(games: pd.DataFrame, family: str, reference: str | None = None, outcomes: tuple[str, ...] = OUTCOMES, pair: bool = False, spec: dict[str, Any] | str | Path | None = None) -> dict[str, Fit]:
     """One OLS per outcome of the family's games (App. C.1 encoding, Table 8 references),
-    classical and model-pair-clustered errors, BH-adjusted p-values per outcome."""
+    classical and model-pair-clustered errors, BH-adjusted p-values per outcome. ``reference``:
+    the reference model (default: :func:`reference_choice` over ``spec``, else the frame's
+    study file; a frame that lost it is a ValueError)."""
     design = DESIGNS[family]
-    ref = reference or reference_model(games)
+    ref = reference or reference_model(games, spec)
     return {o: fit_ols(games, o, design, ref, pair=pair) for o in outcomes if o in games and games[o].notna().sum() > 0}
 
 
@@ -118,8 +234,9 @@ def coefficients(fits: dict[str, Fit]) -> pd.DataFrame:
 
 
 def fit_summary(fits: dict[str, Fit]) -> pd.DataFrame:
-    """Per outcome: games, coefficients, R², adjusted R², clusters and the columns left out."""
-    return pd.DataFrame([{"outcome": o, "games": f.n, "coefficients": len(f.beta), "r2": f.r2, "adj_r2": f.adj_r2, "clusters": f.clusters, "left_out": "; ".join(f.dropped)} for o, f in fits.items()])
+    """Per outcome: games, coefficients, R², adjusted R², clusters, the columns left out and the
+    reference model the identity effects are relative to."""
+    return pd.DataFrame([{"outcome": o, "games": f.n, "coefficients": len(f.beta), "r2": f.r2, "adj_r2": f.adj_r2, "clusters": f.clusters, "left_out": "; ".join(f.dropped), "reference_model": f.references.get("model_alice", f.references.get("model_bob"))} for o, f in fits.items()])
 
 
 def _mark(df: pd.DataFrame, est: str, low: str, high: str) -> pd.DataFrame:
@@ -131,14 +248,46 @@ def _mark(df: pd.DataFrame, est: str, low: str, high: str) -> pd.DataFrame:
     return df
 
 
-def market_effects(fits: dict[str, Fit], family: str, outcomes: tuple[str, ...] = ("efficiency", "fairness"), clustered: bool = False) -> pd.DataFrame:
-    """Table 5: for every market level (8 / 12 / 8, the reference first with effect 0), its
-    effect on each outcome in percentage points with the 95 % interval; levels no game played
-    are NaN. ``clustered`` uses the pair-clustered interval."""
+def market_levels(fits: dict[str, Fit], family: str) -> list[tuple[Any, ...]]:
+    """The market levels of Table 5 in order: the paper's (8 / 12 / 8, the Table 8 default
+    first), then every other market the games played (a horizon the paper did not use, say
+    T = 4), in sorted order."""
     design = DESIGNS[family]
+    paper = design.composite_grid()
+    played = {tuple(c) for f in fits.values() for c in f.levels.get(design.composite_label, []) if isinstance(c, tuple) and len(c) == len(design.composite)}
+    known = [[level(v) for v in values] for values in design.composite_levels]
+
+    def order(combo: tuple[Any, ...]) -> tuple:
+        # each factor's levels in the paper's order, then the levels it lacks by value
+        return tuple((known[i].index(v), 0.0, "") if v in known[i] else (len(known[i]), *_by_value(v)) for i, v in enumerate(combo))
+
+    return paper + sorted((c for c in played if c not in paper), key=order)
+
+
+def _by_value(value: Any) -> tuple[float, str]:
+    """Sort key of a level the paper lacks: numbers by value before text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (float(value), "")
+    return (float("inf"), str(value))
+
+
+def market_effects(fits: dict[str, Fit], family: str, outcomes: tuple[str, ...] = ("efficiency", "fairness"), clustered: bool = False) -> pd.DataFrame:
+    """Table 5: for every market level, its effect on each outcome in percentage points with
+    the 95 % interval, relative to the reference market (effect 0). The rows are the paper's
+    markets (8 / 12 / 8, the Table 8 default first) and then every other market the games
+    played (:func:`market_levels`; e.g. T = 4 of a study with ``horizon = [4, "inf"]``), so no
+    played market is hidden. ``paper``: whether the paper's Table 5 has the market; ``played``:
+    whether any game played it (a played market whose effect the data cannot separate from
+    others is NaN with ``played`` true; one never played is NaN with ``played`` false).
+    ``clustered`` uses the pair-clustered interval."""
+    design = DESIGNS[family]
+    paper = set(design.composite_grid())
+    played = {tuple(c) for f in fits.values() for c in f.levels.get(design.composite_label, []) if isinstance(c, tuple)}
     rows: list[dict[str, Any]] = []
-    for combo in design.composite_grid():
+    for combo in market_levels(fits, family):
         row: dict[str, Any] = {f.name: f.level_name(v) for f, v in zip(design.composite, combo)}
+        row["paper"] = combo in paper
+        row["played"] = combo in played
         for o in outcomes:
             if o not in fits:
                 continue
@@ -179,13 +328,13 @@ def model_effects(fits: dict[str, Fit], clustered: bool = False) -> pd.DataFrame
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def adjusted_self_gain(games: pd.DataFrame, family: str, reference: str | None = None) -> pd.DataFrame:
+def adjusted_self_gain(games: pd.DataFrame, family: str, reference: str | None = None, spec: dict[str, Any] | str | Path | None = None) -> pd.DataFrame:
     """Design-adjusted mean self-gain of each model as Alice and as Bob: the mean over all of the
     family's games of the regression's prediction with that model in the seat (see
     :func:`agorabench.analysis.regression.adjusted_means`). Columns: model, role, adjusted, low,
     high (classical 95 %), low_cluster, high_cluster (pair-clustered), raw (plain mean), n."""
     design = DESIGNS[family]
-    ref = reference or reference_model(games)
+    ref = reference or reference_model(games, spec)
     parts = []
     for role in ("alice", "bob"):
         out = adjusted_means(games, f"self_gain_{role}", design, f"model_{role}", ref)
@@ -193,12 +342,12 @@ def adjusted_self_gain(games: pd.DataFrame, family: str, reference: str | None =
     return pd.concat(parts, ignore_index=True)
 
 
-def pair_effects(games: pd.DataFrame, family: str, outcome: str, reference: str | None = None) -> pd.DataFrame:
+def pair_effects(games: pd.DataFrame, family: str, outcome: str, reference: str | None = None, spec: dict[str, Any] | str | Path | None = None) -> pd.DataFrame:
     """Design-adjusted outcome of every ordered model pair relative to the family's mean
     outcome (Figures 1–6): the pair regression's mean prediction over all games with that pair
     seated, minus the mean observed outcome. Rows: Alice's model; columns: Bob's model."""
     data = games.assign(**{PAIR: pair_labels(games)})
-    adj = adjusted_means(data, outcome, DESIGNS[family], PAIR, reference or reference_model(games))
+    adj = adjusted_means(data, outcome, DESIGNS[family], PAIR, reference or reference_model(games, spec))
     first = data.drop_duplicates(PAIR).set_index(PAIR)
     adj["alice"] = adj["level"].map(first["model_alice"])
     adj["bob"] = adj["level"].map(first["model_bob"])
@@ -208,7 +357,7 @@ def pair_effects(games: pd.DataFrame, family: str, outcome: str, reference: str 
     return grid
 
 
-def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None):
+def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None, spec: dict[str, Any] | str | Path | None = None):
     """Meta-game payoffs: for each outcome (Alice's and Bob's self-gain) fit the pair
     regression once; a cell is the mean over the cell's games of y − x_param·β_param plus the mean
     of x_param·β_param over all games (with all games, exactly the pair's adjusted mean). The
@@ -217,7 +366,7 @@ def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None):
     data = games[games["model_alice"].isin(models) & games["model_bob"].isin(models)].reset_index(drop=True)
     if len(models) < 2 or data.empty:
         raise ValueError(f"{family}: the meta-game needs at least two models that each played both roles")
-    ref = reference or reference_model(data)
+    ref = reference or reference_model(data, spec)
     r = data["model_alice"].map({m: i for i, m in enumerate(models)}).to_numpy()
     c = data["model_bob"].map({m: i for i, m in enumerate(models)}).to_numpy()
     k = len(models)
@@ -242,12 +391,12 @@ def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None):
     return models, data, payoffs
 
 
-def metagame(games: pd.DataFrame, family: str, reference: str | None = None, reps: int = 200, seed: int = 0) -> dict[str, Any]:
+def metagame(games: pd.DataFrame, family: str, reference: str | None = None, reps: int = 200, seed: int = 0, spec: dict[str, Any] | str | Path | None = None) -> dict[str, Any]:
     """The meta-game of §4 Q2: Alice and Bob each pick a model; payoffs are design-adjusted
     expected self-gains (percentage points of the amount at stake). Returns the models, payoff
     matrices, every pure and mixed equilibrium, their bootstrap frequencies and α-Rank. Needs
     every ordered pair of the models to have played."""
-    models, data, payoffs = _payoff_builder(games, family, reference)
+    models, data, payoffs = _payoff_builder(games, family, reference, spec)
     A, B = payoffs(np.arange(len(data)))
     if len(models) < 2 or np.isnan(A).any() or np.isnan(B).any():
         missing = int(np.isnan(A).sum())
@@ -297,11 +446,12 @@ def anchoring_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
 
 
 def market_level_count(family: str) -> int:
-    """How many levels the family's market factor has (8, 12, 8)."""
+    """How many levels the family's market factor has in the paper (8, 12, 8); Table 5 adds
+    any other market a study played (:func:`market_levels`)."""
     return len(DESIGNS[family].composite_grid())
 
 
 __all__ = [
-    "DESIGNS", "OUTCOMES", "regressions", "coefficients", "fit_summary", "market_effects", "model_effects",
+    "DESIGNS", "OUTCOMES", "REFERENCE_RULE", "Reference", "reference_choice", "reference_model", "study_file", "regressions", "coefficients", "fit_summary", "market_effects", "market_levels", "model_effects",
     "adjusted_self_gain", "pair_effects", "metagame", "first_offers", "anchoring_table", "market_level_count", "level",
 ]

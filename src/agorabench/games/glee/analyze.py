@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...analysis.files import write_csv
 from ...analysis.reasoning import efforts, with_efforts
 from ...analysis.regression import predictive_check
 from . import analysis as ga
@@ -18,7 +19,9 @@ def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: s
     """Fit summary, coefficients, Table 5, Table 6, adjusted self-gains, meta-game and the
     linear-vs-boosting check per family; returns the text and writes CSVs into ``out``. The
     reference model: ``reference`` if it played, else :data:`.analysis.REFERENCE_RULE` over
-    ``spec`` (default: ``games.attrs["spec"]``), as the report and the Python API choose it."""
+    ``spec`` (default: ``games.attrs["spec"]``; a frame without it and no ``spec`` is a
+    ValueError), as the report and the Python API choose it; the text names it and why, in one
+    line per family (:meth:`.analysis.Reference.line`)."""
     present = [f for f in FAMILIES if "game" in games and (games["game"] == f).any()]
     if not present:
         raise ValueError("the study has no finished GLEE games")
@@ -33,13 +36,14 @@ def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: s
         shown = with_efforts(df, found)  # a model seated at a reasoning effort: the effort beside its name
         text.append(f"\n== {title} ==\n" + (shown.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(shown) else "(empty)"))
         if folder:
-            df.to_csv(folder / f"{file}.csv", index=False)
+            write_csv(df, folder / f"{file}.csv", index=False)  # a temporary file renamed into place
 
     for family in present:
         sub = games[games["game"] == family]
         label, key = FAMILIES[family], family.split(".")[1]
-        ref = ga.reference_model(sub, spec, override=reference)
-        text.append(f"\n#### {label}: {len(sub)} games, reference model {ref} (rule: {ga.REFERENCE_RULE})")
+        choice = ga.reference_choice(sub, spec, override=reference)
+        ref = choice.model
+        text.append(f"\n#### {label}: {len(sub)} games, {choice.line()} (rule: {ga.REFERENCE_RULE})")
         fits = ga.regressions(sub, family, ref)
         emit(f"{label}: fit", ga.fit_summary(fits), f"{key}_fit")
         emit(f"{label}: coefficients", ga.coefficients(fits), f"{key}_coefficients")

@@ -189,7 +189,8 @@ def family_sections(family: str, games: pd.DataFrame, turns: pd.DataFrame, refer
     family_turns = turns[turns["game_id"].isin(games["game_id"])] if len(turns) else turns
     rates = invalid_rates(family_turns)
     played = games.groupby(["model_alice", "model_bob"]).agg(games=("game_id", "size"), games_with_invalid=("n_invalid", lambda v: float((v > 0).mean()))).reset_index()
-    out += analysis_sections(family, games, reference, reference_warning(reference or ga.reference_model(games), family_turns))
+    choice = ga.reference_choice(games, override=reference, turns=family_turns)
+    out += analysis_sections(family, games, choice, reference_warning(choice.model, family_turns))
     out.append(Section(f"{label}: invalid answers", ("<p>Invalid answers were re-asked, then replaced by the game's fallback (see the game modules).</p>" + table_html(rates, name=f"{label} invalid rates") if not rates.empty else "<p>No turns stored.</p>") + table_html(played, name=f"{label} games with invalid answers")))
     return out
 
@@ -204,10 +205,12 @@ def _guard(title: str, build: Callable[[], str]) -> Section:
 
 
 def _fmt_effect(df: pd.DataFrame, est: str, low: str, high: str) -> pd.Series:
-    """"2.8 [2.3, 3.3]" with ▲ for best and ▼ for worst within the interval."""
+    """"2.8 [2.3, 3.3]" with ▲ for best and ▼ for worst within the interval; no estimate:
+    "not played", or "not identified" for a level that was played (``played`` true) but whose
+    effect the data cannot separate from others'."""
     def one(r: pd.Series) -> str:
         if pd.isna(r[est]):
-            return "not played"
+            return "not identified" if r.get("played", False) else "not played"
         mark = (" ▲" if r.get(f"{est}_best") else "") + (" ▼" if r.get(f"{est}_worst") else "")
         return f"{r[est]:.1f} [{r[low]:.1f}, {r[high]:.1f}]{mark}"
 
@@ -229,11 +232,14 @@ def reference_warning(reference: str, turns: pd.DataFrame) -> str:
             "Name another reference with [analysis] reference_model in the study file.")
 
 
-def analysis_sections(family: str, games: pd.DataFrame, reference: str | None, warning: str = "") -> list[Section]:
+def analysis_sections(family: str, games: pd.DataFrame, reference: "str | ga.Reference | None", warning: str = "") -> list[Section]:
     """Regression tables and figures of one family (see :mod:`.analysis`); ``reference``:
-    the reference model (default: :func:`.analysis.reference_model`), named with its rule."""
+    the reference model, or the rule's choice with its reason (default:
+    :func:`.analysis.reference_choice`), named with its rule and why it was chosen."""
     label = FAMILIES[family]
-    ref = reference or ga.reference_model(games)
+    choice = reference if isinstance(reference, ga.Reference) else ga.reference_choice(games, override=reference)
+    ref = choice.model
+    why = "; ".join([choice.source, *choice.passed_over, *([choice.note] if choice.note else [])])
     state: dict[str, Any] = {}
 
     def fits() -> dict:
@@ -245,7 +251,7 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: str | None, w
         f = fits()
         summary = ga.fit_summary(f)
         few = summary["clusters"].min() < 10
-        note = (f"<p id='reference-model'>Reference model: <b>{html.escape(ref)}</b>, chosen by the rule: {html.escape(ga.REFERENCE_RULE)}.</p>"
+        note = (f"<p id='reference-model'>Reference model: <b>{html.escape(ref)}</b>, chosen by the rule: {html.escape(ga.REFERENCE_RULE)}. Here: {html.escape(why)}.</p>"
                 + (f"<p class='note'>{html.escape(warning)}</p>" if warning else "") + "<p>Reference levels (Table 8): ") + html.escape("; ".join(f"{k} = {v}" for k, v in next(iter(f.values())).references.items())) + ".</p>"
         if few:
             note += "<p class='note'>Fewer than 10 model pairs: the clustered errors rest on very few clusters and are unreliable.</p>"
@@ -255,6 +261,9 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: str | None, w
     def table5() -> str:
         t = ga.market_effects(fits(), family)
         shown = t[[f.name for f in ga.DESIGNS[family].composite]].copy()
+        beyond = t[~t["paper"]]
+        if len(beyond):  # markets the paper's Table 5 does not have, after the paper's
+            shown["in the paper"] = t["paper"].map({True: "yes", False: "no"})
         for o in ("efficiency", "fairness"):
             if o in t:
                 shown[f"{o} (pp) [95% CI]"] = _fmt_effect(t, o, f"{o}_low", f"{o}_high")
@@ -266,8 +275,11 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: str | None, w
                 long.append(pd.DataFrame({"market": market, "outcome": o, "estimate": t[o], "low": t[f"{o}_low"], "high": t[f"{o}_high"]}))
         fig = forest(pd.concat(long), "market", "outcome", f"{label}: market effects vs the Table 8 default (95% CI)", "effect (pp of M)") if long else ""
         names = ", ".join(f.name for f in ga.DESIGNS[family].composite)
+        extra = (f" The paper's {len(t) - len(beyond)} markets come first; the {len(beyond)} after them (<i>in the paper</i>: no) were played by this study "
+                 "but are not in the paper's Table 5." if len(beyond) else "")
         return (f"<p>Effect of each market ({names}) on efficiency and fairness in percentage points relative to the default market "
-                "(first row); ▲ marks values whose interval reaches the best estimate, ▼ the worst.</p>" + fig + table_html(shown, name=f"{label} table 5 market effects") + table_html(t, name=f"{label} table 5 market effects numeric"))
+                f"(first row); ▲ marks values whose interval reaches the best estimate, ▼ the worst; <i>not played</i>: no game of this market, "
+                f"<i>not identified</i>: played, but its effect cannot be separated from others'.{extra}</p>" + fig + table_html(shown, name=f"{label} table 5 market effects") + table_html(t, name=f"{label} table 5 market effects numeric"))
 
     def table6() -> str:
         t = ga.model_effects(fits())
@@ -443,7 +455,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         sub = games[games["game"] == family] if "game" in games else games.iloc[0:0]
         if not sub.empty:
             label = FAMILIES[family]
-            out += guarded(label, lambda: family_sections(family, sub, turns, ga.reference_model(sub)))
+            out += guarded(label, lambda: family_sections(family, sub, turns))
             family_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
             if family == "glee.persuasion":
                 out += guarded("Persuasion: lying and belief updating", lambda: persuasion_section(family_turns, sub))
@@ -517,7 +529,9 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         fam_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
         section = "self-gain, fairness, efficiency (design-adjusted)"
         note = "Design-adjusted by the GLEE regression (model, opponent, the family's design factors and market; SEs clustered by model pair)."
-        ref = reference_model(sub)
+        # adjusted means do not depend on the reference (only the coding does): a frame without
+        # its study file still gets its rows
+        ref = reference_model(sub, spec=sub.attrs.get("spec") or {}, turns=fam_turns)
         for role in ("alice", "bob"):
             for measure, column in (("self-gain", f"self_gain_{role}"), ("fairness", "fairness"), ("efficiency", "efficiency")):
                 if column not in sub or sub[column].isna().all():
