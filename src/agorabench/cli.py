@@ -27,23 +27,71 @@ def _default_db(study_path: str) -> str:
     return str(Path("runs") / (Path(study_path).stem + ".db"))
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _planned_study(args: argparse.Namespace):
+    """The study of ``run`` / ``plan``, checked as a run checks it before touching a database."""
     from .core.coverage import one_model_for_pairs
-    from .core.runner import run_study
-    from .redact import redact
 
     study = load_study(args.study, models=args.model)
     problem = one_model_for_pairs(study) if args.model else None
     if problem:
         raise StudyError(problem)
     study.check_size()  # a design without games, or too large, is an error before any database is touched
-    study.check_keys()
+    return study
+
+
+def _show_plan(study, db: str, samples: int, output_tokens: float | None, money: float | None = None, tokens: int | None = None) -> int:
+    """Print what a run of ``study`` on ``db`` would play and use (nothing is played, the
+    database is only read, never created); with a budget, how many games fit it."""
+    from .core.plan import plan_study
+
+    plan, spent = plan_study(study, db, samples=samples, output_tokens=output_tokens)
+    for line in plan.lines():
+        print(line)
+    if money is not None or tokens is not None:
+        fits = plan.games_within(money, tokens, spent)
+        limit = _budget_text(money, tokens)
+        print(f"budget {limit}: {fits:,} of the {plan.todo:,} game(s) fit at their estimates (the study has spent {_spent_text(money, tokens, *spent)} in this database)")
+    for line in plan.warnings:
+        print(f"agora: warning: {line}", file=sys.stderr)
+    return 0
+
+
+def _budget_text(money: float | None, tokens: int | None) -> str:
+    """A budget as given: dollars to the cent (more digits where it has them), tokens."""
+    dollars = "" if money is None else (f"${money:,.2f}" if round(money, 2) == money else f"${money:,.6g}")
+    return " and ".join(x for x in (dollars, f"{tokens:,} tokens" if tokens is not None else "") if x)
+
+
+def _spent_text(money: float | None, tokens: int | None, cost: float, used: int) -> str:
+    shown = [f"${cost:,.4f}"] if money is not None else []
+    if tokens is not None or money is None:
+        shown.append(f"{used:,} tokens")
+    return " and ".join(shown)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Print per model the games, calls, tokens and money a run would use, and the basis."""
+    study = _planned_study(args)
+    return _show_plan(study, args.db or _default_db(args.study), args.samples, args.output_tokens)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .core.runner import Budget, run_study
+    from .redact import redact
+
+    study = _planned_study(args)
     db = args.db or _default_db(args.study)
+    if args.dry_run:  # what the run would play and use; nothing is played, no key is needed
+        return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens)
+    study.check_keys()
+    budget = Budget(args.budget, args.budget_tokens, args.output_tokens, args.samples) if args.budget is not None or args.budget_tokens is not None else None
     if args.executor == "ray":
+        if budget is not None:
+            raise StudyError("--budget and --budget-tokens work with the async executor only (leave out --executor ray)")
         return _run_ray(args, study.name, db)
     if args.no_cache and args.cache:
         raise StudyError("--no-cache and --cache exclude each other")
-    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache)
+    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
         f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{elsewhere}; "
@@ -53,6 +101,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         + (f", reasoning {info['reasoning']}" if info.get("reasoning") else "")
         + f", ${info['cost']:.4f}; db {redact(db)}"
     )
+    spent = info.get("budget")
+    if spent is not None:  # one line: what the study has spent of its budget, and whether it stopped the run
+        limit = _budget_text(spent["money"], spent["tokens"])
+        total = _spent_text(spent["money"], spent["tokens"], spent["spent_cost"], spent["spent_tokens"])
+        this_run = _spent_text(spent["money"], spent["tokens"], spent["spent_cost"] - spent["before_cost"], spent["spent_tokens"] - spent["before_tokens"])
+        left = stats.total - stats.skipped - stats.done
+        if spent["reached"]:
+            print(
+                f"budget reached: spent {total} of {limit} ({this_run} in this run); no new game was started once the next could exceed the budget; "
+                f"{left:,} game(s) left to play (run again with a higher budget to play them)"
+            )
+        else:
+            print(f"budget {limit}: spent {total} ({this_run} in this run)" + (f"; {left:,} game(s) left to play" if left else ""))
     for warning in info.get("warnings", []):
         print(f"  warning: {warning}", file=sys.stderr)
     for name, why in info.get("stopped", {}).items():  # one line per stopped model, not one per game
@@ -239,6 +300,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     a reasoning effort, the text ends with each model's effort and every CSV it wrote that names
     models gets ``effort`` / ``effort_<role>`` beside them (the analyses key on the model's name,
     ``NAME-EFFORT``)."""
+    from .analysis.files import staged
     from .analysis.frames import games_df
     from .analysis.reasoning import add_efforts_to_csv, efforts
     from .analysis.report import named_models_only
@@ -256,8 +318,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     folder = Path(args.out) if args.out else None
     written = {p: p.stat().st_mtime_ns for p in folder.glob("*.csv")} if folder is not None and folder.is_dir() else {}
     try:
-        text = analyze(games, spec, out=args.out, reference=args.reference, reps=args.reps)
-    except ValueError as exc:
+        with staged():  # the CSVs are renamed into place together once the analysis is done
+            text = analyze(games, spec, out=args.out, reference=args.reference, reps=args.reps)
+    except ValueError as exc:  # (a failed write is an OutputError, an OSError: main says which file)
         raise StudyError(str(exc)) from None
     if found:
         import pandas as pd
@@ -414,7 +477,8 @@ class _Help(argparse.RawDescriptionHelpFormatter):
 
 #: Examples shown under each command's ``--help``.
 EXAMPLES = {
-    "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
+    "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --budget 5.00   # no new game once the next could take the study past $5\nagora run study.toml --dry-run      # what it would play and cost; plays nothing\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
+    "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet",
     "show": "agora show studies/demo.toml 3f2a\nagora show studies/demo.toml --first-invalid --model local",
@@ -451,7 +515,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=4, help="Ray workers (shares of the games), with --executor ray")
     r.add_argument("--address", help="an existing Ray cluster (default: a local one for the run)")
     r.add_argument("--worker-retries", type=int, default=3, help="with --executor ray: times a share whose worker died is started again")
+    r.add_argument("--dry-run", action="store_true", help="print what the run would play and use (as `agora plan`) and play nothing")
+    r.add_argument("--budget", type=_amount, metavar="DOLLARS", help="the most the study may spend in this database: no new game starts once the next could exceed it (the games in flight finish)")
+    r.add_argument("--budget-tokens", type=_count, metavar="N", help="as --budget, in tokens (prompt and completion, reasoning included)")
+    _plan_options(r)
     r.set_defaults(func=cmd_run)
+
+    pl = _sub(sub, "plan", "print what a study's run would play and use: per model games, calls, tokens and money, with the basis of the estimate")
+    pl.add_argument("study", help="study file (TOML or YAML)")
+    pl.add_argument("--db", help=DB_HELP + "; games already done in it are left out")
+    pl.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
+    _plan_options(pl)
+    pl.set_defaults(func=cmd_plan)
 
     rep = _sub(sub, "report", "write an HTML report of a study")
     rep.add_argument("study", help="study file (or study name)")
@@ -526,6 +601,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _plan_options(p: argparse.ArgumentParser) -> None:
+    """The options of the cost estimate (``plan``, ``run --dry-run``, ``run --budget``)."""
+    p.add_argument("--samples", type=_positive, default=2, help="sample plays per kind of game (game, configuration, scripted seats) behind the estimate")
+    p.add_argument("--output-tokens", type=_amount, metavar="N", help="output tokens assumed per call (default: the bound, max_tokens plus any reasoning budget)")
+
+
+def _amount(text: str) -> float:
+    """A finite number, 0 or more."""
+    import math
+
+    try:
+        value = float(text.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number, 0 or more."""
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -539,6 +644,7 @@ def _positive(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     import sqlalchemy
 
+    from .analysis.files import OutputError
     from .redact import redact
     from .store.store import damaged, is_damage, StoreError
 
@@ -555,6 +661,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agora: error: {damaged(getattr(args, 'db', None) or 'the database', detail)}", file=sys.stderr)
             return 2
         print(f"agora: error: database: {redact(detail)} (is --db a complete agorabench database?)", file=sys.stderr)
+        return 2
+    except OutputError as exc:  # "could not write PATH: CAUSE"; an earlier file of that name is kept whole
+        print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""

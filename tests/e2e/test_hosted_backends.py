@@ -15,10 +15,11 @@ from support.helpers import ROOT, free_port, run_agora, server_requests
 from support.studies import envy_points, model, paper_grid, scripted
 
 
-def study(write_study, url, moves=("A", "B", "C", "D"), timeout=30, attempts=5, name="study.toml"):
-    """The paper's grid (peer moves ``moves``) with the hosted model at ``url`` against always-B."""
+def study(write_study, url, moves=("A", "B", "C", "D"), timeout=30, attempts=5, name="study.toml", **settings):
+    """The paper's grid (peer moves ``moves``) with the hosted model at ``url`` against always-B
+    (``settings``: the study's own, e.g. ``stop_after_invalid``)."""
     remote = model("remote", "openai/fake", base_url=url, timeout=timeout, max_attempts=attempts, price_input=1.0, price_output=2.0)
-    return write_study(envy_points("hosted", [remote, scripted("b", "always-b")], grid=paper_grid(peer_move=list(moves))), name=name)
+    return write_study(envy_points("hosted", [remote, scripted("b", "always-b")], grid=paper_grid(peer_move=list(moves)), **settings), name=name)
 
 
 def games_table(db):
@@ -76,7 +77,7 @@ def test_a_dead_backend_aborts_only_its_games_and_they_run_again_later(tmp_path,
 
 def test_garbage_answers_are_reasked_then_marked_invalid(tmp_path, write_study, fake_openai):
     url, stats = fake_openai("--garbage")
-    path = study(write_study, url, moves=["B"])
+    path = study(write_study, url, moves=["B"], stop_after_invalid=0)  # 36 invalid turns in a row: the model is not stopped
     db = tmp_path / "g.db"
     res = run_agora("run", str(path), "--db", str(db), "--quiet")
     assert res.returncode == 0

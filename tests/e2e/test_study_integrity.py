@@ -47,6 +47,9 @@ def small_study(ready: str, name: str, models: list[dict], grid_keep: int = 2, r
     if reverse:
         configs = list(reversed(configs))
     out = [f'name = "{name}"', f'game = "{data["game"]}"', f'matchups = "{matchups}"', "repeats = 1", f"seed = {data.get('seed', 0)}"]
+    # the loopback model cannot answer some games' formats: every such turn is invalid, and the
+    # games are compared as played on their fallbacks, so the model is never stopped for it
+    out.append("stop_after_invalid = 0")
     if configs:
         out.append("configs = [" + ", ".join(_toml_value(c) for c in configs) + "]")
     out.append("[grid]")

@@ -10,6 +10,12 @@
 - Each game is claimed in the store before it is played (``claims`` table, kept alive by a
   heartbeat), so several processes running one study share its games instead of each playing
   all of them; the claims of a crashed process expire after ``CLAIM_TTL`` seconds.
+- A budget (:class:`Budget`: dollars and/or tokens for the study in this database) is checked
+  before each game starts: when what the study has spent (its stored games and this run's calls),
+  what the games in flight may still spend and the next game's estimate
+  (:mod:`agorabench.core.plan`) would exceed it, no new game starts; the games in flight finish.
+- A language model whose turns are invalid ``stop_after_invalid`` times in a row stops: its
+  remaining calls fail at once, so its games end as errors (played again by the next run).
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
 from ..models.providers import PROVIDERS, BackendOptions, open_backend
 from ..models.reasoning import looks_like_reasoning, sampling_notes, setting_problems
 from ..models.spec import SpecError
+from ..records import TurnRecord
 from ..redact import redact
 from ..store.store import claim_owner, CLAIM_TTL, GameWriter, SQLCache, Store, StoreError
 from .agents import LLMAgent
 from .coverage import run_seating
 from .game import Prompts
+from .plan import Plan, build_plan, stored_spend, unpriced
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
 from .table import BackendFailure, Player, Table, shared_embedder
@@ -95,6 +103,19 @@ def backend_options(entry: ModelEntry) -> BackendOptions:
     return BackendOptions(api_key_env=entry.api_key_env, timeout=entry.timeout, transport=entry.transport, prompt_caching=entry.prompt_caching, params=entry.params, state_cache_mb=entry.state_cache_mb)
 
 
+@dataclass(frozen=True)
+class Budget:
+    """What a study may spend in one database: dollars (``money``) and/or tokens (prompt and
+    completion, reasoning included: they are billed as output); None: no limit of that kind.
+    ``output_tokens``: output tokens per call assumed by the per-game estimate (None: the bound,
+    ``max_tokens`` plus any reasoning budget); ``samples``: sample plays per kind of game."""
+
+    money: float | None = None
+    tokens: int | None = None
+    output_tokens: float | None = None
+    samples: int = 2
+
+
 @dataclass
 class RunStats:
     total: int = 0
@@ -125,8 +146,20 @@ class Runner:
         progress: bool | ProgressView = True,
         probe: bool = True,
         select: Callable[[Study], Iterator[GameSpec]] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.study = study
+        #: The study's spending limit in this database (None: none); see :class:`Budget`.
+        self.budget = budget
+        #: The estimate behind the budget (built when the run starts).
+        self.plan: Plan | None = None
+        #: What the study's stored games had used when the run started (dollars, tokens).
+        self.spent_before: tuple[float, int] = (0.0, 0)
+        #: Set when the budget kept a game from starting: no new game starts after it.
+        self.budget_reached = False
+        self._reserved: dict[str, tuple[float, float]] = {}  # estimates of the games in flight
+        #: Invalid turns in a row per language model (``stop_after_invalid``).
+        self._invalid_in_a_row: dict[str, int] = {}
         self.probe = probe
         #: The games this runner may play, generated in study order (an executor's share,
         #: :class:`~agorabench.core.executors.Share`); None: every game of the study.
@@ -281,6 +314,8 @@ class Runner:
         except ValueError as exc:  # an unreadable spec (SpecError): before any turn, one line
             raise StudyError(f"{spec.game}: embeddings {embeddings!r}: {str(exc).splitlines()[0]}") from None
         table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed, embed=embed)
+        if self.study.file.stop_after_invalid:
+            table.on_turn = lambda turn: self._count_invalid(entries.get(turn.role), turn)
         game = game_cls(config, prompts, names)
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
@@ -321,6 +356,54 @@ class Runner:
                 self.stats.error_messages.append(error or "")
         return status
 
+    def _count_invalid(self, entry: ModelEntry | None, turn: TurnRecord) -> None:
+        """Count a language model's invalid turns in a row; at ``stop_after_invalid`` the model
+        stops as a refused key stops it (:attr:`Model.dead`): its later calls fail at once, its
+        games end as errors, and the run's closing lines name it once."""
+        if entry is None or entry.is_strategy or entry.is_human:
+            return
+        n = 0 if turn.valid else self._invalid_in_a_row.get(entry.name, 0) + 1
+        self._invalid_in_a_row[entry.name] = n
+        limit = self.study.file.stop_after_invalid
+        model = self.models.get(entry.name)
+        if limit and n >= limit and model is not None and model.dead is None:
+            last = " ".join((turn.error or "").split())
+            last = last if len(last) <= 120 else last[:117] + "..."
+            model.dead = (
+                f"{n} turns in a row were invalid (the last: {last}); its remaining games of this run stop and are played again by the next run "
+                f"(see them with `agora show STUDY --first-invalid`; stop_after_invalid = 0 in the study file never stops a model)"
+            )
+
+    def spent(self) -> tuple[float, int]:
+        """(dollars, tokens) the study has spent in this database: its stored games when the
+        run started and this run's calls (tokens: prompt and completion, reasoning included)."""
+        ms = self.models.values()
+        return self.spent_before[0] + sum(m.cost for m in ms), self.spent_before[1] + sum(m.prompt_tokens + m.completion_tokens for m in ms)
+
+    def _admit(self, spec: GameSpec) -> bool:
+        """Whether ``spec`` may start within the budget: the spend so far, plus what each game
+        in flight may still spend (its estimate less its recorded turns' use), plus the game's own
+        estimate, within every limit. Admitted games are held against the budget until they end."""
+        budget = self.budget
+        if budget is None or self.plan is None:
+            return True
+        cost, tokens = self.plan.game_estimate(spec)
+        spent_cost, spent_tokens = self.spent()
+        pending_cost = pending_tokens = 0.0
+        for gid, (c, t) in self._reserved.items():
+            table = self._live.get(gid)
+            turns = table.turns if table is not None else []
+            used_cost = sum(x.cost for x in turns)
+            used_tokens = sum(x.prompt_tokens + x.completion_tokens for x in turns if not x.cached)
+            pending_cost += max(0.0, c - used_cost)
+            pending_tokens += max(0.0, t - used_tokens)
+        if budget.money is not None and spent_cost + pending_cost + cost > budget.money:
+            return False
+        if budget.tokens is not None and spent_tokens + pending_tokens + tokens > budget.tokens:
+            return False
+        self._reserved[spec.id] = (cost, tokens)
+        return True
+
     def games(self) -> Iterator[GameSpec]:
         """The games this run may play, one at a time in study order: ``select``'s (or every
         game of the study), less those with a person in a seat (they play through `agora serve`)."""
@@ -359,8 +442,18 @@ class Runner:
             self.check_models()
             for note in self.notes if n_todo else []:
                 print(f"agora: note: {note}", file=sys.stderr, flush=True)
+            for line in unpriced(self.study, names) if n_todo else []:
+                print(f"agora: warning: {line}", file=sys.stderr, flush=True)
+            if n_todo and self.budget is not None and self.budget.money is not None:
+                free = [n for n in sorted(names) if not self.study.models[n].is_strategy and not (self.study.models[n].price_input or self.study.models[n].price_output)]
+                if free:
+                    print(f"agora: note: the money budget counts nothing for {', '.join(repr(n) for n in free)} (no prices); a token budget caps every model", file=sys.stderr, flush=True)
             if self.probe and n_todo:
                 await self.probe_models(names=names)
+            if self.budget is not None:
+                self.spent_before = stored_spend(self.store, self.study.name)
+                if n_todo:
+                    self.plan = await build_plan(self.study, done, games=self.games, samples=self.budget.samples, output_tokens=self.budget.output_tokens)
         except BaseException:
             for model in self.models.values():
                 await model.aclose()
@@ -369,13 +462,20 @@ class Runner:
         claimed: collections.deque[GameSpec] = collections.deque()
 
         async def worker() -> None:
-            while self.failure is None:
+            while self.failure is None and not self.budget_reached:
                 try:
                     if not claimed:
                         self._claim_batch(source, claimed)
                     if not claimed:
                         return
-                    await self.play_one(claimed.popleft())
+                    spec = claimed.popleft()
+                    if not self._admit(spec):  # the budget: no new game (its claim is released at the end)
+                        self.budget_reached = True
+                        return
+                    try:
+                        await self.play_one(spec)
+                    finally:
+                        self._reserved.pop(spec.id, None)
                     # a game of scripted players never waits: yield, so Ctrl-C (a cancellation) lands
                     await asyncio.sleep(0)
                 except StoreError as exc:
@@ -492,6 +592,23 @@ class Runner:
             "notes": list(self.notes),
             "warnings": [w for m in ms for w in m.warnings],
             "stopped": {name: m.dead for name, m in self.models.items() if m.dead},
+            "budget": self.budget_summary(),
+        }
+
+    def budget_summary(self) -> dict[str, Any] | None:
+        """The budget's limits, what the study has spent (before this run and in all), and
+        whether it kept a game from starting; None without a budget."""
+        if self.budget is None:
+            return None
+        cost, tokens = self.spent()
+        return {
+            "money": self.budget.money,
+            "tokens": self.budget.tokens,
+            "spent_cost": cost,
+            "spent_tokens": tokens,
+            "before_cost": self.spent_before[0],
+            "before_tokens": self.spent_before[1],
+            "reached": self.budget_reached,
         }
 
     def snapshot(self, todo: int) -> Snapshot:
@@ -556,13 +673,13 @@ class NoCache:
         return None
 
 
-def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True, use_cache: bool = True) -> tuple[RunStats, dict[str, Any]]:
+def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True, use_cache: bool = True, budget: Budget | None = None) -> tuple[RunStats, dict[str, Any]]:
     """Synchronous entry point used by the CLI and tests (``use_cache=False``: no response
-    cache is read or written)."""
+    cache is read or written; ``budget``: see :class:`Budget`)."""
     # the full integrity check before anything is written (see Store.verify)
     store = Store(db, check_integrity="full")
     cache_store = Store(cache_db, check_integrity="full") if cache_db and use_cache else store
-    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store) if use_cache else NoCache(), progress=progress, probe=probe)
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store) if use_cache else NoCache(), progress=progress, probe=probe, budget=budget)
     try:
         stats = run_loop(runner.run())
     finally:

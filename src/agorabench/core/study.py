@@ -312,6 +312,10 @@ class StudyFile(BaseModel):
     #: count as done, and the run says how many in one line.
     replay_on_prompt_change: bool = False
     max_retries: int = Field(2, ge=0, le=20)
+    #: A language model whose turns are invalid this many times in a row (after re-asks) stops:
+    #: its remaining games of the run end as errors (played again by the next run), so a model
+    #: that answers nothing usable is not paid for game after game; 0: never stop.
+    stop_after_invalid: int = Field(20, ge=0, le=1_000_000)
     #: Most games the study may expand to; a larger design is refused before it is expanded.
     max_games: int = Field(MAX_GAMES, ge=1, le=10**12)
     grid: dict[str, list[Any]] = Field(default_factory=dict)

@@ -265,6 +265,8 @@ class Table:
         for role, text in (system or {}).items():
             self.set_system(role, text)
         self.turns: list[TurnRecord] = []
+        #: Called with each turn as it is recorded (the runner counts a model's invalid turns).
+        self.on_turn: Callable[[TurnRecord], None] | None = None
         #: role -> decisions asked so far (:attr:`TurnRequest.decision`).
         self._decisions: dict[str, int] = {}
 
@@ -518,6 +520,8 @@ class Table:
                 finish_reason=thoughts.finish_reason,
             )
         )
+        if self.on_turn is not None:
+            self.on_turn(self.turns[-1])
 
     @property
     def invalid_turns(self) -> int:

@@ -1,0 +1,486 @@
+"""What a study will cost, before it is played (``agora plan``, ``agora run --dry-run``), and the
+per-game estimate behind ``agora run --budget`` / ``--budget-tokens``.
+
+The basis of the estimate:
+
+- **The games**: those the run would play — the study's games (``--model`` applied) less those
+  already done in the database, less games with a person in a seat (``agora serve`` plays them).
+  Done games are skipped by the run, so their answers are never bought again; the response
+  cache of another database (``--cache``) is not consulted.
+- **Sample plays**: the games are grouped by *kind* — game, configuration, and which seats are
+  scripted by which strategy (every language-model seat is one kind of seat). Each kind is played
+  ``samples`` times (different seeds) with the study's own prompts, its scripted players in their
+  seats and a stand-in in every language-model seat: the game's registered ``random`` strategy
+  where it has one for that role, else a player answering each field with a random value of its
+  type. Nothing is called. Each turn of a language-model seat is one call (re-asks at an assumed
+  rate of 0) whose input is every message it is shown. A kind with more configurations than
+  :data:`MAX_KINDS` per game and seating pattern is sampled: :data:`MAX_KINDS` configurations drawn
+  with a fixed seed, the others estimated by their mean.
+- **Tokens**: characters / 4 of each message's text by default (no per-message overhead; a
+  model's real tokenizer differs, English prose is about 4 characters a token);
+  :func:`build_plan` takes any ``count_tokens`` (e.g. the whitespace words a test server
+  reports). The stand-ins' answers are short, so later prompts of a model that writes long answers
+  are longer than estimated.
+- **Output**: the bound a call may use — ``max_tokens``, plus the reasoning budget for a reasoning
+  model (:func:`agorabench.models.reasoning.output_limit` of what the run sends) — unless an
+  assumed number of output tokens per call is given.
+- **Money**: per model, input at ``price_input`` (no prompt-cache discount) and output at
+  ``price_output`` (dollars per million tokens). A model of a provider's own API (no
+  ``base_url``) without prices is warned about: its cost is shown as $0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import sqlalchemy as sa
+
+from ..families import strategies
+from ..models.reasoning import output_limit
+from ..store.schema import games as games_table, turns as turns_table
+from .game import Prompts
+from .study import GameSpec, ModelEntry, Study
+from .table import Player, Reply, Table, TurnRequest
+
+#: Configurations sampled per game and seating pattern; beyond it the rest take their mean.
+MAX_KINDS = 64
+#: Sample plays per kind of game.
+SAMPLES = 2
+
+TokenCounter = Callable[[str], float]
+
+
+def chars_over_4(text: str) -> float:
+    """The default token measure: characters / 4."""
+    return len(text) / 4
+
+
+@dataclass
+class Use:
+    """Mean calls and input tokens of one role in one kind of game."""
+
+    calls: float = 0.0
+    input: float = 0.0
+
+
+@dataclass
+class ModelPlan:
+    """One model's share of a plan."""
+
+    name: str
+    #: Output tokens counted per call (the bound, or the assumed figure).
+    output_per_call: float
+    price_input: float = 0.0
+    price_output: float = 0.0
+    games: int = 0
+    calls: float = 0.0
+    input_tokens: float = 0.0
+
+    @property
+    def output_tokens(self) -> float:
+        return self.calls * self.output_per_call
+
+    @property
+    def tokens(self) -> float:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def cost(self) -> float:
+        return (self.input_tokens * self.price_input + self.output_tokens * self.price_output) / 1e6
+
+
+Kind = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+@dataclass
+class Plan:
+    """What the run would play and what it would use, per model (see the module's docstring)."""
+
+    study: str
+    #: Games of the design (of this run's selection), already done, to play.
+    total: int
+    done: int
+    todo: int
+    models: dict[str, ModelPlan]
+    #: The basis of the estimate, in a few sentences.
+    basis: str
+    #: Games with a person in a seat (played through ``agora serve``, not by the run).
+    people: int = 0
+    #: Lines a researcher should read (models without prices, sample plays that failed).
+    warnings: list[str] = field(default_factory=list)
+    #: Whether output tokens are the bound (False: an assumed figure per call).
+    output_bound: bool = True
+    _uses: dict[Kind, dict[str, Use]] = field(default_factory=dict, repr=False)
+    _pattern_means: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, Use]] = field(default_factory=dict, repr=False)
+    _kind_of: Callable[[GameSpec], Kind] | None = field(default=None, repr=False)
+    _todo: Callable[[], Iterator[GameSpec]] | None = field(default=None, repr=False)
+
+    @property
+    def calls(self) -> float:
+        return sum(m.calls for m in self.models.values())
+
+    @property
+    def input_tokens(self) -> float:
+        return sum(m.input_tokens for m in self.models.values())
+
+    @property
+    def output_tokens(self) -> float:
+        return sum(m.output_tokens for m in self.models.values())
+
+    @property
+    def tokens(self) -> float:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def cost(self) -> float:
+        return sum(m.cost for m in self.models.values())
+
+    def game_estimate(self, spec: GameSpec) -> tuple[float, float]:
+        """(dollars, tokens) one game is expected to use at most: the calls and input of each
+        language-model seat of its kind, with its model's output per call and prices."""
+        if self._kind_of is None:
+            return 0.0, 0.0
+        kind = self._kind_of(spec)
+        uses = self._uses.get(kind) or self._pattern_means.get((kind[0], kind[2])) or {}
+        cost = tokens = 0.0
+        for role, name in spec.seats.items():
+            use, model = uses.get(role), self.models.get(name)
+            if use is None or model is None:
+                continue
+            out = use.calls * model.output_per_call
+            tokens += use.input + out
+            cost += (use.input * model.price_input + out * model.price_output) / 1e6
+        return cost, tokens
+
+    def games_within(self, money: float | None = None, tokens: float | None = None, spent: tuple[float, float] = (0.0, 0.0)) -> int:
+        """How many of the games to play, in the run's order, fit the budget after ``spent``
+        (dollars, tokens), each counted at its estimate (a run with one game in flight at a
+        time would start as many)."""
+        if self._todo is None:
+            return 0
+        cost, used, n = spent[0], spent[1], 0
+        for spec in self._todo():
+            c, t = self.game_estimate(spec)
+            if (money is not None and cost + c > money) or (tokens is not None and used + t > tokens):
+                break
+            cost, used, n = cost + c, used + t, n + 1
+        return n
+
+    def lines(self) -> list[str]:
+        """The plan as text: a head line, one row per model, the total, the basis."""
+        head = f"plan for study {self.study}: {self.todo:,} game(s) to play" + (f" ({self.done:,} of {self.total:,} already done)" if self.done else "")
+        if self.people:
+            head += f"; {self.people:,} game(s) with a person in a seat are left to `agora serve`"
+        out_head = "output tokens (at most)" if self.output_bound else "output tokens (assumed)"
+        rows = [("model", "games", "calls", "input tokens", out_head, "cost")]
+        for m in self.models.values():
+            rows.append((m.name, f"{m.games:,}", f"{round(m.calls):,}", f"{round(m.input_tokens):,}", f"{round(m.output_tokens):,}", f"${m.cost:,.4f}"))
+        rows.append(("total", f"{self.todo:,}", f"{round(self.calls):,}", f"{round(self.input_tokens):,}", f"{round(self.output_tokens):,}", f"${self.cost:,.4f}"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        table = ["  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+        if not self.models:
+            table = ["  no language model plays in these games: nothing to pay for"]
+        return [head, *table, f"basis: {self.basis}"]
+
+
+# stand-ins -----------------------------------------------------------------------------------
+
+
+class RandomAnswers:
+    """A stand-in for a model: answers each field of the action with a random value of its
+    JSON-schema type, in the action's answer format (for games without a ``random`` strategy)."""
+
+    async def act(self, request: TurnRequest) -> Reply:
+        props = request.action_type.model_json_schema().get("properties", {})
+        values = {name: _random_value(prop, request.rng) for name, prop in props.items()}
+        return Reply(text=request.action_type.format().write(values))
+
+
+def _random_value(prop: dict[str, Any], rng: random.Random) -> Any:
+    options = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
+    if options is None and "anyOf" in prop:
+        options = [o["const"] for o in prop["anyOf"] if "const" in o] or None
+        kinds = [o for o in prop["anyOf"] if "type" in o and o["type"] != "null"]
+        if options is None and kinds:
+            return _random_value(kinds[0], rng)
+    if options:
+        return rng.choice(options)
+    kind = prop.get("type")
+    lo = prop.get("minimum", prop.get("exclusiveMinimum", 0))
+    hi = prop.get("maximum", prop.get("exclusiveMaximum", max(lo, 0) + 100))
+    if kind == "integer":
+        return rng.randint(math.ceil(lo), math.floor(hi))
+    if kind == "number":
+        return round(rng.uniform(lo, hi), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return " ".join(rng.choice(["we", "share", "fair", "more", "less", "deal", "offer", "yes", "no"]) for _ in range(rng.randint(1, 8)))
+
+
+def stand_in(game: str, role: str) -> Player:
+    """The player that takes a language model's seat in a sample play: the game's ``random``
+    strategy where it plays ``role``, else :class:`RandomAnswers`."""
+    factory = strategies(game).get("random")
+    if factory is not None and role in (getattr(factory, "plays", ()) or (role,)):
+        return factory()
+    return RandomAnswers()
+
+
+async def _hashed_embed(texts: list[str]) -> list[list[float]]:
+    """Vectors from a hash of each text: a sample play ranks memories without loading a model."""
+    out = []
+    for text in texts:
+        digest = hashlib.sha256(text.encode()).digest()
+        out.append([b / 255 - 0.5 for b in digest[:16]])
+    return out
+
+
+# the plan ------------------------------------------------------------------------------------
+
+
+def unpriced(study: Study, names: set[str] | None = None) -> list[str]:
+    """One line per model of a provider's own API (a hosted spec without ``base_url``) seated in
+    the games (``names``; None: every model) whose entry sets no price: its cost shows as $0.
+    Models at a ``base_url`` (a server of one's own) and the embedded model are taken as free."""
+    out = []
+    for name, entry in study.models.items():
+        if names is not None and name not in names:
+            continue
+        if entry.is_strategy or entry.is_human or entry.price_input or entry.price_output:
+            continue
+        spec = entry.model_spec
+        if spec.hosted and spec.base_url is None:
+            out.append(f"model {name!r} has no prices: cost shown as $0 (set price_input and price_output, dollars per million tokens, in the study file)")
+    return out
+
+
+def stored_spend(store: Any, study: str) -> tuple[float, int]:
+    """(dollars, tokens) the study's stored games used: their turns' recorded cost, and the
+    prompt and completion tokens of turns not answered from the response cache."""
+    q = (
+        sa.select(
+            sa.func.coalesce(sa.func.sum(turns_table.c.cost), 0.0),
+            sa.func.coalesce(sa.func.sum(sa.case((turns_table.c.cached, 0), else_=turns_table.c.prompt_tokens + turns_table.c.completion_tokens)), 0),
+        )
+        .select_from(turns_table.join(games_table, games_table.c.id == turns_table.c.game_id))
+        .where(games_table.c.study == study)
+    )
+    with store.engine.connect() as conn:
+        cost, tokens = conn.execute(q).one()
+    return float(cost or 0.0), int(tokens or 0)
+
+
+def _pattern(study: Study, seats: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Which seats a strategy (by its model's name) plays; every language-model seat is ``""``."""
+    return tuple((role, name if study.models[name].is_strategy else "") for role, name in seats.items())
+
+
+class _KindOf:
+    """A game's kind (game, configuration as JSON, seating pattern), each configuration dumped once."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self._configs: dict[int, tuple[dict[str, Any], str]] = {}
+
+    def __call__(self, spec: GameSpec) -> Kind:
+        held = self._configs.get(id(spec.config))
+        if held is None or held[0] is not spec.config:
+            held = self._configs[id(spec.config)] = (spec.config, json.dumps(spec.config, sort_keys=True))
+        return spec.game, held[1], _pattern(self.study, spec.seats)
+
+
+async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: TokenCounter, prompts: Prompts, max_retries: int) -> tuple[dict[str, Use], int]:
+    """Mean calls and input tokens of each language-model role over ``samples`` plays of the
+    kind of ``spec``; and how many plays failed."""
+    game_cls = study.game_class(spec.game)
+    config = game_cls.Config(**spec.config)
+    entries = {role: study.models[m] for role, m in spec.seats.items()}
+    names = {role: e.seat_label(i) for i, (role, e) in enumerate(entries.items())}
+    active = game_cls.active_roles(config)
+    llm = [r for r in active if not entries[r].is_strategy]
+    totals = {r: Use() for r in llm}
+    known = strategies(spec.game)
+    played = failed = 0
+    for k in range(samples):
+        players: dict[str, Player] = {}
+        for role in active:
+            entry = entries[role]
+            players[role] = known[entry.model_spec.name](**entry.params) if entry.is_strategy else stand_in(spec.game, role)
+        nature = None if spec.nature_seed is None else spec.nature_seed + k
+        table = Table(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed)
+        try:
+            await game_cls(config, prompts, names).play(table)
+        except Exception:  # a sample that cannot finish (a strategy's bug): the others stand for it
+            failed += 1
+            continue
+        played += 1
+        for turn in table.turns:
+            if turn.role in totals:
+                totals[turn.role].calls += 1
+                totals[turn.role].input += sum(count_tokens(m.get("content") or "") for m in turn.messages)
+    if not played:
+        return {}, failed
+    return {r: Use(u.calls / played, u.input / played) for r, u in totals.items()}, failed
+
+
+def _output_per_call(entry: ModelEntry, seed: int, assumed: float | None) -> float:
+    if assumed is not None:
+        return float(assumed)
+    from .runner import sent_settings  # the runner imports this module
+
+    return float(output_limit(sent_settings(entry, seed)))
+
+
+async def build_plan(
+    study: Study,
+    done: set[str] | None = None,
+    games: Callable[[], Iterator[GameSpec]] | None = None,
+    samples: int = SAMPLES,
+    count_tokens: TokenCounter = chars_over_4,
+    output_tokens: float | None = None,
+) -> Plan:
+    """The plan of the games ``games()`` yields (default: the study's) less ``done``, less games
+    with a person in a seat; ``output_tokens``: output tokens assumed per call instead of the
+    bound. Plays ``samples`` sample games per kind (see the module's docstring); nothing is
+    called and nothing stored."""
+    done = done or set()
+    source = games or study.iter_specs
+    has_people = any(e.is_human for e in study.models.values())
+
+    def todo() -> Iterator[GameSpec]:
+        for spec in source():
+            if spec.id in done or (has_people and study.has_human(spec)):
+                continue
+            yield spec
+
+    kind_of = _KindOf(study)
+    seated: Counter[tuple[Kind, str, str]] = Counter()  # (kind, role, model) -> games
+    firsts: dict[Kind, GameSpec] = {}
+    per_model: Counter[str] = Counter()
+    total = skipped = n = people = 0
+    for spec in source():
+        total += 1
+        if spec.id in done:
+            skipped += 1
+            continue
+        if has_people and study.has_human(spec):
+            people += 1
+            continue
+        n += 1
+        kind = kind_of(spec)
+        firsts.setdefault(kind, spec)
+        llm = {m for m in spec.seats.values() if not study.models[m].is_strategy}
+        for m in llm:
+            per_model[m] += 1
+        for role, m in spec.seats.items():
+            if m in llm:
+                seated[kind, role, m] += 1
+    # which kinds are played: every kind, or MAX_KINDS per (game, pattern) drawn with a fixed seed
+    by_pattern: dict[tuple[str, tuple[tuple[str, str], ...]], list[Kind]] = {}
+    for kind in firsts:
+        by_pattern.setdefault((kind[0], kind[2]), []).append(kind)
+    chosen: list[Kind] = []
+    thinned = 0
+    for key, kinds in by_pattern.items():
+        if len(kinds) > MAX_KINDS:
+            thinned += len(kinds) - MAX_KINDS
+            kinds = random.Random(json.dumps([key[0], key[1], study.file.seed])).sample(kinds, MAX_KINDS)
+        chosen += kinds
+    prompts: dict[str, Prompts] = {}
+    uses: dict[Kind, dict[str, Use]] = {}
+    failed = 0
+    for kind in chosen:
+        spec = firsts[kind]
+        if spec.game not in prompts:
+            game_cls = study.game_class(spec.game)
+            prompts[spec.game] = Prompts(game_cls.prompt_dir, study.prompt_dir)
+        found, bad = await _sample(study, spec, samples, count_tokens, prompts[spec.game], study.file.max_retries)
+        failed += bad
+        if found or not bad:
+            uses[kind] = found
+    means: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, Use]] = {}
+    for key, kinds in by_pattern.items():
+        got = [uses[k] for k in kinds if k in uses]
+        roles = {r for u in got for r in u}
+        means[key] = {r: Use(sum(u[r].calls for u in got if r in u) / len(got), sum(u[r].input for u in got if r in u) / len(got)) for r in roles} if got else {}
+    models: dict[str, ModelPlan] = {}
+    for name in study.models:
+        if name in per_model:
+            entry = study.models[name]
+            models[name] = ModelPlan(name, _output_per_call(entry, study.file.seed, output_tokens), entry.price_input, entry.price_output, games=per_model[name])
+    for (kind, role, name), count in seated.items():
+        use = (uses.get(kind) or means.get((kind[0], kind[2])) or {}).get(role)
+        if use is not None:
+            models[name].calls += use.calls * count
+            models[name].input_tokens += use.input * count
+    kinds_played = len(chosen)
+    basis = (
+        f"{samples} sample play(s) of each of {kinds_played} kind(s) of game (game, configuration, scripted seats)"
+        + (f", {thinned} more kind(s) taken at the mean of their game's sampled ones" if thinned else "")
+        + "; every language-model seat played by a random stand-in, scripted seats by their strategies; "
+        + "one call per decision (re-asks assumed at a rate of 0); input = "
+        + ("characters / 4 of every message sent" if count_tokens is chars_over_4 else "the given token measure of every message sent")
+        + "; output = "
+        + ("max_tokens per call (+ the reasoning budget for a reasoning model), a bound" if output_tokens is None else f"{output_tokens:g} tokens per call (assumed)")
+        + "; input at price_input (no prompt-cache discount); games already done are skipped (their answers are not bought again)"
+    )
+    warnings = unpriced(study, set(models))
+    if failed:
+        warnings.append(f"{failed} sample play(s) failed and were left out of the estimate")
+    return Plan(
+        study=study.name,
+        total=total,
+        done=skipped,
+        todo=n,
+        models=models,
+        people=people,
+        basis=basis,
+        warnings=warnings,
+        output_bound=output_tokens is None,
+        _uses=uses,
+        _pattern_means=means,
+        _kind_of=kind_of,
+        _todo=todo,
+    )
+
+
+def plan_study(study: Study, db: str | None = None, samples: int = SAMPLES, count_tokens: TokenCounter = chars_over_4, output_tokens: float | None = None) -> tuple[Plan, tuple[float, int]]:
+    """The plan of what ``agora run`` would play on ``db`` (read only, never created: a missing
+    file means nothing is done yet), and what the study's stored games used (dollars, tokens)."""
+    from pathlib import Path
+
+    from ..loop import run as run_loop
+    from ..store.store import Store
+
+    done: set[str] = set()
+    spent: tuple[float, int] = (0.0, 0)
+    if db is not None and ("://" in str(db) or Path(db).exists()):
+        store = Store(db, read_only=True)
+        try:
+            done = store.done_ids(study.name)
+            done -= replayed(study, store, done)
+            spent = stored_spend(store, study.name)
+        finally:
+            store.dispose()
+    return run_loop(build_plan(study, done, samples=samples, count_tokens=count_tokens, output_tokens=output_tokens)), spent
+
+
+def replayed(study: Study, store: Any, done: set[str]) -> set[str]:
+    """Of the done games, those a run plays again (``replay_on_prompt_change`` and templates of
+    another version), as :meth:`agorabench.core.runner.Runner.prompt_changes` decides, quietly."""
+    if not done or not study.file.replay_on_prompt_change:
+        return set()
+    current = {}
+    for name in study.file.games:
+        game_cls = study.game_class(name)
+        current[name] = Prompts(game_cls.prompt_dir, study.prompt_dir).version
+    ids: set[str] = set()
+    for found in store.other_prompt_versions(study.name, current).values():
+        ids |= found & done
+    return ids
