@@ -48,6 +48,12 @@ for _name in ("torch", "transformers", "sentence_transformers", "vllm", "wandb",
 
 import numpy as np  # noqa: E402
 import pathfinder  # noqa: E402
+import pettingzoo.utils  # noqa: E402
+
+# PettingZoo 1.25 on made ``agent_selector`` a module (the class is ``AgentSelector``); the
+# original (written for 1.24) calls it, so give it the class where a newer PettingZoo is installed
+if isinstance(pettingzoo.utils.agent_selector, types.ModuleType):
+    pettingzoo.utils.agent_selector = pettingzoo.utils.AgentSelector
 from omegaconf import OmegaConf  # noqa: E402
 from simulation.utils.models import ModelWandbWrapper  # noqa: E402
 
@@ -138,12 +144,22 @@ def bag_of_words(text: str) -> np.ndarray:
     return v + 1e-6
 
 
-class StubEmbedding:
-    def embed(self, text):
+class BagOfWordsModel:
+    """Stands for the sentence-transformers model (mxbai-embed-large-v1)."""
+
+    def encode(self, text, convert_to_numpy=True, show_progress_bar=False):
         return bag_of_words(text)
 
-    def embed_retrieve(self, text):
-        return bag_of_words(text)
+
+def stub_embedding():
+    """The original's embedding model with only its sentence-transformers model replaced: its
+    own ``embed_retrieve`` still puts its query prefix before every focal point (the empty
+    context too), and memories are embedded bare."""
+    from simulation.persona.embedding_model import EmbeddingModel
+
+    model = EmbeddingModel.__new__(EmbeddingModel)
+    model.model, model.device = BagOfWordsModel(), "cpu"
+    return model
 
 
 def main() -> None:
@@ -160,7 +176,7 @@ def main() -> None:
     framework = ModelWandbWrapper(StubAPI("framework"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True)
     from simulation.scenarios.fishing.run import run
 
-    run(exp, logger, wrappers, framework, StubEmbedding(), out)
+    run(exp, logger, wrappers, framework, stub_embedding(), out)
     with open(f"{out}/calls.json", "w") as f:
         json.dump(CALLS, f, default=str)
 

@@ -6,14 +6,22 @@
 The original (GovSim at 1d11adf, its ``pathfinder`` submodule at 69b8d64) runs in ``--python``, an
 interpreter with its light dependencies (numpy, pandas, omegaconf, pettingzoo, regex, pygtrie,
 backoff), through ``scripts/govsim_original_stub.py``: only its model layer and its embedding
-model are replaced. Ours runs here with the same deterministic policy (every agent catches 10
-tons, proposes 10 tons and the fifth remark ends the chat, the limit read is 10, every memory is
-rated 5, fixed notes and insights) and the same bag-of-words embeddings.
+model are replaced (its embedding model keeps its own query prefix). Ours runs here with the
+same deterministic policy (every agent catches 10 tons, proposes 10 tons and the fifth remark
+ends the chat, the limit read is 10, every memory is rated 5, fixed notes and insights) and the
+same bag-of-words embeddings.
 
 Printed: each month's stock and catches in both engines; the model calls of each kind per month
-(ours has no chat summary: the original's can never be retrieved); and, with ``--out``, every
-prompt of the first agent in both engines, turn by turn, to read what each one is told (the
-original's text stays on your machine).
+(ours has no chat summary: the original's can never be retrieved); how many of the first agent's
+harvest, remark and insight prompts show the same notes and insights (text and date) in both
+engines (``--recency original`` for the original's recency, ``--report-wording original`` for
+the Mayor's report in its words, ``--commons-6`` for commons-6's retrieval); and, with
+``--out``, every prompt of the first agent in both engines, turn by turn, to read what each one
+is told (the original's text stays on your machine).
+
+The original's interpreter needs numpy, pandas, PyYAML, omegaconf (with
+antlr4-python3-runtime 4.9), pettingzoo, regex, backoff and pygtrie; a PettingZoo newer than the
+original's 1.24 is taken too (the stub gives the original the class it calls).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import collections
 import hashlib
 import json
 import math
+import re
 import subprocess
 import sys
 import tempfile
@@ -80,10 +89,20 @@ class Policy:
         return Reply(text=text)
 
 
-def run_ours(months: int, recency: str = "newest") -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    config = CommonsConfig(n_agents=5, months=months, memory_recency=recency)
+def original_report(self: Commons, present: list[str], names: dict[str, str], collected: dict[str, int]) -> list[dict[str, Any]]:
+    """The Mayor's report in the original's words (``--report-wording original``): a remark's
+    focal points are the conversation steps, so their words change what bag-of-words relevance
+    retrieves."""
+    text = "Ladies and gentlemen, let me give you the monthly fishing report. " + "".join(f"{names[r]} caught {collected[r]} tons of fish. " for r in present)
+    return [{"speaker": "manager", "name": self.scenario.manager, "message": text, "report": True}]
+
+
+def run_ours(months: int, recency: str = "newest", report_wording: str = "ours", **settings: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    config = CommonsConfig(n_agents=5, months=months, memory_recency=recency, **settings)
     calls: list[dict[str, Any]] = []
     game = Commons(config, Prompts(Commons.prompt_dir), names={})
+    if report_wording == "original":
+        game._report_steps = original_report.__get__(game)
     table = Table({r: Policy(calls) for r in Commons.active_roles(config)}, seed=0, embed=embed)
     return calls, asyncio.run(game.play(table))
 
@@ -119,15 +138,30 @@ def calls_per_month(calls: list[dict[str, Any]], months: int, original: bool) ->
     return counts
 
 
-def _harvests(calls: list[dict[str, Any]], who: str) -> list[str]:
-    """The first agent's harvest prompts (its last user message), in order."""
-    return [next(m["content"] for m in reversed(c["messages"]) if m["role"] == "user") for c in calls if c["kind"] == "harvest" and who in (c.get("model"), c.get("role"))]
+def _prompts(calls: list[dict[str, Any]], kind: str, original: bool) -> list[str]:
+    """The first agent's prompts (its last user message) of one kind, in order. The original has
+    seat 0's model write every remark (its defect 4), so its remark prompts are picked by the
+    persona they speak for."""
+    out = []
+    for c in calls:
+        if c["kind"] != kind or (c.get("model") if original else c.get("role")) != ("persona0" if original else "agent_0"):
+            continue
+        user = next(m["content"] for m in reversed(c["messages"]) if m["role"] == "user")
+        if original and kind == "remark" and not user.startswith("You are John,"):
+            continue
+        out.append(user)
+    return out
 
 
 def _memories(prompt: str) -> list[tuple[str, str]]:
-    """(date, text) of the dated memory lines of a prompt; the stock and limit lines are left
-    out (each engine words them its own way)."""
-    found = [(line[2:12], line[14:].rstrip(".")) for line in prompt.splitlines() if line.startswith("- 20") and line[12:14] == ": "]
+    """(date, text) of the dated memory lines of a prompt (``- DATE: text``, or ``n) DATE: text``
+    in the insight prompt); the stock, private outcome and limit lines are left out (each engine
+    words them its own way)."""
+    found = []
+    for line in prompt.splitlines():
+        body = line[2:] if line.startswith("- ") else line.split(") ", 1)[1] if re.match(r"\d+\) 20", line) else ""
+        if body[:2] == "20" and body[10:12] == ": ":
+            found.append((body[:10], body[12:].rstrip(".")))
     return [(d, t) for d, t in found if "tons of fish" not in t and "agreed" not in t.lower() or "we agreed on 10 tons each" in t]
 
 
@@ -139,10 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--months", type=int, default=3)
     parser.add_argument("--out", type=Path, help="write both engines' prompts to the first agent here")
     parser.add_argument("--recency", choices=["newest", "original"], default="newest", help="our memory_recency: ours (the newest memory counts most) or the original's (the oldest)")
+    parser.add_argument("--report-wording", choices=["ours", "original"], default="ours", help="the Mayor's report in our words or in the original's (a remark's focal points are the conversation steps)")
+    parser.add_argument("--commons-6", action="store_true", help="commons-6's retrieval: bare focal points (no query prefix), its focal words (focal_points = 'earlier')")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         theirs, log = run_original(args, Path(tmp))
-    ours, outcome = run_ours(args.months, args.recency)
+    earlier = {"embeddings_query_prefix": "", "focal_points": "earlier"} if args.commons_6 else {}
+    ours, outcome = run_ours(args.months, args.recency, args.report_wording, **earlier)
     rows = ["| month | stock (original / ours) | catches (original / ours) |", "|---|---|---|"]
     same = True
     original_months = months_of_original(log)
@@ -166,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                 lines += [f"--- {c['kind']}", user, f"-> {c['reply']}"]
         args.out.write_text("\n".join(lines), encoding="utf-8")
         print(f"prompts: {args.out}")
-    shown = [(_memories(a), _memories(b)) for a, b in zip(_harvests(theirs, "persona0"), _harvests(ours, "agent_0"))]
-    print(f"harvest prompts of the first agent showing the same memories (text and date, in any order): {sum(set(a) == set(b) for a, b in shown)} of {len(shown)}")
+    print("\nthe first agent's prompts showing the same memories (notes and insights: text and date, in any order):")
+    for kind in ("harvest", "remark", "insights"):
+        shown = [(_memories(a), _memories(b)) for a, b in zip(_prompts(theirs, kind, True), _prompts(ours, kind, False))]
+        print(f"- {kind}: {sum(set(a) == set(b) for a, b in shown)} of {len(shown)}")
     print("\nstocks and catches " + ("agree in every month" if same else "DIFFER"))
     return 0 if same else 1
 

@@ -168,7 +168,11 @@ EmbedHook = Callable[[list[str]], Awaitable[list[list[float]]]]
 _EMBEDDERS: dict[str, "EmbedHook"] = {}
 
 
-def shared_embedder(spec: str = "embedded") -> EmbedHook:
+#: The embeddings a table uses when it was given no hook (``agorabench.models.embeddings.DEFAULT_EMBEDDINGS``).
+DEFAULT_EMBEDDER = "minilm"
+
+
+def shared_embedder(spec: str = DEFAULT_EMBEDDER) -> EmbedHook:
     """The process's embeddings hook for ``spec`` (``embedded``, or a spec that
     :func:`agorabench.models.embeddings.embeddings_from_spec` reads): made on first use, shared
     by every table of the process. It keeps every vector it has made, by text, so each distinct
@@ -275,7 +279,7 @@ class Table:
         process's shared embedded model (:func:`shared_embedder`)."""
         if not texts:
             return []
-        hook = self._embed if self._embed is not None else shared_embedder("embedded")
+        hook = self._embed if self._embed is not None else shared_embedder(DEFAULT_EMBEDDER)
         vectors = await hook(list(texts))
         if len(vectors) != len(texts):
             raise BackendFailure(f"embeddings: asked for {len(texts)} vectors, got {len(vectors)}")

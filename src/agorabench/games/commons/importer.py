@@ -165,10 +165,10 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
                 role = role_of[r["agent_id"]]
                 names.setdefault(role, r.get("agent_name") or role)
                 discussion.append({"speaker": role, "name": r.get("agent_name"), "message": r.get("utterance") or "", "proposed_limit": None, "end": False, "valid": True})
-                turn(role, "discuss", r.get("utterance") or "", {"message": r.get("utterance") or ""})
+                turn(role, "discuss", r.get("utterance") or "", {"message": r.get("utterance") or ""}, {"month": k + 1})
             elif r["action"] == "conversation_resource_limit":
                 limit = _num(r.get("resource_limit"))
-                turn("manager", "summary", f"Answer: {limit:g}" if limit is not None else "", {"limit": limit})
+                turn("manager", "summary", f"Answer: {limit:g}" if limit is not None else "", {"limit": limit}, {"month": k + 1})
         collapsed = spec.collapsed(after, config.collapse_rule)
         month = {
             "month": k + 1,

@@ -12,7 +12,9 @@ returns for the decision's focal points:
   original keeps them out of the list retrieval reads);
 - score per focal point: ``0.5·recency + 3·(importance − 1)/9 + 2·cos(query, memory)``, recency
   ``0.99^i`` (i: the candidate's place counted from the newest, or from the oldest with
-  ``recency="original"``), the raw cosine, nothing min-max normalised;
+  ``recency="original"``), the raw cosine, nothing min-max normalised; the query is
+  ``query_prefix`` + the focal point (the game passes the original's prefix, so an empty focal
+  point is a query too), the memory its bare text;
 - ``always_include`` memories score the highest score among the candidates plus 1;
 - the ``top_k`` best per focal point (equal scores: the earlier-written first), the union,
   sorted by the time written (equal times: by id).
