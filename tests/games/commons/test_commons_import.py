@@ -132,7 +132,10 @@ def test_ovanerven_formulas_over_all_pedrocurvo_runs(imported):
         out, m = g["outcome"], g["metrics"]
         theirs = _ovanerven_metrics(out)
         assert m["total_gain"] == pytest.approx(theirs["total_gain"]), path
-        assert m["equality"] == pytest.approx(theirs["equality"]), path
+        if m["equality"] is None:  # nobody took anything: undefined as the original's Gini (Ovanerven's code says 0)
+            assert theirs["total_gain"] == 0 and theirs["equality"] == 0.0, path
+        else:
+            assert m["equality"] == pytest.approx(theirs["equality"]), path
         if out["scenario"] == "trash":
             # Reason: the trash scenario is inverse. Ovanerven's fixed rules judge collapse as a
             # pile below 5, over-usage as taking more than B/2/n and efficiency as gain vs 600;
@@ -218,8 +221,9 @@ def test_qwen_and_llama70b_rows_of_table_5_from_the_logs(imported):
     assert _row(qwen, "survival_time_harvested") == (0.0, 0.0)  # nobody asked to clean anything
     assert _row(qwen, "total_loss") == (130.0, 0.0) and _row(qwen, "efficiency") == (0.0, 0.0)
     assert _row(qwen, "over_usage") == (100.0, 0.0) and _row(qwen, "survived") == (0.0, 0.0)
-    # Residual: Table 5 prints equality 100 when nothing was removed; our equality is 0 when ΣR = 0.
-    assert _row(qwen, "equality") == (0.0, 0.0)
+    # Residual: Table 5 prints equality 100 when nothing was removed; the original's code divides
+    # by ΣR = 0, so ours leaves equality undefined (None) there.
+    assert all(g["metrics"]["equality"] is None for g in qwen)
     llama = [g for p, g in games.items() if p.startswith("pedrocurvo/trash_v7.0/Llama-3-70B/")]
     assert len(llama) == 3
     assert _row(llama, "total_loss") == (0.0, 0.0) and _row(llama, "efficiency") == (92.3, 0.0)

@@ -520,6 +520,7 @@ def commons_metrics(
       100·T·f0/ΣR once a group removes more (600/650 = 92.3 for clearing everything); 0 when
       nothing is removed.
     - equality = 100·(1 − Σ_i Σ_j |R_i − R_j| / (2·N²·R̄)), R̄ = mean R_i (100 × (1 − Gini));
+      undefined (None) when ΣR = 0, as the original's Gini;
       0 when ΣR = 0.
     - over_usage = 100·#{(i, t): r_i(t) > f(t)/n_t} / #{(i, t): t ≤ m} over the agents present
       in the months played (``group`` variant: r_i(t) > f(t)); 100 when no month was played.
@@ -562,8 +563,8 @@ def commons_metrics(
         mean = total / n
         diffs = sum(abs(gains[a] - gains[b]) for a in roles for b in roles)
         equality = 100.0 * (1 - diffs / (2 * n * n * mean))
-    else:
-        equality = 0.0
+    else:  # undefined when nobody took anything: the original's Gini divides by the total (0/0)
+        equality = None
     out = {
         "survival_time": float(survival_time),
         "survival_time_harvested": float(harvested),
