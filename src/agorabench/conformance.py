@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import random
 import re
 import tempfile
@@ -44,6 +43,7 @@ from typing import Any, Callable
 
 from . import families
 from .core.actions import Action
+from .core.agents import RandomAnswers
 from .core.game import Prompts
 from .core.table import FORMAT, Player, Reply, Table, TurnRecord, TurnRequest
 
@@ -51,41 +51,11 @@ from .core.table import FORMAT, Player, Reply, Table, TurnRecord, TurnRequest
 SEEDS = (1, 2, 3)
 
 
-class RandomPlayer:
-    """Answers each field with a random value of its JSON-schema type (an enum member, a number
-    in its bounds, a few words), written in the action's answer format; the table parses it like
-    a model's answer, so values the rules reject are retried and then replaced by the fallback."""
+class RandomPlayer(RandomAnswers):
+    """Answers each field with a random value of its JSON-schema type, written in the action's
+    answer format after a line of reasoning (:class:`~agorabench.core.agents.RandomAnswers`)."""
 
-    async def act(self, request: TurnRequest) -> Reply:
-        props = request.action_type.model_json_schema().get("properties", {})
-        values = {name: _random_value(prop, request.rng) for name, prop in props.items()}
-        return Reply(text=_write(request.action_type, values))
-
-
-def _random_value(prop: dict[str, Any], rng: random.Random) -> Any:
-    options = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
-    if options is None and "anyOf" in prop:
-        options = [o["const"] for o in prop["anyOf"] if "const" in o] or None
-        kinds = [o for o in prop["anyOf"] if "type" in o and o["type"] != "null"]
-        if options is None and kinds:
-            return _random_value(kinds[0], rng)
-    if options:
-        return rng.choice(options)
-    kind = prop.get("type")
-    lo = prop.get("minimum", prop.get("exclusiveMinimum", 0))
-    hi = prop.get("maximum", prop.get("exclusiveMaximum", max(lo, 0) + 100))
-    if kind == "integer":
-        return rng.randint(math.ceil(lo), math.floor(hi))
-    if kind == "number":
-        return round(rng.uniform(lo, hi), 2)
-    if kind == "boolean":
-        return rng.random() < 0.5
-    return " ".join(rng.choice(["we", "share", "fair", "more", "less", "deal", "offer", "yes", "no"]) for _ in range(rng.randint(1, 8)))
-
-
-def _write(action_type: type[Action], values: dict[str, Any]) -> str:
-    """``values`` in the action's answer format, valid or not, after a line of reasoning."""
-    return "Let me think.\n" + action_type.format().write(values)
+    preface = "Let me think.\n"
 
 
 @dataclass

@@ -4,6 +4,7 @@ people (through a desk: the web app's view of one participant)."""
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
@@ -73,6 +74,44 @@ def unusable_reason(c: Completion, settings: GenerationSettings) -> tuple[str | 
     if c.cut:
         return "cut off at the token limit.", False
     return None, False
+
+
+class RandomAnswers:
+    """Answers each field of the action with a random value of its JSON-schema type (an enum
+    member, a number in its bounds, a few words), written in the action's answer format after
+    ``preface``; the table parses it like a model's answer, so values the rules reject are
+    retried and then replaced by the fallback (a stand-in for a model: the cost plan, the
+    conformance suite's random player)."""
+
+    preface: ClassVar[str] = ""
+
+    async def act(self, request: TurnRequest) -> Reply:
+        props = request.action_type.model_json_schema().get("properties", {})
+        values = {name: random_value(prop, request.rng) for name, prop in props.items()}
+        return Reply(text=self.preface + request.action_type.format().write(values))
+
+
+def random_value(prop: dict[str, Any], rng: random.Random) -> Any:
+    """A random value of a JSON-schema property: one of its options, a number within its bounds,
+    a boolean, or a few words."""
+    options = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
+    if options is None and "anyOf" in prop:
+        options = [o["const"] for o in prop["anyOf"] if "const" in o] or None
+        kinds = [o for o in prop["anyOf"] if "type" in o and o["type"] != "null"]
+        if options is None and kinds:
+            return random_value(kinds[0], rng)
+    if options:
+        return rng.choice(options)
+    kind = prop.get("type")
+    lo = prop.get("minimum", prop.get("exclusiveMinimum", 0))
+    hi = prop.get("maximum", prop.get("exclusiveMaximum", max(lo, 0) + 100))
+    if kind == "integer":
+        return rng.randint(math.ceil(lo), math.floor(hi))
+    if kind == "number":
+        return round(rng.uniform(lo, hi), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return " ".join(rng.choice(["we", "share", "fair", "more", "less", "deal", "offer", "yes", "no"]) for _ in range(rng.randint(1, 8)))
 
 
 def check_finite(name: str, value: Any) -> None:

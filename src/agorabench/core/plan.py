@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -46,7 +45,8 @@ from ..models.reasoning import output_limit
 from ..store.schema import games as games_table, turns as turns_table
 from .game import Prompts
 from .study import GameSpec, ModelEntry, Study
-from .table import Player, Reply, Table, TurnRequest
+from .agents import RandomAnswers
+from .table import Player, Table, TurnRequest
 
 #: Configurations sampled per game and seating pattern; beyond it the rest take their mean.
 MAX_KINDS = 64
@@ -190,38 +190,6 @@ class Plan:
 
 
 # stand-ins -----------------------------------------------------------------------------------
-
-
-class RandomAnswers:
-    """A stand-in for a model: answers each field of the action with a random value of its
-    JSON-schema type, in the action's answer format (for games without a ``random`` strategy)."""
-
-    async def act(self, request: TurnRequest) -> Reply:
-        props = request.action_type.model_json_schema().get("properties", {})
-        values = {name: _random_value(prop, request.rng) for name, prop in props.items()}
-        return Reply(text=request.action_type.format().write(values))
-
-
-def _random_value(prop: dict[str, Any], rng: random.Random) -> Any:
-    options = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
-    if options is None and "anyOf" in prop:
-        options = [o["const"] for o in prop["anyOf"] if "const" in o] or None
-        kinds = [o for o in prop["anyOf"] if "type" in o and o["type"] != "null"]
-        if options is None and kinds:
-            return _random_value(kinds[0], rng)
-    if options:
-        return rng.choice(options)
-    kind = prop.get("type")
-    lo = prop.get("minimum", prop.get("exclusiveMinimum", 0))
-    hi = prop.get("maximum", prop.get("exclusiveMaximum", max(lo, 0) + 100))
-    if kind == "integer":
-        return rng.randint(math.ceil(lo), math.floor(hi))
-    if kind == "number":
-        return round(rng.uniform(lo, hi), 2)
-    if kind == "boolean":
-        return rng.random() < 0.5
-    return " ".join(rng.choice(["we", "share", "fair", "more", "less", "deal", "offer", "yes", "no"]) for _ in range(rng.randint(1, 8)))
-
 
 def stand_in(game: str, role: str) -> Player:
     """The player that takes a language model's seat in a sample play: the game's ``random``

@@ -29,7 +29,7 @@ from ..base import BackendError, Completion
 from ..errors import error_message, status_error
 from . import DEFAULT_API_URL, Endpoint
 from .lean import LeanTransport
-from .wire import Counts, billed_output, content_text, dumps, loads
+from .wire import Counts, billed_output, content_text, loads
 
 #: Chat-completions fields this module translates or drops rather than passing on as they are.
 _TRANSLATED = frozenset({"messages", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format", "seed", "extra_body"})
@@ -187,15 +187,10 @@ class ResponsesTransport(LeanTransport):
         super().__init__(endpoint)
         self.url = responses_url(endpoint)
 
-    async def send(self, request: dict[str, Any]) -> Completion:
-        body = dumps(responses_body(request))
-        try:
-            status, headers, raw = await self._post(body)
-        except BackendError:
-            raise
-        except Exception as exc:
-            known = self.classify(exc)
-            if known is None:
-                raise
-            raise known from None
+    def body(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The Responses API's body for a chat-completions request (:func:`responses_body`)."""
+        return responses_body(request)
+
+    def read(self, status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
+        """The completion in a Responses API answer (:func:`read_response`)."""
         return read_response(status, headers, raw)

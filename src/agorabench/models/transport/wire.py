@@ -154,7 +154,7 @@ class HttpTransport:
         self.timeout = endpoint.timeout
 
     async def send(self, request: dict[str, Any]) -> Completion:
-        body = dumps(flat_body(request))
+        body = dumps(self.body(request))
         try:
             status, headers, raw = await self._post(body)
         except BackendError:
@@ -164,6 +164,14 @@ class HttpTransport:
             if known is None:
                 raise
             raise known from None
+        return self.read(status, headers, raw)
+
+    def body(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The JSON body of a request (chat completions: one flat object)."""
+        return flat_body(request)
+
+    def read(self, status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
+        """The completion in an answer (chat completions), or its BackendError."""
         return read_answer(status, headers, raw)
 
     async def _post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:  # pragma: no cover - abstract
