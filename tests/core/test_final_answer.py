@@ -81,11 +81,23 @@ def test_thoughts_with_a_draft_never_count_and_never_reach_a_transcript():
 def test_a_cut_reply_is_invalid_and_asked_again_never_read_for_its_draft():
     cut = Completion(f"Let me think. {DRAFT} hmm, actually", 5, 256, finish_reason="length")
     backend = Scripted(cut, Completion(FINAL, 5, 3))
-    table, _ = table_with(backend)
+    table, _ = table_with(backend, GenerationSettings(temperature=None, seed=None, reasoning=True))
     action = asyncio.run(table.ask("a", Prompt("Pick a side."), Pick))
     assert action == Pick(choice="right")
     assert table.turns[0].retries == 1
     assert "cut off at the token limit" in backend.calls[1][-1]["content"]
+
+
+def test_a_model_that_does_not_reason_is_judged_on_the_blocks_it_completed_as_before():
+    """Its text is its answer: a reply cut after a complete answer counts, as it always did (so no
+    prompt of such a model changes); the turn still records that it was cut."""
+    cut = Completion(f'{FINAL} because the other side', 5, 128, finish_reason="length")
+    backend = Scripted(cut)
+    table, model = table_with(backend)
+    assert asyncio.run(table.ask("a", Prompt("Pick a side."), Pick)) == Pick(choice="right")
+    turn = table.turns[0]
+    assert turn.valid and turn.retries == 0 and turn.finish_reason == "length" and turn.reasoning is None
+    assert model.cut_off == 1 and model.dead is None
 
 
 def test_a_reply_that_spent_its_budget_thinking_is_its_own_outcome_and_not_asked_again():

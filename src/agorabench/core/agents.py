@@ -62,17 +62,24 @@ class LLMAgent:
 
 def unusable_reason(c: Completion, settings: GenerationSettings) -> tuple[str | None, bool]:
     """Why a completion cannot count whatever its text says, and whether asking again with the
-    same budget would only repeat it: a reply that spent its whole output budget thinking (no
-    re-ask), one whose thoughts never closed, one cut off at the token limit (only the final
-    answer counts, and a cut reply has none)."""
-    if c.cut and not c.text.strip():
-        limit = output_limit(settings)
-        spent = c.completion_tokens or limit
-        return f"spent {spent} of {limit} output tokens reasoning and gave no answer (cut off at the token limit)", True
+    same budget would only repeat it. For a model that reasons (its settings say so, or the reply
+    carried thoughts): a reply that spent its whole output budget thinking (no re-ask), one whose
+    thoughts never closed, one cut off at the token limit (only the final answer counts, and a
+    cut reply has none). A model that does not reason is judged on the text it gave, cut or not,
+    as before: its complete blocks are its answer."""
+    thinks = settings.reasoning or c.reasoning is not None
     if c.extra.get("unclosed_thought"):
+        if c.cut:
+            limit = output_limit(settings)
+            return f"spent {c.completion_tokens or limit} of {limit} output tokens reasoning and gave no answer (cut off at the token limit)", True
         return "the reply ended inside its reasoning (an unclosed <think>), with no answer after it.", False
-    if c.cut:
+    if c.cut and thinks:
+        if not c.text.strip():
+            limit = output_limit(settings)
+            return f"spent {c.completion_tokens or limit} of {limit} output tokens reasoning and gave no answer (cut off at the token limit)", True
         return "cut off at the token limit.", False
+    # a model that does not reason: its text is its answer, cut or not, judged on the blocks it
+    # completed (as before reasoning models: no prompt of such a model changes)
     return None, False
 
 

@@ -348,7 +348,8 @@ class Model:
         """Count replies that spent the whole output budget thinking and gave no answer; after
         :data:`STOP_AFTER_SPENT` in a row the model stops (its remaining calls fail at once) with
         one line saying what to change, instead of playing games of forfeits."""
-        if not (completion.cut and not completion.text.strip()):
+        thinks = settings.reasoning or completion.reasoning is not None
+        if not (thinks and completion.cut and not completion.text.strip()):
             self.spent_in_a_row = 0
             return
         self.spent_in_a_row += 1
