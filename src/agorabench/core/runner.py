@@ -640,7 +640,7 @@ class Runner:
         """Reasoning tokens and cut-off replies of each model that reasons (or was cut off)."""
         pieces = []
         for name, m in self.models.items():
-            if m.settings.reasoning or m.reasoning_tokens or m.cut_off:
+            if m.settings.reasoning or m.reasoning_tokens:  # models that reason (a plain model's cut replies are judged as given)
                 pieces.append(f"{name} {m.reasoning_tokens} tok, {m.cut_off} cut off")
         return "; ".join(pieces)
 
