@@ -21,15 +21,13 @@ module translates it (:func:`responses_body`) and reads the answer back into a
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping
 
 from ..base import BackendError, Completion
-from ..errors import error_message, status_error
 from . import DEFAULT_API_URL, Endpoint
 from .lean import LeanTransport
-from .wire import Counts, billed_output, content_text, loads
+from .wire import answer_object, content_text, usage_fields
 
 #: Chat-completions fields this module translates or drops rather than passing on as they are.
 _TRANSLATED = frozenset({"messages", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format", "seed", "extra_body"})
@@ -138,44 +136,19 @@ def completion_from_response(data: Mapping[str, Any], latency: float = 0.0) -> C
         details = data.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, Mapping) else None
         finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
-    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
-    in_details = usage.get("input_tokens_details")
-    out_details = usage.get("output_tokens_details")
-    counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
-    prompt = counts(usage, "input_tokens") or 0
-    completion = counts(usage, "output_tokens") or 0
-    reasoning_tokens = counts(out_details, "reasoning_tokens") if isinstance(out_details, Mapping) else None
-    billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
-    if undercounted and reasoning_tokens is None:
-        reasoning_tokens = billed - completion
     return Completion(
         text="".join(texts),
-        prompt_tokens=prompt,
-        completion_tokens=billed,
-        cached_tokens=(counts(in_details, "cached_tokens") if isinstance(in_details, Mapping) else None) or 0,
         latency=latency,
         finish_reason=finish,
         reasoning=None if thoughts is None else "\n\n".join(thoughts),
-        reasoning_tokens=reasoning_tokens,
-        extra=counts.note({"completion_tokens_reported": completion} if undercounted else {}),
+        **usage_fields(data.get("usage"), "input_tokens", "output_tokens"),
     )
 
 
 def read_response(status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
     """The completion in a Responses API answer, or the BackendError its HTTP status or body
     amounts to (statuses read as for chat completions)."""
-    try:
-        data = loads(raw)
-    except ValueError:
-        try:  # orjson refuses lone surrogates; json reads them and the model boundary cleans them
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-    if status != 200:
-        raise status_error(status, error_message(data, raw), headers)
-    if not isinstance(data, dict):
-        raise BackendError("the server's answer was cut off or malformed (not a JSON object; an HTML page?)", retryable=True)
-    return completion_from_response(data)
+    return completion_from_response(answer_object(status, headers, raw))
 
 
 class ResponsesTransport(LeanTransport):

@@ -99,34 +99,45 @@ def completion_from_json(data: Mapping[str, Any], latency: float = 0.0) -> Compl
         raise BackendError("the server returned no choices", retryable=True)
     choice = choices[0]
     message = choice.get("message") or {}
-    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
-    details = usage.get("prompt_tokens_details")
-    out_details = usage.get("completion_tokens_details")
-    counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
-    prompt = counts(usage, "prompt_tokens") or 0
-    completion = counts(usage, "completion_tokens") or 0
-    reasoning_tokens = counts(out_details, "reasoning_tokens") if isinstance(out_details, Mapping) else None
-    billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
-    if undercounted and reasoning_tokens is None:
-        reasoning_tokens = billed - completion
     thoughts = message.get("reasoning_content")
     if not isinstance(thoughts, str):
         thoughts = message.get("reasoning")
     return Completion(
         text=content_text(message.get("content")),
-        prompt_tokens=prompt,
-        completion_tokens=billed,
-        cached_tokens=(counts(details, "cached_tokens") if isinstance(details, Mapping) else None) or 0,
         latency=latency,
         finish_reason=choice.get("finish_reason") or "stop",
         reasoning=thoughts if isinstance(thoughts, str) else None,
-        reasoning_tokens=reasoning_tokens,
-        extra=counts.note({"completion_tokens_reported": completion} if undercounted else {}),
+        **usage_fields(data.get("usage"), "prompt_tokens", "completion_tokens"),
     )
 
 
-def read_answer(status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
-    """The completion in an answer, or the BackendError its status or body amounts to."""
+def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any]:
+    """A :class:`Completion`'s token fields from a reply's ``usage`` (chat completions:
+    ``prompt_tokens`` / ``completion_tokens``; the Responses API: ``input_tokens`` /
+    ``output_tokens``; each with its ``*_details`` for cached and reasoning tokens). A value that
+    is not a count is not reported (noted in ``extra``, said once per model); output is billed by
+    :func:`billed_output`, and reasoning a server left out of its output count is inferred."""
+    usage = usage if isinstance(usage, Mapping) else {}
+    in_details, out_details = usage.get(f"{input_name}_details"), usage.get(f"{output_name}_details")
+    counts = Counts()
+    prompt = counts(usage, input_name) or 0
+    completion = counts(usage, output_name) or 0
+    reasoning_tokens = counts(out_details, "reasoning_tokens") if isinstance(out_details, Mapping) else None
+    billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
+    if undercounted and reasoning_tokens is None:
+        reasoning_tokens = billed - completion
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": billed,
+        "cached_tokens": (counts(in_details, "cached_tokens") if isinstance(in_details, Mapping) else None) or 0,
+        "reasoning_tokens": reasoning_tokens,
+        "extra": counts.note({"completion_tokens_reported": completion} if undercounted else {}),
+    }
+
+
+def answer_object(status: int, headers: Mapping[str, str], raw: bytes) -> dict[str, Any]:
+    """The JSON object of an answer, or the BackendError its status or body amounts to (an HTTP
+    error status as :func:`status_error` reads it; a body that is not a JSON object: transient)."""
     try:
         data = loads(raw)
     except ValueError:
@@ -138,7 +149,12 @@ def read_answer(status: int, headers: Mapping[str, str], raw: bytes) -> Completi
         raise status_error(status, error_message(data, raw), headers)
     if not isinstance(data, dict):
         raise BackendError("the server's answer was cut off or malformed (not a JSON object; an HTML page?)", retryable=True)
-    return completion_from_json(data)
+    return data
+
+
+def read_answer(status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
+    """The completion in an answer, or the BackendError its status or body amounts to."""
+    return completion_from_json(answer_object(status, headers, raw))
 
 
 class HttpTransport:
