@@ -7,7 +7,6 @@ gives (an estimate a rounding error outside it, an interval cut to a range)."""
 from __future__ import annotations
 
 import csv
-import json
 
 try:
     import tomllib
@@ -18,6 +17,7 @@ from agorabench.core.runner import run_study
 from agorabench.core.study import load_study
 from agorabench.families import strategies
 from support.helpers import ROOT, agora
+from support.studies import toml_text as _toml
 
 READY = sorted((ROOT / "studies").glob("*.toml"))
 
@@ -38,29 +38,6 @@ def _scripted(path, folder, sample: int):
     out = folder / path.name
     out.write_text(_toml(data), encoding="utf-8")
     return load_study(out)
-
-
-def _toml(data: dict) -> str:
-    """A small TOML writer for study files (JSON strings and numbers are TOML too)."""
-
-    def value(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return json.dumps(v)
-
-    lines, tables = [], []
-    for key, v in data.items():
-        if isinstance(v, dict):
-            tables.append(f"[{key}]\n" + "".join(f"{json.dumps(a)} = {value(b)}\n" for a, b in v.items()))
-        elif key in ("models", "parts") and isinstance(v, list):
-            tables += [f"[[{key}]]\n" + "".join(f"{json.dumps(a)} = {value(b)}\n" for a, b in item.items()) for item in v]
-        else:
-            lines.append(f"{key} = {value(v)}")
-    return "\n".join(lines) + "\n\n" + "\n".join(tables)
 
 
 def test_profile_of_every_ready_study(tmp_path, capsys):

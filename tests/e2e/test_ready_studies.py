@@ -4,7 +4,6 @@ player's strategy unless a display name asks for it."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pandas as pd
@@ -21,7 +20,7 @@ from agorabench.core.study import load_study
 from agorabench.families import strategies
 from agorabench.store.store import Store
 from support.helpers import ROOT
-from support.studies import envy_points
+from support.studies import envy_points, toml_text as _toml
 from support.studies import scripted as scripted_player
 
 READY = sorted((ROOT / "studies").glob("*.toml"))
@@ -49,30 +48,6 @@ def scripted(path, tmp_path, sample: int = 1):
     out = tmp_path / path.name
     out.write_text(_toml(data), encoding="utf-8")
     return load_study(out), keys
-
-
-def _toml(data: dict) -> str:
-    """A minimal TOML writer for study files (JSON values are valid TOML for our types)."""
-    lines, tables = [], []
-
-    def value(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return json.dumps(v)
-
-    for k, v in data.items():
-        if isinstance(v, dict):
-            tables.append(f"[{k}]\n" + "".join(f"{json.dumps(a)} = {value(b)}\n" for a, b in v.items()))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k in ("models", "parts"):
-            for item in v:
-                tables.append(f"[[{k}]]\n" + "".join(f"{json.dumps(a)} = {value(b)}\n" for a, b in item.items()))
-        else:
-            lines.append(f"{k} = {value(v)}")
-    return "\n".join(lines) + "\n\n" + "\n".join(tables)
 
 
 @pytest.mark.parametrize("path", READY, ids=[p.stem for p in READY])

@@ -211,3 +211,27 @@ spec = "strategy/always-accept"
 name = "b"
 spec = "strategy/random"
 """
+
+
+def toml_text(data: dict) -> str:
+    """A minimal TOML writer for study files (JSON values are valid TOML for our types)."""
+    lines, tables = [], []
+
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v)
+
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append(f"[{k}]\n" + "".join(f"{json.dumps(a)} = {value(b)}\n" for a, b in v.items()))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k in ("models", "parts"):
+            for item in v:
+                tables.append(f"[[{k}]]\n" + "".join(f"{json.dumps(a)} = {value(b)}\n" for a, b in item.items()))
+        else:
+            lines.append(f"{k} = {value(v)}")
+    return "\n".join(lines) + "\n\n" + "\n".join(tables)
