@@ -8,13 +8,21 @@ read the templates beside the link)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
+from agorabench.store.codec import unpack_messages
 from support.helpers import agora
 from support.studies import envy_points, scripted
 
 SITUATION = {"peer_status": "leading", "margin": "marginal", "peer_move": "B"}
+
+
+
+def _text(stored: str) -> str:
+    """Every message of a stored transcript (packed or plain JSON) as one text."""
+    return "\n".join(m["content"] for m in unpack_messages(json.loads(stored)))
 
 
 def _study(folder: Path, name: str = "versions", **settings) -> Path:
@@ -62,7 +70,7 @@ def test_a_run_names_games_played_with_other_templates_and_replays_them_when_ask
     assert "6 stored game(s)" in err and "played again" in err
     assert _versions(db) == {"p-2": 6}
     with sqlite3.connect(db) as conn:  # played with the edited templates
-        assert conn.execute("select count(*) from transcripts where messages like '%EDITED RULES%'").fetchone()[0] >= 6
+        assert sum("EDITED RULES" in _text(m) for (m,) in conn.execute("select messages from transcripts")) >= 6
     rc, out, err = agora(capsys, "run", str(study), "--db", str(db), "--quiet")  # nothing left to replay
     assert rc == 0 and "6 already done, 0 played" in out and "prompt" not in err, err
     rc, _, err = agora(capsys, "report", str(study), "--db", str(db), "--out", str(tmp_path / "r2"))
@@ -84,4 +92,4 @@ def test_the_prompt_folder_lies_beside_the_study_files_real_path(tmp_path, capsy
     assert rc == 0 and "6 played" in out, err
     assert _versions(db) == {"real-1": 6}
     with sqlite3.connect(db) as conn:
-        assert not conn.execute("select count(*) from transcripts where messages like '%OTHER TEMPLATES%'").fetchone()[0]
+        assert not any("OTHER TEMPLATES" in _text(m) for (m,) in conn.execute("select messages from transcripts"))

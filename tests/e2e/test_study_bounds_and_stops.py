@@ -149,13 +149,14 @@ def played(tmp_path, capsys):
 
 def _break_page(db: Path, table: str) -> None:
     """Overwrite the cell pointers of ``table``'s root page (an interior page: the table spans
-    several pages), as a torn write or a bad disk sector would."""
+    several pages), as a torn write or a bad disk sector would. A table without rowids
+    (``turns``) is stored as an index b-tree, whose interior pages have type 2."""
     with sqlite3.connect(db) as conn:
         page_size = conn.execute("pragma page_size").fetchone()[0]
         root = conn.execute("select rootpage from sqlite_master where name = ?", (table,)).fetchone()[0]
     with open(db, "r+b") as f:
         f.seek((root - 1) * page_size)
-        assert f.read(1) == b"\x05"  # an interior table page
+        assert f.read(1) in (b"\x05", b"\x02")  # an interior table (or index b-tree) page
         f.seek((root - 1) * page_size + 12)
         f.write(b"\xff" * 32)
 
@@ -174,7 +175,7 @@ def test_a_database_that_fails_the_integrity_check_is_refused_in_one_line(played
 def test_undecodable_text_in_a_database_is_named_damage_not_a_traceback(played, tmp_path, capsys):
     study, db = played
     with sqlite3.connect(db) as conn:
-        conn.execute("update turns set raw = cast(x'41ff42' as text) where rowid in (select rowid from turns limit 2)")
+        conn.execute("update turns set raw = cast(x'41ff42' as text) where (game_id, idx) in (select game_id, idx from turns limit 2)")
         conn.execute("update games set error = cast(x'c3' as text) where rowid in (select rowid from games limit 1)")
         conn.commit()
         conn.execute("pragma wal_checkpoint(truncate)")

@@ -26,6 +26,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from agorabench.cli import main
 from agorabench.core.game import Prompts
+from agorabench.store.codec import unpack_messages
 from agorabench.games.commons.commons import get_scenario
 from support.helpers import FAKE_OPENAI, ROOT
 
@@ -133,7 +134,7 @@ def _transcripts(db: Path) -> dict[str, dict]:
     con = sqlite3.connect(db)
     games = {gid: {"config": json.loads(cfg), "seats": json.loads(seats), "roles": {}} for gid, cfg, seats in con.execute("select id, config, seats from games")}
     for gid, role, messages in con.execute("select game_id, role, messages from transcripts"):
-        games[gid]["roles"][role] = json.loads(messages)
+        games[gid]["roles"][role] = unpack_messages(json.loads(messages))
     return games
 
 

@@ -15,6 +15,7 @@ from agorabench.analysis.frames import turns_df
 from agorabench.core.runner import Runner
 from agorabench.core.study import load_study
 from agorabench.core.table import TurnRecord
+from agorabench.store.codec import unpack_messages
 from agorabench.store.store import GameWriter, SQLCache, Store, StoreFormatError, layout
 from support.helpers import run_agora
 from support.studies import envy_points, model, paper_grid, scripted
@@ -114,7 +115,8 @@ def test_storage_is_linear_in_the_transcript(tmp_path, write_study):
     con = sqlite3.connect(tmp_path / "l.db")
     games = {g["id"]: g for g in store.games("layout")}
     for game_id, turns in seen.items():
-        stored = {role: json.loads(m) for role, m in con.execute("select role, messages from transcripts where game_id = ?", (game_id,))}
+        stored = {role: unpack_messages(json.loads(m)) for role, m in con.execute("select role, messages from transcripts where game_id = ?", (game_id,))}
+        assert all(isinstance(v, list) for v in stored.values())
         shown = sum(len(m) for _, _, m in turns)
         if not games[game_id]["config"]["myopic"]:
             # each role's messages once: the longest prompt, not the sum of all prompts

@@ -5,8 +5,10 @@ encoder and decoder."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import zlib
 from typing import Any
 
 import orjson
@@ -76,3 +78,25 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalars
         return _jsonable(value.item())
     return str(value)
+
+
+# ------------------------------------------------------------------------------------------
+# Packed transcripts
+
+#: Start of a transcript stored packed: its JSON, zlib-compressed, in base64, held in the column
+#: as a JSON string (a list there is a transcript stored before packing; both are read).
+PACKED = "zlib64:"
+
+
+def pack_messages(messages: list[dict[str, str]]) -> str:
+    """A role's transcript as stored: ``PACKED`` + base64(zlib(JSON)). Chat text repeats itself
+    (the same rules, the same answer format in every request), so this is about a seventh of
+    the plain JSON; every message is still there, exactly (:func:`unpack_messages`)."""
+    return PACKED + base64.b64encode(zlib.compress(_dumps(messages).encode("utf-8"), 6)).decode("ascii")
+
+
+def unpack_messages(value: Any) -> Any:
+    """A stored transcript read back: a packed one unpacked, a plain JSON list as it is."""
+    if isinstance(value, str) and value.startswith(PACKED):
+        return _loads(zlib.decompress(base64.b64decode(value[len(PACKED):])))
+    return value

@@ -11,7 +11,7 @@ import time
 from typing import Any, Iterable
 
 from ..records import TurnRecord
-from .codec import _safe
+from .codec import _safe, pack_messages, unpack_messages
 
 
 def layout(records: Iterable[TurnRecord]) -> tuple[dict[str, list[dict[str, str]]], list[tuple[int, int]]]:
@@ -85,7 +85,7 @@ def game_rows(
             "started": started,
             "finished": finished if finished is not None else time.time(),
         },
-        "transcripts": [{"game_id": id, "role": role, "messages": _safe(msgs)} for role, msgs in stored.items() if msgs],
+        "transcripts": [{"game_id": id, "role": role, "messages": pack_messages(_safe(msgs))} for role, msgs in stored.items() if msgs],
         "turns": [
             {
                 "game_id": id,
@@ -144,8 +144,10 @@ def _column_float(value: Any) -> float | None:
 PLAIN_ENDINGS = (None, "stop", "end_turn")
 
 
-def _span(stored: list[dict[str, str]] | None, start: int | None, count: int | None) -> list[dict[str, str]]:
-    """The prompt a turn was shown: ``count`` messages of its role's list from ``start``."""
+def _span(stored: list[dict[str, str]] | str | None, start: int | None, count: int | None) -> list[dict[str, str]]:
+    """The prompt a turn was shown: ``count`` messages of its role's list (stored packed or
+    plain: :func:`~.codec.unpack_messages`) from ``start``."""
+    stored = unpack_messages(stored)
     if not stored or not count:
         return []
     return stored[start or 0 : (start or 0) + count]

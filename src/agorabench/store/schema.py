@@ -68,6 +68,8 @@ turns = sa.Table(
     sa.Column("latency", sa.Float, default=0.0),
     sa.Column("cached", sa.Boolean, default=False),
     sa.Column("metrics", sa.JSON(none_as_null=True)),
+    # SQLite keeps the rows in key order, without a separate key index (about a fifth less space)
+    sqlite_with_rowid=False,
 )
 
 #: A model's thoughts and how its reply ended, per turn, apart from its answer (``turns.raw``):

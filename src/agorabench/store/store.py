@@ -48,7 +48,7 @@ from ..redact import redact
 # this module, as they were before it was split.
 from .cache import SQLCache, _prefix  # noqa: F401
 from .claims import CLAIM_TTL, ClaimMethods, _owner_gone, _start_time, claim_owner  # noqa: F401
-from .codec import _SCALARS, _dumps, _jsonable, _loads, _safe, _safe_text  # noqa: F401
+from .codec import _SCALARS, _dumps, _jsonable, _loads, _safe, _safe_text, unpack_messages  # noqa: F401
 from .engine import WAL_ATTEMPTS, _create_tables, _sqlite_pragmas, _sqlite_pragmas_ro, _url, integrity_level, legacy_layout, open_engine, verify_integrity  # noqa: F401
 from .errors import DAMAGE_SIGNS, DB_ERRORS, StoreError, StoreFormatError, _problem, damaged, is_damage  # noqa: F401
 from .layout import _span, game_rows, layout  # noqa: F401
@@ -231,7 +231,7 @@ class Store(ClaimMethods):
         with self.engine.connect() as conn:
             rows = _dicts(conn.execute(q))
             if messages:
-                stored = {(g, role): msgs for g, role, msgs in conn.execute(tq)}
+                stored = {(g, role): unpack_messages(msgs) for g, role, msgs in conn.execute(tq)}
                 for r in rows:
                     r["messages"] = _span(stored.get((r["game_id"], r["role"])), r["msg_start"], r["msg_count"])
             thoughts = self._reasoning(conn, study, game_id)
@@ -320,7 +320,7 @@ class Store(ClaimMethods):
         with self.engine.connect() as conn:
             rows = conn.execute(q).all()
             for gid, name, config, version in rows:
-                roles = {r: m for r, m in conn.execute(sa.select(transcripts.c.role, transcripts.c.messages).where(transcripts.c.game_id == gid))}
+                roles = {r: unpack_messages(m) for r, m in conn.execute(sa.select(transcripts.c.role, transcripts.c.messages).where(transcripts.c.game_id == gid))}
                 yield gid, name, config, version, roles
 
     def forget_games(self, game_ids: list[str]) -> int:
