@@ -1,5 +1,6 @@
-"""Players: LLM agents over a model, scripted strategies over the structured observation, and
-people (through a desk: the web app's view of one participant)."""
+"""Players: LLM agents over a model, scripted strategies over the structured observation,
+people (through a desk: the web app's view of one participant), and outside agents (a
+researcher's own program, asked over HTTP)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
-from ..models.base import BackendError, Completion, GenerationSettings
+from pydantic import ValidationError
+
+from ..models.base import BackendError, Completion, GenerationSettings, sanitize_text
 from ..models.model import Model
+from ..models.outside import PROTOCOL, OutsideClient
 from ..models.reasoning import output_limit
-from .actions import Action
+from .actions import Action, ParseError, _check_numbers, _clean, _describe
 from .table import BackendFailure, Reply, TurnRequest, Usage
 
 
@@ -193,3 +197,83 @@ class Human:
         if answer is None:
             return Reply(text="", timed_out=True)
         return Reply(text=answer.action.render(), action=answer.action, latency=answer.response_time, errors=answer.errors)
+
+
+def action_from_data(action_type: type[Action], data: Any) -> Action:
+    """A JSON object as an action of ``action_type``, checked as a parsed answer is (the same
+    clean-up of values, the type's validation, finite and sensible numbers) but read from data,
+    never from text; ParseError with the message the player is re-asked with."""
+    if data is None:
+        raise ParseError('The answer has no "action": give the action as a JSON object with the fields of the action schema.')
+    if not isinstance(data, dict):
+        raise ParseError(f'The answer\'s "action" is JSON {type(data).__name__}, not an object with the fields of the action schema.')
+    try:
+        action = action_type.model_validate(_clean(data, action_type.text_fields))
+        _check_numbers(dict(action))
+    except ValidationError as exc:
+        raise ParseError(f"The answer is not a valid action: {_describe(exc)}") from None
+    except ParseError as exc:
+        raise ParseError(f"The answer is not a valid action: {exc}") from None
+    return action
+
+
+class OutsideAgent:
+    """An outside agent in a seat (``http/URL``): each decision is one JSON request to the
+    agent (:class:`agorabench.models.outside.OutsideClient`) holding what this role may know and
+    nothing else: the role's own messages (those a model in the seat would be sent), its
+    observation (what scripted players read), the action's JSON schema, the game, the decision
+    and the attempt (``docs/outside-agents.md``). The answer's ``action`` object is validated
+    with the action type (:func:`action_from_data`, no text is parsed); an answer that cannot be
+    used is an invalid reply with its reason, which the table re-asks and then replaces by the
+    game's fallback, as for a model; no answer within the time limit is a timed-out turn; an
+    agent that cannot be reached fails the game (:class:`BackendFailure`), as a model's dead
+    server does, and the study goes on. The turn's raw reply is the answer's ``response`` text,
+    if any, followed by the action written in the game's answer format."""
+
+    def __init__(self, client: OutsideClient, game: str, game_id: str = "", params: dict[str, Any] | None = None) -> None:
+        self.client = client
+        self.game = game
+        self.game_id = game_id
+        self.params = dict(params or {})
+
+    def request(self, request: TurnRequest) -> dict[str, Any]:
+        """What the agent is sent for ``request``."""
+        body: dict[str, Any] = {
+            "protocol": PROTOCOL,
+            "game": self.game,
+            "game_id": self.game_id,
+            "role": request.role,
+            "decision": request.decision,
+            "attempt": request.attempt,
+            "error": request.error,
+            "phase": request.prompt.phase,
+            "time_limit": self.client.timeout,
+            "messages": request.messages,
+            "observation": request.prompt.observation,
+            "action_schema": request.action_type.model_json_schema(),
+            "action_rules": request.action_type.form_note(),
+        }
+        if self.params:
+            body["params"] = self.params
+        return body
+
+    async def act(self, request: TurnRequest) -> Reply:
+        try:
+            answer = await self.client.ask(self.request(request))
+        except BackendError as exc:
+            raise BackendFailure(str(exc)) from None
+        if answer.timed_out:
+            return Reply(text="", latency=answer.latency, timed_out=True)
+        data = answer.data
+        if data is None:
+            return Reply(text=answer.body, latency=answer.latency, unusable=answer.problem or "the answer could not be read")
+        reasoning = data.get("reasoning")
+        reasoning = sanitize_text(reasoning)[0] if isinstance(reasoning, str) and reasoning.strip() else None
+        try:
+            action = action_from_data(request.action_type, data.get("action"))
+        except ParseError as exc:
+            return Reply(text=answer.body, latency=answer.latency, reasoning=reasoning, unusable=str(exc))
+        said = data.get("response")
+        said = sanitize_text(said)[0].strip() if isinstance(said, str) else ""
+        text = f"{said}\n\n{action.render()}" if said else action.render()
+        return Reply(text=text, action=action, latency=answer.latency, reasoning=reasoning)

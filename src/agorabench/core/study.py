@@ -80,8 +80,8 @@ MAX_GAMES = 10_000_000
 
 
 class ModelEntry(BaseModel):
-    """One player type: an LLM (``local``, ``openai/NAME``, ``anthropic/NAME``, ``NAME@URL``) or
-    ``strategy/NAME``."""
+    """One player type: an LLM (``local``, ``openai/NAME``, ``anthropic/NAME``, ``NAME@URL``),
+    ``strategy/NAME``, a person (``human``) or an outside agent (``http/URL``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -169,6 +169,26 @@ class ModelEntry(BaseModel):
             raise ValueError(f"extra_body may not set {reserved[0]!r} (the game sets it)")
         return v
 
+    #: Settings of a language model's calls that an outside agent (``http/URL``) never gets:
+    #: setting one on its entry is an error rather than a setting silently ignored.
+    MODEL_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {"temperature", "max_tokens", "constrained", "price_input", "price_output", "price_cached_input", "transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "state_cache_mb", "reasoning", "reasoning_effort", "thinking", "reasoning_budget", "extra_body"}
+    )
+
+    @model_validator(mode="after")
+    def _outside_agent(self) -> "ModelEntry":
+        """An outside agent's spec is ``http/`` and its http(s) URL; of the entry's settings it
+        uses ``timeout`` (seconds per move), ``max_attempts``, ``max_concurrency``,
+        ``api_key_env`` and ``params`` (sent with every request); a language model's settings
+        are an error naming them."""
+        if spec_kind(self.spec) != "outside":
+            return self
+        parse_spec(self.spec, self.base_url, owner=self.name)  # SpecError (a ValueError): one line
+        unused = sorted(self.MODEL_ONLY & self.model_fields_set)
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: not used by an outside agent ({redact(self.spec)}); it takes timeout, max_attempts, max_concurrency, api_key_env and params")
+        return self
+
     @model_validator(mode="after")
     def _params_where_read(self) -> "ModelEntry":
         """``params`` are read by the embedded model and scripted players only: on a hosted
@@ -197,7 +217,7 @@ class ModelEntry(BaseModel):
     def _url_in_spec(cls, data: Any) -> Any:
         """``PROVIDER/MODEL@URL`` in ``spec`` means ``spec = PROVIDER/MODEL`` and ``base_url = URL``,
         as on the command line (see :func:`agorabench.models.spec.split_url`)."""
-        if isinstance(data, dict) and isinstance(data.get("spec"), str) and "@" in data["spec"]:
+        if isinstance(data, dict) and isinstance(data.get("spec"), str) and "@" in data["spec"] and spec_kind(data["spec"].strip()) != "outside":
             spec, url = split_url(data["spec"], data.get("base_url"))
             data = {**data, "spec": spec, "base_url": url}
         return data
@@ -249,6 +269,12 @@ class ModelEntry(BaseModel):
     def is_human(self) -> bool:
         """A seat for a person (``spec = "human"``), played through ``agora serve``."""
         return spec_kind(self.spec) == "human"
+
+    @property
+    def is_outside(self) -> bool:
+        """An outside agent (``spec = "http/URL"``): a program of the researcher's own, asked
+        over HTTP for each decision (:class:`agorabench.core.agents.OutsideAgent`)."""
+        return spec_kind(self.spec) == "outside"
 
 
 def _check_finite(name: str, value: Any) -> None:
@@ -544,7 +570,7 @@ class Study:
         missing key is a StudyError before anything runs, never a run without a key."""
         env = os.environ if environ is None else environ
         for entry in self.models.values():
-            if "api_key_env" in entry.model_fields_set and spec_kind(entry.spec) == "hosted" and not env.get(entry.api_key_env):
+            if "api_key_env" in entry.model_fields_set and spec_kind(entry.spec) in ("hosted", "outside") and not env.get(entry.api_key_env):
                 raise StudyError(f"model {entry.name!r}: api_key_env = {entry.api_key_env!r}, but {entry.api_key_env} is not set in the environment")
 
     def has_human(self, spec: GameSpec) -> bool:
