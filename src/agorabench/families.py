@@ -51,7 +51,13 @@ class Family:
     - ``audits``: name -> ``problems(config, transcripts) -> list[str]`` over the stored
       transcripts of the game named in ``audit_game`` (``agora check``);
     - ``examples``: game name -> a small configuration (dict of parameters) that plays quickly,
-      used by the conformance suite (``agora conformance``).
+      used by the conformance suite (``agora conformance``);
+    - ``journeys``: game name -> how a person plays it in the page tests (a dict: ``role`` the
+      person's seat, ``config`` the parameters, ``opponent`` the strategy in every other seat,
+      ``answers`` form field -> value typed, ``turns`` the person's turns the game then takes,
+      ``phases`` phase -> how many of them have it). Everything is optional: a game without one
+      is played with its example configuration, its first role and first strategy, and each
+      form filled with its first choice or a number within its bounds (:func:`journey`).
     """
 
     name: str
@@ -65,6 +71,7 @@ class Family:
     audits: dict[str, str] = field(default_factory=dict)
     audit_game: str = ""
     examples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    journeys: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Package the manifest lives in (set by discovery; resolves relative module names).
     package: str = ""
 
@@ -224,3 +231,21 @@ def audits() -> list[tuple[str, str, Callable[..., list[str]]]]:
 def examples() -> dict[str, dict[str, Any]]:
     """A quick configuration of every game (its manifest's example, else the defaults)."""
     return {g: dict(f.examples.get(g, {})) for f in families().values() for g in f.games}
+
+
+def journey(game: str) -> dict[str, Any]:
+    """How a person plays ``game`` in the page tests: its manifest's ``journeys`` entry over the
+    defaults (the example configuration, the game's first role, its first strategy in every
+    other seat, no fixed answers, the number of turns not fixed)."""
+    family = family_of(game)
+    declared = dict(family.journeys.get(game, {}))
+    config = declared.get("config", dict(family.examples.get(game, {})))
+    if "role" not in declared:
+        cls = load_game(game)
+        declared["role"] = cls.roles(cls.Config(**config))[0]
+    if "opponent" not in declared:
+        names = sorted(strategies(game))
+        if not names:
+            raise UnknownGame(f"game {game!r} has no strategy to play a person's opponents; name one in its manifest's journeys")
+        declared["opponent"] = names[0]
+    return {"config": config, "answers": {}, "turns": None, "phases": {}, **declared}

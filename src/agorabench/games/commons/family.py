@@ -13,4 +13,14 @@ FAMILY = Family(
     audits={"commons-prompts": ".audit:problems"},
     audit_game="commons",
     examples={"commons": {"n_agents": 3, "months": 2, "max_conversation_steps": 2}},
+    # the person's turns: two harvests plus the chat turns that fall to them
+    journeys={
+        "commons": {
+            "role": "agent_0",
+            "config": {"n_agents": 3, "months": 2, "max_conversation_steps": 2},
+            "opponent": "sustainable",
+            "answers": {"amount": "3", "message": "Let us each take a little.", "proposed_limit": "4"},
+            "phases": {"harvest": 2},
+        }
+    },
 )

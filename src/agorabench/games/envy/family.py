@@ -22,4 +22,8 @@ FAMILY = Family(
         "envy.workplace": ".report_workplace:profile_rows",
     },
     examples={"envy.points": {"matrix": "M2"}, "envy.workplace": {}},
+    journeys={
+        "envy.points": {"role": "focal", "config": {"matrix": "M2"}, "opponent": "self-max", "answers": {"choice": "C"}, "turns": 3},
+        "envy.workplace": {"role": "subject", "config": {}, "opponent": "fixed", "answers": {"envy": "4", "self_esteem": "2"}, "turns": 7},
+    },
 )

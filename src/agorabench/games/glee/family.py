@@ -22,4 +22,15 @@ FAMILY = Family(
     importers={"glee": ".importer:import_logs"},
     analyses={"glee": ".analyze:analyze_glee"},
     examples={g: {"horizon": 2} for g in _GAMES},
+    journeys={
+        "glee.bargaining": {
+            "role": "alice",
+            "config": {"money": 100, "horizon": 2, "complete_info": False, "delta_a": 0.9, "delta_b": 0.73},
+            "opponent": "always-reject",
+            "answers": {"alice_gain": "60", "bob_gain": "40", "decision": "reject"},
+            "turns": 2,
+        },
+        "glee.negotiation": {"role": "bob", "config": {"horizon": 2}, "opponent": "truthful", "answers": {"decision": "reject", "price": "5000"}, "turns": 2},
+        "glee.persuasion": {"role": "bob", "config": {"horizon": 2}, "opponent": "truthful", "answers": {"decision": "yes"}, "turns": 2},
+    },
 )

@@ -10,4 +10,5 @@ FAMILY = Family(
     reports={"ultimatum": ".report:sections"},
     profiles={"ultimatum": ".report:profile_rows"},
     examples={"ultimatum": {"pie": 10, "rounds": 2}},
+    journeys={"ultimatum": {"role": "proposer", "config": {"pie": 10, "rounds": 2}, "opponent": "fair", "answers": {"offer": "4"}, "turns": 2}},
 )
