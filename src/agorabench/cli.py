@@ -251,12 +251,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _check_out_file(args.out)
     store = _store(args)
-    name, ids, left_out, _ = _scope(args, store)
+    name, ids, left_out, spec = _scope(args, store)
     try:
-        n = export(store, name, args.table, args.format, args.out, ids=ids)
+        n = export(store, name, args.table, args.format, args.out, ids=ids, spec=spec)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     _left_out(left_out)
+    if args.table == "participants" and n == 0:  # not an error: a study no person took part in
+        print(f"study {name!r} has no participants (it was never served, or nobody entered): no participants file written")
+        return 0
     print(f"wrote {n} rows to {args.out}")
     return 0
 
@@ -372,6 +375,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         raise StudyError(f"the web app needs the web extra (pip install 'agorabench[web]'): {exc}") from None
     study = load_study(args.study) if args.study else None
+    if args.rehearse is not None:
+        return _rehearse(args, study)
     if study is not None:
         study.check_keys()
     db = args.db or _default_db(args.study)
@@ -379,6 +384,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise StudyError(f"database not found: {db}")
     serve(study, db, host=args.host, port=args.port)
     return 0
+
+
+def _rehearse(args: argparse.Namespace, study) -> int:
+    """``serve --rehearse N``: simulated participants through the real pages on a database of
+    the rehearsal's own (``--db``, never the study's live one, or a new temporary folder); exit
+    status 1 when it finds a protocol error or another error, 0 otherwise."""
+    from .web.rehearse import rehearse
+
+    if study is None:
+        raise StudyError("--rehearse needs a study file")
+    if args.db and "://" not in args.db and Path(args.db).resolve() == Path(_default_db(args.study)).resolve():
+        raise StudyError(f"--db {args.db} is the study's live database: a rehearsal writes to a database of its own (leave out --db for a temporary one)")
+    result = rehearse(study, args.rehearse, db=args.db, policy=args.rehearse_policy, idle=args.rehearse_idle, keep_models=args.rehearse_models)
+    for line in result.lines():
+        print(line)
+    return 1 if result.failed else 0
 
 
 def cmd_games(args: argparse.Namespace) -> int:
@@ -480,10 +501,10 @@ EXAMPLES = {
     "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --budget 5.00   # no new game once the next could take the study past $5\nagora run study.toml --dry-run      # what it would play and cost; plays nothing\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
     "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
-    "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet",
+    "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet\nagora export studies/web_bargaining.toml --table participants --out people.csv   # joins games on model_<role> = pseudonym",
     "show": "agora show studies/demo.toml 3f2a\nagora show studies/demo.toml --first-invalid --model local",
     "analyze": "agora analyze KIND study.toml --out tables/   # KIND: one of the kinds listed above",
-    "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone",
+    "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone\nagora serve studies/web_bargaining.toml --rehearse 8   # 8 simulated participants, before going live",
 }
 
 
@@ -535,10 +556,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
     rep.set_defaults(func=cmd_report)
 
-    e = _sub(sub, "export", "write games or turns as CSV or Parquet")
+    e = _sub(sub, "export", "write games, turns or a served study's participants as CSV or Parquet")
     e.add_argument("study", help="study file (or study name)")
     e.add_argument("--db", help=DB_HELP)
-    e.add_argument("--table", choices=["games", "turns"], default="games", help="one row per game, or per turn")
+    e.add_argument("--table", choices=["games", "turns", "participants"], default="games", help="one row per game, per turn, or per participant of a served study (questionnaire, quiz and attention answers; joins games and turns on the seat name human:<pseudonym>)")
     e.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format")
     e.add_argument("--out", required=True, help="the file to write")
     e.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
@@ -579,6 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--db", help="SQLite path or database URL (default runs/<study>.db)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (put a TLS proxy in front for the public)")
     sv.add_argument("--port", type=int, default=8000, help="port to listen on")
+    sv.add_argument("--rehearse", type=_positive, metavar="N", help="rehearse instead of serving: N simulated participants go through the real pages on 127.0.0.1 (some slow, some leaving mid-game); prints pages, errors, games, bonuses and the export; exit status 1 on a protocol error. --db then names the rehearsal's own database (default: a new temporary folder)")
+    sv.add_argument("--rehearse-policy", choices=["random", "first"], default="random", help="how simulated participants fill forms: random valid values, or the first option and lowest bound")
+    sv.add_argument("--rehearse-idle", type=_amount, default=4.0, metavar="SECONDS", help="the idle timeout during a rehearsal (the time limit is at most twice it), so that leavers' games end quickly (default 4)")
+    sv.add_argument("--rehearse-models", action="store_true", help="keep the study's language models in a rehearsal (default: a scripted strategy of the game, its random one where it has it, plays their seats; nothing is paid)")
     sv.set_defaults(func=cmd_serve)
 
     ck = _sub(sub, "check", "run the game families' audits of stored data (e.g. prompts that belong to another agent, language or scenario); `agora games` lists them")

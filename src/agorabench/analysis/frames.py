@@ -11,6 +11,16 @@ file instead of guessing, and :func:`with_study` puts them back. ``turns_df``: o
 with the model's thoughts (``reasoning``), its reasoning tokens (``reasoning_tokens``, null
 where the provider reported none) and how its reply ended (``finish_reason``), and the game's
 seats and config. ``ids`` limits either to those games (the study file's current design).
+
+People are one group. A person's seat is stored as ``human:<pseudonym>`` (one name per
+participant of a served study); for analysis every such seat is the one model ``human``
+(:func:`analysis_model`, the only place that decides it), so 200 participants make one row of a
+table, one level of a regression, not 200. The frames pool by default (``people="pooled"``) and
+keep who the person was beside the pooled name: ``participant_<role>`` after ``model_<role>``
+(games) and ``participant`` after ``model`` (turns) hold the seat's ``human:<pseudonym>`` (None
+for a model's seat); the intervals of the ``human`` rows are clustered by it
+(:func:`~agorabench.analysis.stats.row_clusters`). ``people="each"`` keeps the stored seat names (the export, which
+joins the participants table on them).
 """
 
 from __future__ import annotations
@@ -24,6 +34,83 @@ import pandas as pd
 from ..store.store import Store
 from .files import write_csv, write_with
 from .reasoning import efforts
+
+
+#: The pooled name of every person's seat in analyses.
+HUMAN = "human"
+#: How a served study names a person's seat: ``human:<pseudonym>``.
+PERSON_PREFIX = "human:"
+#: ``people=`` of the frames: every person as the one model ``human``, or each seat as stored.
+PEOPLE = ("pooled", "each")
+
+
+def analysis_model(name: Any) -> Any:
+    """The model a seat counts as in analyses: ``human`` for a person's seat (``human`` or
+    ``human:<pseudonym>``), the seat's own name for any other (None / NaN as they are)."""
+    if isinstance(name, str) and (name == HUMAN or name.startswith(PERSON_PREFIX)):
+        return HUMAN
+    return name
+
+
+def is_person(name: Any) -> bool:
+    """Whether a stored seat name is one participant's (``human:<pseudonym>``)."""
+    return isinstance(name, str) and name.startswith(PERSON_PREFIX)
+
+
+def _check_people(people: str) -> None:
+    if people not in PEOPLE:
+        raise ValueError(f"unknown people={people!r}: use 'pooled' (every person as the model human) or 'each' (the stored seat names)")
+
+
+def pool_people(df: pd.DataFrame, copy: bool = True) -> pd.DataFrame:
+    """``df`` (games or turns frame) with every person's seat pooled as ``human``
+    (:func:`analysis_model`) and the stored name kept beside it: ``participant_<role>`` after each
+    ``model_<role>`` and ``participant`` after ``model``, added only when some seat is a person's
+    (``human:<pseudonym>``). A frame already pooled is returned as it is; ``copy=False`` changes
+    ``df`` itself (the frames' own, freshly built). Each column's distinct names are looked at
+    once, so a frame of millions of turns costs a hash lookup per row."""
+    seats = [c for c in df.columns if isinstance(c, str) and (c == "model" or c.startswith("model_"))]
+    people: dict[str, list[Any]] = {}
+    for column in seats:
+        if "participant" + column[len("model") :] in df.columns:
+            continue
+        found = [v for v in pd.unique(df[column].to_numpy()) if is_person(v)]
+        if found:
+            people[column] = found
+    if not people:
+        return df
+    out = df.copy() if copy else df
+    for column in seats:
+        person = "participant" + column[len("model") :]
+        if person in out.columns:
+            continue
+        stored = out[column]
+        mine = stored.isin(people.get(column, []))
+        kept = stored.where(mine, None).astype(object)
+        if mine.any():
+            out[column] = stored.where(~mine, HUMAN)
+        out.insert(out.columns.get_loc(column) + 1, person, kept)
+    return out
+
+
+def people_summary(games: pd.DataFrame) -> dict[str, int]:
+    """How many people and games the pooled ``human`` rows of a games frame hold:
+    ``{"people": participants, "games": games with a person in a seat}`` (zeros for none)."""
+    people = [c for c in games.columns if isinstance(c, str) and c.startswith("participant_")]
+    if not people or games.empty:
+        return {"people": 0, "games": 0}
+    who = {n for c in people for n in pd.unique(games[c].to_numpy()) if is_person(n)}
+    played = int(games[people].notna().any(axis=1).sum())  # the columns hold people's names only
+    return {"people": len(who), "games": played}
+
+
+def people_line(games: pd.DataFrame) -> str:
+    """``human: 12 people, 24 games`` for a games frame whose ``human`` pools participants; ""
+    when no participant played."""
+    n = people_summary(games)
+    if not n["people"]:
+        return ""
+    return f"{HUMAN}: {n['people']} {'person' if n['people'] == 1 else 'people'}, {n['games']} {'game' if n['games'] == 1 else 'games'}"
 
 
 def _scalar(value: Any) -> bool:
@@ -51,21 +138,26 @@ def study_spec(store: Store, study: str) -> dict:
     return {}
 
 
-def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, games: dict[str, list[Any]] | None = None) -> pd.DataFrame:
+def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, games: dict[str, list[Any]] | None = None, people: str = "pooled") -> pd.DataFrame:
     """One row per game (see the module docstring); ``games``: the study's games as
     ``store.game_columns`` reads them, when the caller already has them (a report reads them
     once for games and turns); ``ids``: only these games (a study file's current design). With
-    a ``study``, ``attrs["spec"]`` is its stored study file (:func:`study_spec`)."""
+    a ``study``, ``attrs["spec"]`` is its stored study file (:func:`study_spec`). ``people``:
+    ``"pooled"`` (every person's seat as ``human``, with ``participant_<role>``) or ``"each"``
+    (the stored seat names)."""
+    _check_people(people)
     columns = games if games is not None else store.game_columns(study)
     if study is not None and not columns["id"]:  # a mistyped name fails here, not later
         held = sorted({g["study"] for g in store.games()})
         raise ValueError(f"no games of study {study!r} in {store.db}" + (f" (it holds: {', '.join(held)})" if held else " (it holds no games)"))
     df = _games_df(store, study, status, ids, columns)
+    if people == "pooled":
+        df = pool_people(df, copy=False)
     if study is not None and len(df):
         spec = study_spec(store, study)
         df = _with_seat_efforts(df, efforts(spec))
         df.attrs["spec"] = spec
-        df.attrs["valid_turns"] = valid_turns(store, study, set(df["game_id"]), dict(zip(columns["id"], columns["seats"])))
+        df.attrs["valid_turns"] = valid_turns(store, study, set(df["game_id"]), dict(zip(columns["id"], columns["seats"])), people=people)
     return df
 
 
@@ -76,15 +168,17 @@ def with_study(df: pd.DataFrame, store: Store, study: str) -> pd.DataFrame:
     reference rule)."""
     out = df.copy()
     out.attrs["spec"] = study_spec(store, study)
-    out.attrs["valid_turns"] = valid_turns(store, study, set(out["game_id"]) if "game_id" in out else None)
+    pooled = any(isinstance(c, str) and c.startswith("participant_") for c in out.columns)
+    out.attrs["valid_turns"] = valid_turns(store, study, set(out["game_id"]) if "game_id" in out else None, people="pooled" if pooled else "each")
     return out
 
 
-def valid_turns(store: Store, study: str, ids: set[str] | None = None, seats: dict[str, dict[str, str]] | None = None) -> dict[str, tuple[int, int]]:
+def valid_turns(store: Store, study: str, ids: set[str] | None = None, seats: dict[str, dict[str, str]] | None = None, people: str = "each") -> dict[str, tuple[int, int]]:
     """Model name -> (turns, valid turns) over the study's games (``ids``: only these), counted
     by the database (one grouped query, no turn read); ``seats``: game id -> role -> model when
-    the caller has them. What the analyses read to pass over a model none of whose answers was
-    valid (``games.attrs["valid_turns"]``)."""
+    the caller has them; ``people="pooled"`` counts every person's seat under ``human``. What
+    the analyses read to pass over a model none of whose answers was valid
+    (``games.attrs["valid_turns"]``)."""
     import sqlalchemy as sa
 
     from ..store.schema import games as games_table, turns as turns_table
@@ -106,6 +200,8 @@ def valid_turns(store: Store, study: str, ids: set[str] | None = None, seats: di
         model = (seats.get(game_id) or {}).get(role)
         if model is None:
             continue
+        if people == "pooled":
+            model = analysis_model(model)
         total = out.setdefault(str(model), [0, 0])
         total[0] += int(n or 0)
         total[1] += int(valid or 0)
@@ -157,7 +253,7 @@ TURN_FIELDS = ("game_id", "idx", "role", "phase", "raw", "valid", "retries", "er
 REASONING_FIELDS = ("reasoning", "reasoning_tokens", "finish_reason")
 
 
-def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None, transcripts: bool = True, games: dict[str, list[Any]] | None = None) -> pd.DataFrame:
+def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None, transcripts: bool = True, games: dict[str, list[Any]] | None = None, people: str = "pooled") -> pd.DataFrame:
     """One row per turn: its fields, the model in its seat (``model``), the action as JSON and
     each scalar action field as ``action_<key>``, its metrics, then the game's scalar config
     parameters and seats (``model_<role>``); the turn's :data:`REASONING_FIELDS` follow its own
@@ -165,7 +261,9 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     (``raw``), the thoughts (``reasoning``) and the action as JSON (its fields stay as
     ``action_<key>``), by far the largest columns; reports use that. ``games``: the study's
     games as ``store.game_columns`` reads them, when the caller already has them; ``ids``: only
-    these games."""
+    these games; ``people``: as in :func:`games_df` (pooled: ``model`` and ``model_<role>`` say
+    ``human`` for a person, ``participant`` / ``participant_<role>`` who)."""
+    _check_people(people)
     stored = games if games is not None else store.game_columns(study)
     seats = {gid: s or {} for gid, s in zip(stored["id"], stored["seats"])}
     configs = {gid: c or {} for gid, c in zip(stored["id"], stored["config"])}
@@ -213,7 +311,7 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     codes = extra.index.get_indexer(df["game_id"])
     for c in extra.columns:
         df[c] = extra[c].to_numpy()[codes]
-    return df
+    return pool_people(df, copy=False) if people == "pooled" else df
 
 
 def _reasoning_columns(found: dict[tuple[str, int], tuple[str | None, int | None, str | None]], game_ids: list[str], idxs: list[int]) -> dict[str, Any]:
@@ -270,16 +368,31 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None) -> int:
-    """Write the games or turns table (of the games ``ids``, or all) as CSV or Parquet; returns
-    the number of rows. A table without rows is a ValueError and writes no file; a write that
-    fails is an :class:`~agorabench.analysis.files.OutputError` and leaves an earlier ``out``
-    as it was."""
-    if table not in ("games", "turns"):
-        raise ValueError(f"unknown table {table!r}: use games or turns")
+#: The tables :func:`export` writes.
+TABLES = ("games", "turns", "participants")
+
+
+def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None, spec: dict | None = None) -> int:
+    """Write the games, turns or participants table (of the games ``ids``, or all) as CSV or
+    Parquet; returns the number of rows. Games and turns keep every seat's stored name (a
+    person's ``human:<pseudonym>``, not the pooled ``human`` of the analyses), so they join the
+    participants table (:func:`~agorabench.analysis.participants.participants_df`; ``spec``: the
+    study file as a dict, default the stored one) on it. A games or turns table without rows is a
+    ValueError and writes no file; a study nobody took part in has no participants table: 0 is
+    returned and no file written. A write that fails is an
+    :class:`~agorabench.analysis.files.OutputError` and leaves an earlier ``out`` as it was."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}: use {', '.join(TABLES[:-1])} or {TABLES[-1]}")
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown format {fmt!r}: use csv or parquet")
-    df = games_df(store, study, status=None, ids=ids) if table == "games" else turns_df(store, study, ids=ids)
+    if table == "participants":
+        from .participants import participants_df
+
+        df = participants_df(store, study, spec=spec, ids=ids)
+        if df.empty:  # no file: the study was never served, or nobody entered
+            return 0
+    else:
+        df = games_df(store, study, status=None, ids=ids, people="each") if table == "games" else turns_df(store, study, ids=ids, people="each")
     if df.empty:  # nothing is written: an empty file would pass for a result
         raise ValueError(f"no {table} of study {study!r} to export" + (" (its games in scope have no stored turns)" if table == "turns" else "") + "; nothing written")
     # a temporary file renamed over ``out`` when complete: a failed write (a full disk) keeps an
@@ -287,6 +400,6 @@ def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[st
     if fmt == "csv":
         write_csv(df, out, index=False)
     else:
-        table = uniform_columns(df)
-        write_with(out, lambda tmp: table.to_parquet(tmp, index=False))
+        frame = uniform_columns(df)
+        write_with(out, lambda tmp: frame.to_parquet(tmp, index=False))
     return len(df)

@@ -12,11 +12,13 @@ studies the row comes from. Models are matched across databases by their study n
 has one table per section with a row per model, so a model's envy, GLEE and commons numbers
 line up. The CSV keeps the long rows. ``effort`` is the reasoning effort the model was run with,
 read from the stored study files (empty for a model without one, and for theory rows); the
-page's tables show it beside the model only when some model has one.
+page's tables show it beside the model only when some model has one. The people of served
+studies are one model, ``human`` (the frames pool them, :func:`~.frames.analysis_model`), with
+intervals clustered by participant; its rows' ``note`` says how many people and games it holds.
 
 Design-adjusted means (GLEE) come from the GLEE regression
 (:func:`agorabench.analysis.regression.adjusted_means` over the family's design, intervals
-clustered by model pair): the mean over every game of the model's predictions with that model
+clustered by model pair, a person's games by participant): the mean over every game of the model's predictions with that model
 in the seat (standardisation over the study's own mix of parameters and opponents).
 """
 
@@ -32,7 +34,7 @@ import pandas as pd
 from ..families import families, profile_hook
 from ..store.store import Store
 from .files import staged, write_csv, write_text
-from .frames import games_df, study_spec, turns_df
+from .frames import HUMAN, games_df, people_line, study_spec, turns_df
 from .plots import forest, with_interval
 from .reasoning import efforts
 from .report import STYLE
@@ -71,8 +73,12 @@ def merged_spec(specs: Sequence[dict]) -> dict:
 
 
 def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
-    """Profile rows of every database (``(label, store)`` pairs), long format."""
+    """Profile rows of every database (``(label, store)`` pairs), long format. A family's
+    profile hook may carry ``relate(rows) -> DataFrame`` (an attribute of the hook function):
+    it is called once with every family's rows of every database and its rows are added, for
+    measures that pair one family's numbers with another's (sub-skills beside survival)."""
     parts = []
+    related: dict[Callable, None] = {}  # relate hooks of the families seen, in order
     for label, store in stores:
         games = games_df(store)
         if games.empty:
@@ -84,6 +90,8 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
             hook = profile_hook(game)
             if hook is not None:
                 hooks.setdefault(hook, []).append(game)
+                if callable(getattr(hook, "relate", None)):
+                    related[hook.relate] = None
         for hook, names in hooks.items():
             sub = games[games["game"].isin(names)].copy()
             sub.attrs["spec"] = merged_spec([study_spec(store, str(name)) for name in sorted(sub["study"].unique())])
@@ -97,11 +105,24 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
                 continue
             studies = ", ".join(sorted(sub["study"].unique()))
             rows = rows.assign(source=f"{label} ({studies})")
+            pooled = people_line(sub)
+            if pooled:  # the pooled human rows say how many people and games they hold
+                people = (rows["model"] == HUMAN) & (rows["kind"] == "model")
+                rows.loc[people, "note"] = [f"{pooled}; {n}" if isinstance(n, str) and n else pooled for n in rows.loc[people, "note"]]
             rows["effort"] = [found.get(str(m), "") if k == "model" else "" for m, k in zip(rows["model"], rows["kind"])]
             parts.append(rows)
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
-    return pd.concat(parts, ignore_index=True)[COLUMNS]
+    rows = pd.concat(parts, ignore_index=True)[COLUMNS]
+    extra = []
+    for relate in related:  # across databases and families: after every family's rows are in
+        try:
+            more = relate(rows)
+        except Exception as exc:  # noqa: BLE001 - a failed pairing is a row saying so, not a lost profile
+            more = pd.DataFrame([row("profile", "not computed", "relation", "", math.nan, note=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])])
+        if more is not None and not more.empty:
+            extra.append(more.assign(source="all databases", effort=""))
+    return pd.concat([rows, *extra], ignore_index=True)[COLUMNS] if extra else rows
 
 
 def _cell(r: pd.Series) -> str:

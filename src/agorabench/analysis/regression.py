@@ -13,7 +13,9 @@ dataframe (:func:`agorabench.analysis.frames.games_df`):
 - OLS: y = β₀ + Σ_k β_k x_k + ε. Classical standard errors s²(XᵀX)⁻¹ (the paper's), and
   cluster-robust ones (CR1, with the small-sample factor statsmodels' ``cov_type="cluster"``
   uses) with games clustered by model pair, since games of one pair share the players and are
-  not independent. 95 % intervals β ± t·SE (classical) and β ± z·SE (clustered).
+  not independent; a game with a person in a seat (the pooled identity ``human``, who the
+  person was in ``participant_<role>``) is clustered by that participant instead
+  (:func:`cluster_labels`), so the ``human`` row's interval is participant-clustered. 95 % intervals β ± t·SE (classical) and β ± z·SE (clustered).
   Benjamini–Hochberg adjusted p-values within each fitted table.
 
 statsmodels is not a runtime dependency: these few formulas are computed here with numpy, and
@@ -130,6 +132,18 @@ class Encoded:
 def pair_labels(df: pd.DataFrame, identities: tuple[str, ...] = ("model_alice", "model_bob")) -> pd.Series:
     """The ordered model pair of each game as one label, "alice-model vs bob-model"."""
     return df[list(identities)].astype(str).agg(" vs ".join, axis=1)
+
+
+def cluster_labels(df: pd.DataFrame, identities: tuple[str, ...] = ("model_alice", "model_bob")) -> pd.Series:
+    """The cluster of each game for the clustered errors: the participant(s) of a game with a
+    person in a seat (``participant_<role>`` of a pooled frame; two people: both names), else
+    its ordered model pair (:func:`pair_labels`)."""
+    labels = pair_labels(df, identities)
+    people = [c for c in ("participant" + i[len("model") :] for i in identities if i.startswith("model_")) if c in df]
+    if not people:
+        return labels
+    who = df[people].apply(lambda row: " & ".join(str(v) for v in row if isinstance(v, str) and v), axis=1) if len(df) else labels
+    return labels.where(who == "", "person " + who.astype(str))
 
 
 def default_reference(models: Iterable[str], preferred: Iterable[str] = ()) -> str:
@@ -320,7 +334,7 @@ def fit_ols(
     cov_c = None
     n_clusters = 0
     if cluster is not None:
-        groups = pair_labels(data).to_numpy() if cluster == PAIR else data[cluster].astype(str).to_numpy()
+        groups = cluster_labels(data).to_numpy() if cluster == PAIR else data[cluster].astype(str).to_numpy()
         n_clusters = len(pd.unique(groups))
         if n_clusters >= 2:
             cov_c = _cluster_cov(X, resid, groups, bread)

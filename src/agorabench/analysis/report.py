@@ -21,7 +21,7 @@ from ..families import definitions, report_sections
 from ..redact import redact
 from ..store.store import Store
 from .files import OutputError, write_text
-from .frames import games_df, study_spec, turns_df
+from .frames import games_df, people_line, study_spec, turns_df
 from .plots import artifacts, efforts_shown, table_html
 from .reasoning import cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
 
@@ -109,6 +109,9 @@ def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) 
         if seats:
             per_model = pd.concat([games[c].rename("model") for c in seats]).value_counts().rename_axis("model").reset_index(name="seats taken")
             parts.append(table_html(per_model, name="seats per model"))
+        pooled = people_line(games)
+        if pooled:  # every participant is the one model "human" in the tables below
+            parts.append(f"<p class='note' id='people'>People are pooled as one model in every table, figure and regression ({html.escape(pooled)}); intervals of the human rows are clustered by participant. <code>agora export --table participants</code> has each person.</p>")
     if definitions:
         parts.append("<h3>Metrics</h3>" + definitions)
     return Section("The study", "\n".join(parts))

@@ -7,7 +7,15 @@ value and so never leaves the range; an unbounded metric the t interval; a share
 Wilson's interval. Model-based intervals of a bounded quantity (a regression's adjusted mean) are
 clipped to the range by :func:`clip_interval`, and the table says so. An interval always holds
 its own estimate (a rounding error of the mean never puts it outside), and the figures draw
-whatever an estimator gives (``plots.whiskers``: no negative whisker)."""
+whatever an estimator gives (``plots.whiskers``: no negative whisker).
+
+Clustered rows. The games (or turns) of one participant are not independent draws: where rows
+carry a cluster (``clusters=``; the reports' ``human`` rows pool many people, each row's
+participant from ``participant_<role>`` / ``participant``, see :func:`row_clusters`), a bounded
+metric gets the percentile bootstrap over clusters (whole participants drawn with replacement)
+and an unbounded one the cluster-robust (CR1) standard error of the mean with a t quantile on
+G − 1 degrees of freedom (G clusters). Rows that are each their own cluster give exactly the
+unclustered intervals."""
 
 from __future__ import annotations
 
@@ -26,12 +34,21 @@ Bounds = tuple[Optional[float], Optional[float]]
 BOOTSTRAP_REPS = 2000
 
 
-def mean_ci(values, level: float = 0.95, bounds: Bounds | None = None) -> tuple[float, float, float, int]:
+def mean_ci(values, level: float = 0.95, bounds: Bounds | None = None, clusters=None) -> tuple[float, float, float, int]:
     """Mean with a confidence interval; returns (mean, low, high, n), the interval NaN for n < 2.
     Without ``bounds``: mean ± t_{(1+level)/2, n−1}·s/√n. With ``bounds`` (a bounded metric): the
     (1−level)/2 and (1+level)/2 quantiles of the means of :data:`BOOTSTRAP_REPS` resamples
-    (percentile bootstrap, seed 0), which stay within the range."""
-    x = pd.Series(values, dtype=float).dropna().to_numpy()
+    (percentile bootstrap, seed 0), which stay within the range. ``clusters`` (one label per
+    value, e.g. the participant): when some label repeats, the interval is clustered (module
+    docstring; NaN for fewer than two clusters)."""
+    series = pd.Series(values, dtype=float)
+    if clusters is not None:
+        labels = pd.Series(list(clusters), index=series.index, dtype=object)
+        ok = series.notna()
+        labels = labels[ok]
+        if labels.nunique() < int(ok.sum()):
+            return _clustered_mean_ci(series[ok].to_numpy(), labels.to_numpy(), level, bounds)
+    x = series.dropna().to_numpy()
     n = len(x)
     if n == 0:
         return (math.nan, math.nan, math.nan, 0)
@@ -47,6 +64,56 @@ def mean_ci(values, level: float = 0.95, bounds: Bounds | None = None) -> tuple[
         return (m, min(lo, m), max(hi, m), n)
     half = float(special.stdtrit(n - 1, (1 + level) / 2) * np.std(x, ddof=1) / math.sqrt(n))  # the t quantile
     return (m, m - half, m + half, n)
+
+
+def _clustered_mean_ci(x: np.ndarray, labels: np.ndarray, level: float, bounds: Bounds | None, reps: int = BOOTSTRAP_REPS, seed: int = 0) -> tuple[float, float, float, int]:
+    """:func:`mean_ci` of ``x`` whose rows come in clusters ``labels``: a cluster bootstrap
+    (bounded) or the CR1 standard error with G − 1 degrees of freedom (unbounded)."""
+    n = len(x)
+    m = float(np.mean(x))
+    if bounds is not None:
+        m = _snap(m, bounds)
+    codes, uniq = pd.factorize(labels)
+    g = len(uniq)
+    if g < 2:
+        return (m, math.nan, math.nan, n)
+    sums = np.bincount(codes, weights=x, minlength=g)
+    counts = np.bincount(codes, minlength=g).astype(float)
+    if bounds is not None:
+        if np.all(x == x[0]):
+            return (m, m, m, n)
+        rng = np.random.default_rng(seed)
+        means = np.empty(reps)
+        step = max(1, 4_000_000 // g)
+        for start in range(0, reps, step):
+            k = min(step, reps - start)
+            pick = rng.integers(0, g, size=(k, g))
+            means[start : start + k] = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
+        lo, hi = clip_interval(*(float(q) for q in np.quantile(means, [(1 - level) / 2, (1 + level) / 2])), bounds)
+        return (m, min(lo, m), max(hi, m), n)
+    resid = sums - counts * m  # Σ_g (x_i − m) per cluster
+    se = math.sqrt(g / (g - 1) * float(resid @ resid)) / n
+    half = float(special.stdtrit(g - 1, (1 + level) / 2) * se)
+    return (m, m - half, m + half, n)
+
+
+def row_clusters(df: pd.DataFrame, by: str | list[str] | None = None) -> pd.Series | None:
+    """The cluster of each row of a (pooled) games or turns frame for :func:`mean_ci`: the
+    participant for a person's row (``participant_<role>`` beside ``model_<role>``,
+    ``participant`` beside ``model``; ``by``: the model columns the rows are grouped by, default
+    every participant column), its own for any other; None when the frame has no such column
+    (no person played)."""
+    columns = [by] if isinstance(by, str) else list(by or [])
+    people = ["participant" + c[len("model") :] for c in columns if isinstance(c, str) and (c == "model" or c.startswith("model_"))]
+    if by is None:
+        people = [c for c in df.columns if isinstance(c, str) and (c == "participant" or c.startswith("participant_"))]
+    people = [c for c in people if c in df.columns]
+    if not people:
+        return None
+    own = pd.Series([f"row:{i}" for i in range(len(df))], index=df.index, dtype=object)
+    for c in reversed(people):
+        own = df[c].where(df[c].notna(), own)
+    return own
 
 
 def _snap(m: float, bounds: Bounds) -> float:
@@ -98,13 +165,17 @@ def leaves_range(low: float, high: float, bounds: Bounds | None) -> bool:
 
 def summarise(df: pd.DataFrame, by: str | list[str], columns: list[str], level: float = 0.95, bounds: dict[str, Bounds] | None = None) -> pd.DataFrame:
     """Mean and CI of each column per group, long format: group, metric, mean, low, high, n.
-    A column with a range in ``bounds`` gets the bootstrap interval of :func:`mean_ci`."""
+    A column with a range in ``bounds`` gets the bootstrap interval of :func:`mean_ci`; rows of
+    a person (the pooled ``human``) are clustered by participant (:func:`row_clusters` of the
+    model columns in ``by``)."""
     rows = []
+    clusters = row_clusters(df, by)
     for key, group in df.groupby(by, dropna=False):
+        labels = clusters.loc[group.index] if clusters is not None else None
         for col in columns:
             if col not in group:
                 continue
-            m, lo, hi, n = mean_ci(group[col], level, (bounds or {}).get(col))
+            m, lo, hi, n = mean_ci(group[col], level, (bounds or {}).get(col), clusters=labels)
             keys = key if isinstance(key, tuple) else (key,)
             rows.append({**dict(zip([by] if isinstance(by, str) else by, keys)), "metric": col, "mean": m, "low": lo, "high": hi, "n": n})
     return pd.DataFrame(rows)

@@ -125,6 +125,9 @@ def _condition(row: pd.Series) -> str:
 def _prepare(games: pd.DataFrame) -> pd.DataFrame:
     g = games.copy()
     g["model"] = g.apply(model_label, axis=1)
+    people = [c for c in g.columns if isinstance(c, str) and c.startswith("participant_")]
+    if people and "participant" not in g:  # the people of a run (pooled as human): its cluster in the intervals
+        g["participant"] = g[people].apply(lambda r: " & ".join(sorted(str(v) for v in r if isinstance(v, str) and v)) or None, axis=1)
     g["condition"] = g.apply(_condition, axis=1)
     if "universalization" not in g:
         g["universalization"] = False
@@ -397,7 +400,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     over-usage and equality; the sustainable group (every agent takes its share f(t)/N) as
     the reference row."""
     from ...analysis.profile import row
-    from ...analysis.stats import mean_ci
+    from ...analysis.stats import mean_ci, row_clusters
     from ...analysis.survival import kaplan_meier, survival_at
 
     g = _prepare(games)
@@ -409,10 +412,11 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         s, lo, hi = survival_at(kaplan_meier(sub["duration"], sub["event"]), horizon)
         rows.append(row(family, section, f"P(survives {horizon} months), Kaplan–Meier", model, s, lo, hi, len(sub)))
     bounds = ranges(g)
+    clusters = row_clusters(g, "model")  # runs with people: clustered by participant
     for model, sub in g.groupby("model"):
         for measure, column in (("survival time (months)", "survival_time"), ("over-usage (%)", "over_usage"), ("equality (%)", "equality")):
             if column in sub:
-                m, lo, hi, n = mean_ci(sub[column], bounds=bounds[column])
+                m, lo, hi, n = mean_ci(sub[column], bounds=bounds[column], clusters=clusters.loc[sub.index] if clusters is not None else None)
                 rows.append(row(family, section, measure, model, m, lo, hi, n))
     name = "sustainable (each takes f(t)/N)"
     for measure, value in ((f"P(survives {horizon} months), Kaplan–Meier", 1.0), ("survival time (months)", float(horizon)), ("over-usage (%)", 0.0), ("equality (%)", 100.0)):

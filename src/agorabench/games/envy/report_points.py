@@ -233,15 +233,16 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     """Profile rows (``analysis/profile.py``): mean T1–T3 per focal model and its Fehr–Schmidt
     (α, β, λ) with bootstrap intervals; theory rows for the baselines on the same matrices."""
     from ...analysis.profile import row
-    from ...analysis.stats import mean_ci
+    from ...analysis.stats import mean_ci, row_clusters
     from .point_allocation import envy_terms
 
     family, section = "envy", "point allocation: envy terms and Fehr–Schmidt"
     rows = []
     shown = {"t1": "T1", "t2_raw_ratio": "T2 (gap / largest gap)", "t2": "T2 (Δ/Δmax)", "t3": "T3"}
+    clusters = row_clusters(games, "model_focal")  # the pooled human: clustered by participant
     for model, sub in games.groupby("model_focal"):
         for term, label in shown.items():
-            m, lo, hi, n = mean_ci(sub[term], bounds=RANGES[term])
+            m, lo, hi, n = mean_ci(sub[term], bounds=RANGES[term], clusters=clusters.loc[sub.index] if clusters is not None else None)
             rows.append(row(family, section, label, model, m, lo, hi, n))
     choices = point_choices(turns)
     if not choices.empty:

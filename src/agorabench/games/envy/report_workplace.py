@@ -218,15 +218,17 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     its conversations on ÷5, and envy also on (x − 1)/4; a neutral answerer (3 everywhere) as
     the reference row."""
     from ...analysis.profile import row
-    from ...analysis.stats import mean_ci
+    from ...analysis.stats import mean_ci, row_clusters
 
     family, section = "envy", "workplace ratings"
     rows = []
+    clusters = row_clusters(games, "model_subject")  # the pooled human: clustered by participant
     for model, sub in games.groupby("model_subject"):
+        labels = clusters.loc[sub.index] if clusters is not None else None
         for name in RATINGS:
-            m, lo, hi, n = mean_ci(sub[f"{name}_norm"], bounds=RANGES[f"{name}_norm"])
+            m, lo, hi, n = mean_ci(sub[f"{name}_norm"], bounds=RANGES[f"{name}_norm"], clusters=labels)
             rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", model, m, lo, hi, n))
-        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4, bounds=(0.0, 1.0))
+        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4, bounds=(0.0, 1.0), clusters=labels)
         rows.append(row(family, section, "envy/jealousy ((x−1)/4)", model, m, lo, hi, n))
     for name in RATINGS:
         rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", "neutral answer (3)", 0.6, kind="theory"))

@@ -313,7 +313,10 @@ def market_effects(fits: dict[str, Fit], family: str, outcomes: tuple[str, ...] 
 def model_effects(fits: dict[str, Fit], clustered: bool = False) -> pd.DataFrame:
     """Table 6: each model's effect on its own self-gain as Alice (``model_alice`` terms of the
     Alice self-gain fit) and as Bob, in percentage points relative to the reference model, with
-    the 95 % interval and best/worst marks per role."""
+    the 95 % interval and best/worst marks per role. People are one identity, ``human`` (pooled by
+    :func:`~agorabench.analysis.frames.games_df`), a row beside the models as in the paper;
+    ``low_cluster`` / ``high_cluster`` (where the fit has clustered errors) are the interval with
+    games clustered by model pair, and a person's games by participant."""
     parts = []
     for role, outcome in (("Alice", "self_gain_alice"), ("Bob", "self_gain_bob")):
         if outcome not in fits:
@@ -321,9 +324,10 @@ def model_effects(fits: dict[str, Fit], clustered: bool = False) -> pd.DataFrame
         f = fits[outcome]
         column = f"model_{role.lower()}"
         lo_c, hi_c = ("low_cluster", "high_cluster") if clustered and "low_cluster" in f.coefs else ("low", "high")
+        both = "low_cluster" in f.coefs
         sub = f.term(column)
-        rows = [{"model": f.references.get(column), "role": role, "effect": 0.0, "low": 0.0, "high": 0.0, "reference": True}]
-        rows += [{"model": r["level"], "role": role, "effect": 100 * r["estimate"], "low": 100 * r[lo_c], "high": 100 * r[hi_c], "reference": False} for _, r in sub.iterrows()]
+        rows = [{"model": f.references.get(column), "role": role, "effect": 0.0, "low": 0.0, "high": 0.0, "reference": True, **({"low_cluster": 0.0, "high_cluster": 0.0} if both else {})}]
+        rows += [{"model": r["level"], "role": role, "effect": 100 * r["estimate"], "low": 100 * r[lo_c], "high": 100 * r[hi_c], "reference": False, **({"low_cluster": 100 * r["low_cluster"], "high_cluster": 100 * r["high_cluster"]} if both else {})} for _, r in sub.iterrows()]
         parts.append(_mark(pd.DataFrame(rows), "effect", "low", "high"))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -413,6 +417,26 @@ def metagame(games: pd.DataFrame, family: str, reference: str | None = None, rep
     return {"models": models, "A": pd.DataFrame(A, index=models, columns=models), "B": pd.DataFrame(B, index=models, columns=models), "equilibria": eq, "bootstrap": boot, "alpha_rank": rank, "alpha_profiles": profiles, "games": len(data), "reps": reps}
 
 
+def per_person(games: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
+    """One row per person and role of a pooled games frame (``participant_alice`` /
+    ``participant_bob``): the person's seat name (``human:<pseudonym>``, the key of the
+    participants export), the role, games, and the mean of each outcome (their own self-gain as
+    ``self_gain``). Empty (with these columns) when no person played."""
+    columns = ["participant", "role", "games", "efficiency", "fairness", "self_gain"]
+    rows = []
+    for role in ("alice", "bob"):
+        seat = f"participant_{role}"
+        if seat not in games:
+            continue
+        mine = games[games[seat].notna()]
+        for person, sub in mine.groupby(seat):
+            row: dict[str, Any] = {"participant": person, "role": role.capitalize(), "games": len(sub)}
+            for name, column in (("efficiency", "efficiency"), ("fairness", "fairness"), ("self_gain", f"self_gain_{role}")):
+                row[name] = float(sub[column].mean()) if column in sub else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
 def first_offers(games: pd.DataFrame, turns: pd.DataFrame, family: str) -> pd.DataFrame:
     """Each game's first offer (Alice's, round 1) as a share of the amount at stake, beside
     Alice's final self-gain and her player type (her model; ``human`` for a person)."""
@@ -453,5 +477,5 @@ def market_level_count(family: str) -> int:
 
 __all__ = [
     "DESIGNS", "OUTCOMES", "REFERENCE_RULE", "Reference", "reference_choice", "reference_model", "study_file", "regressions", "coefficients", "fit_summary", "market_effects", "market_levels", "model_effects",
-    "adjusted_self_gain", "pair_effects", "metagame", "first_offers", "anchoring_table", "market_level_count", "level",
+    "adjusted_self_gain", "pair_effects", "metagame", "per_person", "first_offers", "anchoring_table", "market_level_count", "level",
 ]

@@ -1,5 +1,8 @@
 """``agora analyze glee``: the regression analysis of every GLEE family in a study as text
-tables (and CSV files with ``--out``)."""
+tables (and CSV files with ``--out``). People are one model, ``human``, in every table (the
+games frame pools them: :func:`agorabench.analysis.frames.analysis_model`); each person keeps a
+row of their own in ``<family>_people.csv`` (seat name ``human:<pseudonym>``, role, games, mean
+outcomes), which joins the participants export."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ...analysis.files import write_csv
+from ...analysis.frames import people_line
 from ...analysis.reasoning import efforts, with_efforts
 from ...analysis.regression import predictive_check
 from . import analysis as ga
@@ -44,6 +48,12 @@ def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: s
         choice = ga.reference_choice(sub, spec, override=reference)
         ref = choice.model
         text.append(f"\n#### {label}: {len(sub)} games, {choice.line()} (rule: {ga.REFERENCE_RULE})")
+        pooled = people_line(sub)
+        if pooled:  # one human row in the tables; a row per person in the CSV
+            people = ga.per_person(sub, family)
+            text.append(f"people pooled as one model ({pooled}); clustered intervals count a person's games as one cluster" + (f"; one row per person and role in {key}_people.csv" if folder else ""))
+            if folder:
+                write_csv(people, folder / f"{key}_people.csv", index=False)
         fits = ga.regressions(sub, family, ref)
         emit(f"{label}: fit", ga.fit_summary(fits), f"{key}_fit")
         emit(f"{label}: coefficients", ga.coefficients(fits), f"{key}_coefficients")

@@ -25,11 +25,12 @@ import pandas as pd
 
 from ...analysis import acceptance
 from ...analysis.descriptive import corpus_stats, message_words
+from ...analysis.frames import people_line
 from ...analysis.persuasion_beliefs import buyer_update, seller_lying
 from ...analysis.plots import bars_with_ci, forest, grid_table, heatmap, histograms, table_html
 from ...analysis.regression import predictive_check
 from ...analysis.report import Section, guarded
-from ...analysis.stats import clip_interval, leaves_range, mean_ci
+from ...analysis.stats import clip_interval, leaves_range, mean_ci, row_clusters
 from . import analysis as ga
 
 #: The opening of the GLEE definitions, whichever games are present.
@@ -94,18 +95,21 @@ def by_model_and_role(games: pd.DataFrame, family: str | None = None) -> pd.Data
     """Long table: model, role, metric (efficiency, fairness, self_gain), mean, low, high, n.
     A model's self-gain as Alice is ``self_gain_alice``, as Bob ``self_gain_bob``. With the
     ``family``, a metric with a range (:data:`.analysis.RANGES`) gets the percentile-bootstrap
-    interval, which stays within it; otherwise the t interval."""
+    interval, which stays within it; otherwise the t interval. The pooled ``human`` rows are
+    clustered by participant (:func:`~agorabench.analysis.stats.row_clusters`)."""
     ranges = ga.RANGES.get(family or "", {})
     rows = []
     for role in ("alice", "bob"):
         seat = f"model_{role}"
         if seat not in games:
             continue
+        clusters = row_clusters(games, seat)
         for model, sub in games.groupby(seat):
+            labels = clusters.loc[sub.index] if clusters is not None else None
             for metric, column in (("efficiency", "efficiency"), ("fairness", "fairness"), ("self_gain", f"self_gain_{role}")):
                 if column not in sub:
                     continue
-                m, lo, hi, n = mean_ci(sub[column], bounds=_bounded(ranges.get(column)))
+                m, lo, hi, n = mean_ci(sub[column], bounds=_bounded(ranges.get(column)), clusters=labels)
                 rows.append({"model": model, "role": ROLE_NAMES[role], "metric": metric.replace("_", "-"), "mean": m, "low": lo, "high": hi, "n": n})
     return pd.DataFrame(rows)
 
@@ -254,9 +258,9 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: "str | ga.Ref
         note = (f"<p id='reference-model'>Reference model: <b>{html.escape(ref)}</b>, chosen by the rule: {html.escape(ga.REFERENCE_RULE)}. Here: {html.escape(why)}.</p>"
                 + (f"<p class='note'>{html.escape(warning)}</p>" if warning else "") + "<p>Reference levels (Table 8): ") + html.escape("; ".join(f"{k} = {v}" for k, v in next(iter(f.values())).references.items())) + ".</p>"
         if few:
-            note += "<p class='note'>Fewer than 10 model pairs: the clustered errors rest on very few clusters and are unreliable.</p>"
+            note += "<p class='note'>Fewer than 10 clusters (model pairs; a person's games are one cluster): the clustered errors rest on very few clusters and are unreliable.</p>"
         coefs = ga.coefficients(f)
-        return note + table_html(summary, name=f"{label} regression fit") + "<p>All coefficients (share of M; classical and pair-clustered intervals):</p>" + table_html(coefs, name=f"{label} regression coefficients")
+        return note + table_html(summary, name=f"{label} regression fit") + "<p>All coefficients (share of M; classical and pair-clustered intervals, a person's games clustered by participant):</p>" + table_html(coefs, name=f"{label} regression coefficients")
 
     def table5() -> str:
         t = ga.market_effects(fits(), family)
@@ -283,11 +287,16 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: "str | ga.Ref
 
     def table6() -> str:
         t = ga.model_effects(fits())
-        shown = t[["model", "role"]].assign(**{"self-gain effect (pp) [95% CI]": _fmt_effect(t, "effect", "low", "high")})
+        shown = t[["model", "role"]].copy()
+        pooled = people_line(games)
+        if pooled and "low_cluster" in t:  # the human row pools people: its participant-clustered interval beside
+            shown["clustered 95% CI (pair; person)"] = _fmt_effect(t, "effect", "low_cluster", "high_cluster")
+        shown["self-gain effect (pp) [95% CI]"] = _fmt_effect(t, "effect", "low", "high")
+        people = (f" People are one model, <b>human</b> ({html.escape(pooled)}); the clustered interval counts a person's games as one cluster." if pooled else "")
         fig = forest(t.rename(columns={"effect": "estimate"}), "model", "role", f"{label}: model effect on own self-gain vs {ref} (95% CI)", "effect (pp of M)")
         adj, cut = clipped(ga.adjusted_self_gain(games, family, ref), family, lambda r: f"self_gain_{r['role'].lower()}")
         return (f"<p>Each model's effect on its own self-gain as Alice and as Bob, in percentage points relative to <b>{html.escape(ref)}</b>; ▲/▼ best/worst within the interval. "
-                "Below, the design-adjusted mean self-gain beside the raw mean.</p>" + fig + table_html(shown, name=f"{label} table 6 model effects") + table_html(adj, name=f"{label} adjusted self-gain", note=cut))
+                f"Below, the design-adjusted mean self-gain beside the raw mean.{people}</p>" + fig + table_html(shown, name=f"{label} table 6 model effects") + table_html(adj, name=f"{label} adjusted self-gain", note=cut))
 
     def pairs() -> str:
         figs = []
@@ -528,7 +537,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
             continue
         fam_turns = turns[turns["game_id"].isin(sub["game_id"])] if len(turns) else turns
         section = "self-gain, fairness, efficiency (design-adjusted)"
-        note = "Design-adjusted by the GLEE regression (model, opponent, the family's design factors and market; SEs clustered by model pair)."
+        note = "Design-adjusted by the GLEE regression (model, opponent, the family's design factors and market; SEs clustered by model pair, a person's games by participant)."
         # adjusted means do not depend on the reference (only the coding does): a frame without
         # its study file still gets its rows
         ref = reference_model(sub, spec=sub.attrs.get("spec") or {}, turns=fam_turns)
