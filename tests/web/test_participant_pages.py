@@ -31,7 +31,8 @@ def test_results_page_states_the_outcome_and_the_bonus_computation(tmp_path):
         done = p.post("questionnaire", a_why="ok", a_fair="3").text
     text = re.sub(r"<[^>]+>", "", results)
     assert "You and Bob agreed in round 1: you receive $60 and Bob receives $40." in text
-    assert "0.02 * alice_gain, with alice_gain = 60: $1.20" in text
+    # the rule in words and money, never its code names
+    assert "You earn 2 cents for every point of your gain. Your gain was 60, so your bonus is $1.20" in text and "alice_gain" not in text
     assert 'id="bonus">$1.20' in results and "$1.20" in done
 
 
@@ -44,7 +45,7 @@ def test_an_unfinished_game_earns_no_bonus_and_says_why(tmp_path):
         p.post("play", seq=p.seq(), decision="reject")
         text = re.sub(r"<[^>]+>", "", p.past_results())
     assert "No proposal was accepted in 2 round(s)" in text
-    assert "alice_gain (not recorded, counted as no bonus): $0.00" in text
+    assert "Your bonus depends on your gain, which your game did not record, so it is $0.00." in text and "alice_gain" not in text
 
 
 def test_every_page_says_which_step_it_is(tmp_path):

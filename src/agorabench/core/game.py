@@ -42,11 +42,20 @@ class Game:
     #: Roles that are named in prompts but never asked (e.g. an assumed peer).
     passive_roles: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, config: GameConfig, prompts: "Prompts", names: dict[str, str] | None = None) -> None:
+    def __init__(self, config: GameConfig, prompts: "Prompts", names: dict[str, str] | None = None, people: frozenset[str] | set[str] = frozenset()) -> None:
         self.config = config
         self.prompts = prompts
         #: Display name of the model or person in each role, for prompts that name the peer.
         self.names = names or {}
+        #: The roles a person plays (the runner and the web app say which): their texts come
+        #: from the game's wording for people (:meth:`text`).
+        self.people = frozenset(people)
+
+    def text(self, role: str) -> "Prompts":
+        """The templates that write what ``role`` reads: the wording for people
+        (:meth:`Prompts.for_people`) when a person plays it, the game's own otherwise. Models
+        always get the game's own templates, byte for byte."""
+        return self.prompts.for_people() if role in self.people else self.prompts
 
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
@@ -113,12 +122,26 @@ class Instructions:
 RENDER_MEMO = 4096
 
 
+#: The subfolder of a prompt folder that holds its wording for people (:meth:`Prompts.for_people`).
+PEOPLE_DIR = "people"
+
+
 class Prompts:
     """Prompt templates of one game: one Jinja2 file per prompt, looked up first in a user's
-    variant folder (if any), then in the game's own folder."""
+    variant folder (if any), then in the game's own folder.
 
-    def __init__(self, default_dir: Path | None, variant_dir: Path | None = None) -> None:
+    A folder's ``people/`` subfolder holds the wording for a person in a seat (a person is not
+    told they are a language model, and reads what each choice means where a model reads an
+    answer format): :meth:`for_people` looks there first and falls back to the same templates
+    models get, so a game offers it one template at a time."""
+
+    def __init__(self, default_dir: Path | None, variant_dir: Path | None = None, people: bool = False) -> None:
         folders = [str(p) for p in (variant_dir, default_dir) if p is not None]
+        self.default_dir, self.variant_dir = default_dir, variant_dir
+        self._people: Prompts | None = self if people else None
+        self.version = self._version(folders)  # the people subfolders have no VERSION of their own
+        if people:
+            folders = [str(Path(f) / PEOPLE_DIR) for f in folders] + folders
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(folders),
             undefined=jinja2.StrictUndefined,
@@ -129,9 +152,16 @@ class Prompts:
         )
         self.env.filters["quote"] = quote_marked  # other players' words: cleaned, quoted, marked (core.speech)
         self.env.globals["format_begins"] = FORMAT_MARK  # where the answer-format part begins (core.speech)
-        self.version = self._version(folders)
         self._templates: dict[str, jinja2.Template] = {}
         self._rendered: dict[tuple[str, str], str] = {}
+
+    def for_people(self) -> "Prompts":
+        """These templates as a person reads them: each looked up first in the ``people/``
+        subfolder of the variant folder, then of the game's folder, then as models get it.
+        Made once and kept."""
+        if self._people is None:
+            self._people = Prompts(self.default_dir, self.variant_dir, people=True)
+        return self._people
 
     @staticmethod
     def _version(folders: list[str]) -> str:

@@ -34,13 +34,14 @@ from ..loop import run as run_loop
 from ..models.base import BackendError, GenerationSettings
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
+from ..models.outside import OutsideClient
 from ..models.providers import PROVIDERS, BackendOptions, open_backend
 from ..models.reasoning import looks_like_reasoning, sampling_notes, setting_problems
 from ..models.spec import SpecError
 from ..records import TurnRecord
 from ..redact import redact
 from ..store.store import claim_owner, CLAIM_TTL, GameWriter, SQLCache, Store, StoreError
-from .agents import LLMAgent
+from .agents import LLMAgent, OutsideAgent
 from .coverage import run_seating
 from .game import Prompts
 from .plan import Plan, build_plan, stored_spend, unpriced
@@ -169,6 +170,8 @@ class Runner:
         self.cache = cache if cache is not None else SQLCache(store)
         self.progress = progress
         self.models: dict[str, Model] = {}
+        #: Clients of the outside agents seated (``http/URL``), by model name.
+        self.outside: dict[str, OutsideClient] = {}
         #: Lines a researcher should read before the run (settings a model will not get, ...).
         self.notes: list[str] = []
         self._breakers: dict = {}  # stall detection per server, shared by its models (models.model.Breaker)
@@ -260,7 +263,20 @@ class Runner:
                 return factory(**entry.params)
             except (TypeError, ValueError) as exc:
                 raise StudyError(f"strategy/{key}: bad parameters {entry.params}: {str(exc).splitlines()[0]}") from None
+        if entry.is_outside:
+            return OutsideAgent(self._outside_client(entry), game=spec.game, game_id=spec.id, params=entry.params)
         return LLMAgent(self._model(entry), sample=spec.id, constrained=entry.constrained)
+
+    def _outside_client(self, entry: ModelEntry) -> OutsideClient:
+        """The one client of an outside agent's entry (its time limit, attempts, concurrency and
+        key); StudyError when its key's variable is named but unset."""
+        if entry.name not in self.outside:
+            try:
+                key_env = entry.api_key_env if "api_key_env" in entry.model_fields_set else None  # never another service's key
+                self.outside[entry.name] = OutsideClient(entry.model_spec.name, timeout=entry.timeout, api_key_env=key_env, max_attempts=entry.max_attempts, max_concurrency=entry.max_concurrency)
+            except BackendError as exc:
+                raise StudyError(f"model {entry.name!r}: {exc}") from None
+        return self.outside[entry.name]
 
     def check_models(self) -> None:
         """Fail fast, before any game, on an unknown model or strategy (one-line errors): each
@@ -275,14 +291,14 @@ class Runner:
         ``names``); StudyError naming every dead backend (unreachable, unauthorised, wrong model
         name) before any game starts."""
         names = sorted(names if names is not None else {m for s in specs or [] for m in s.seats.values()})
-        if all(self.study.models[name].is_strategy for name in names):
+        if all(self.study.models[name].is_strategy or self.study.models[name].is_outside for name in names):
             return  # nothing to probe (and no HTTP client to import: a second before the first game)
         from ..models.probe import probe_many
 
         targets = {}
         for name in names:
             entry = self.study.models[name]
-            if entry.is_strategy:
+            if entry.is_strategy or entry.is_outside:  # an outside agent has no probe to answer
                 continue
             # each backend says what its server is asked (None: nothing to probe, e.g. in-process)
             probe = getattr(self._model(entry).backend, "probe_target", None)
@@ -316,7 +332,7 @@ class Runner:
         table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed, embed=embed)
         if self.study.file.stop_after_invalid:
             table.on_turn = lambda turn: self._count_invalid(entries.get(turn.role), turn)
-        game = game_cls(config, prompts, names)
+        game = game_cls(config, prompts, names, people={role for role, e in entries.items() if e.is_human or role in seated})
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
         self._live[spec.id] = table
@@ -365,7 +381,7 @@ class Runner:
         n = 0 if turn.valid else self._invalid_in_a_row.get(entry.name, 0) + 1
         self._invalid_in_a_row[entry.name] = n
         limit = self.study.file.stop_after_invalid
-        model = self.models.get(entry.name)
+        model = self.models.get(entry.name) or self.outside.get(entry.name)  # an outside agent stops alike
         if limit and n >= limit and model is not None and model.dead is None:
             last = " ".join((turn.error or "").split())
             last = last if len(last) <= 120 else last[:117] + "..."
@@ -457,6 +473,8 @@ class Runner:
         except BaseException:
             for model in self.models.values():
                 await model.aclose()
+            for client in self.outside.values():
+                await client.aclose()
             raise
 
         claimed: collections.deque[GameSpec] = collections.deque()
@@ -509,6 +527,8 @@ class Runner:
                 reporter.cancel()
             for model in self.models.values():
                 await model.aclose()
+            for client in self.outside.values():
+                await client.aclose()
             flush = getattr(self.cache, "flush", None)
             if flush is not None:
                 try:

@@ -65,6 +65,21 @@ class Participants:
         with self.engine.begin() as conn:
             conn.execute(sa.update(participants).where(participants.c.token == token).values(updated=time.time(), **values))
 
+    def of_game(self, study: str, game_id: str) -> list[dict[str, Any]]:
+        """The participants of ``study`` who play the game ``game_id`` (a group game has several)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(participants).where(participants.c.study == study, participants.c.game_id == game_id).order_by(participants.c.created))
+            return [dict(r._mapping) for r in rows]
+
+    def form_group(self, rows: dict[str, dict[str, Any]]) -> None:
+        """Write a formed group: ``rows`` maps each member's token to its new values (its game id
+        and ``group_info``), all in one transaction, so that after a crash either every member
+        of the group has it or none."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            for token, values in rows.items():
+                conn.execute(sa.update(participants).where(participants.c.token == token).values(updated=now, **values))
+
     def enter(self, study: str, pid_hash: str, new_row: Callable[[int], dict[str, Any]], aliases: tuple[str, ...] = ()) -> tuple[str, bool]:
         """The session token of the participant ``pid_hash`` of ``study``, and whether the row is
         new. A participant not yet there gets the row ``new_row(n)`` (every column but ``study``

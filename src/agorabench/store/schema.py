@@ -153,6 +153,18 @@ participants = sa.Table(
     #: A resume link the dashboard issued: SHA-256 of its code (used once) and when it expires.
     sa.Column("resume_hash", sa.String(64)),
     sa.Column("resume_expires", sa.Float),
+    #: Group games (several people in one game; added later, see
+    #: :func:`~agorabench.store.migrate.add_web_columns`): when the participant reached the
+    #: waiting room, the group their game was formed with (members by role, seats filled by the
+    #: fallback, seconds waited, a note), and when their seat was handed to the fallback after
+    #: they passed the idle deadline (a dropout; the game went on for the others).
+    sa.Column("waiting_since", sa.Float),
+    sa.Column("group_info", sa.JSON),
+    sa.Column("dropped_out", sa.Float),
+    #: When the participant consented, and when they submitted the questionnaire (their end);
+    #: also added later (null in rows written before).
+    sa.Column("consented_at", sa.Float),
+    sa.Column("finished_at", sa.Float),
     sa.UniqueConstraint("study", "pid_hash", name="uq_web_participant"),
 )
 

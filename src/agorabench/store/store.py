@@ -360,6 +360,35 @@ class Store(ClaimMethods):
             rows = conn.execute(q).all()
         return {study: {"turns": n, "calls": calls, "tokens": tokens, "cost": cost, "invalid": invalid} for study, n, calls, tokens, cost, invalid in rows}
 
+    def spend_by_seat(self, study: str) -> list[dict[str, Any]]:
+        """What the study's stored turns used, summed per seating and role (the dashboard maps
+        each to its model): ``seats`` (role -> model), ``role``, ``turns``, ``calls`` (turns not
+        answered from the response cache), and over those calls only ``input``, ``output`` and
+        ``reasoning`` tokens (None where no call reported reasoning) and ``cost``."""
+        bought = sa.not_(sa.func.coalesce(turns.c.cached, False))
+        seats_text = sa.cast(games.c.seats, sa.Text)
+        q = (
+            sa.select(
+                seats_text,
+                turns.c.role,
+                sa.func.count(),
+                sa.func.sum(sa.case((bought, 1), else_=0)),
+                sa.func.sum(sa.case((bought, turns.c.prompt_tokens), else_=0)),
+                sa.func.sum(sa.case((bought, turns.c.completion_tokens), else_=0)),
+                sa.func.sum(sa.case((bought, reasoning.c.tokens), else_=None)),
+                sa.func.sum(sa.case((bought, turns.c.cost), else_=0.0)),
+            )
+            .select_from(turns.join(games, games.c.id == turns.c.game_id).outerjoin(reasoning, sa.and_(reasoning.c.game_id == turns.c.game_id, reasoning.c.idx == turns.c.idx)))
+            .where(games.c.study == study)
+            .group_by(seats_text, turns.c.role)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).all()
+        return [
+            {"seats": _loads(s) if isinstance(s, str) else (s or {}), "role": role, "turns": n, "calls": int(calls or 0), "input": int(inp or 0), "output": int(out or 0), "reasoning": None if rsn is None else int(rsn), "cost": float(cost or 0.0)}
+            for s, role, n, calls, inp, out, rsn, cost in rows
+        ]
+
     def game_summaries(self, study: str | None = None, status: str | None = None, game: str | None = None) -> Iterator[dict[str, Any]]:
         """The games (id, study, game, config, seats, status, n_turns, n_invalid, metrics,
         error), most recently finished first, of one study, status and kind of game where

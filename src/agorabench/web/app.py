@@ -2,7 +2,8 @@
 
 ``create_app(study, db)`` builds a FastAPI app; ``serve`` runs it with uvicorn. Pages are
 server-rendered Jinja2 with autoescaping (every model text is escaped); a few lines of plain
-JavaScript poll for the other player's move and count down the turn's time limit.
+JavaScript poll for the other player's move (and, in a group game's waiting room, for the
+group to be complete) and count down the turn's time limit.
 
 Security: a participant's pages live under ``/p/<token>``, a 256-bit random session token, and
 every form carries the session's CSRF value, checked on the server; a page shows only the
@@ -156,7 +157,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         returning = m.returning(cookie, participant)
         if not returning and too_many_starts(request):
             return page(request, "message.html", title="Please wait", message="Too many new sessions were opened from your address just now. Please try again in a minute.", status=429)
-        running = sum(1 for live in m.live.values() if live.task is not None and not live.task.done())
+        running = len({id(live.task) for live in m.live.values() if live.task is not None and not live.task.done()})  # a group's members share one
         if running >= s.max_live and not returning:
             return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
@@ -196,7 +197,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         stage = row["stage"]
         ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage, "step": progress(stage, bool(s.quiz), bool(s.questionnaire))}
         if row["game_status"] == "declined":
-            return page(request, "message.html", message="You did not consent, so the study ended. You may close this page.", **ctx)
+            return page(request, "declined.html", decline_code=s.decline_code, decline_url=s.decline_url, **ctx)
         if stage == "play" and row["game_status"] is not None:  # the game ended before the person reached it
             m.update(token, stage="results")
             return RedirectResponse(f"/p/{token}", status_code=303)
@@ -209,6 +210,10 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             wrong = [int(x) - 1 for x in (request.query_params.get("wrong") or "").split(".") if x.isdigit()]
             return page(request, "quiz.html", items=s.quiz, errors=len(wrong), wrong=wrong, instructions=live.system, **ctx)
         if stage == "play":
+            since = m.waiting_since(token)
+            if since is not None:  # a group game: waiting in the waiting room for the others
+                waited = int(time.time() - since)
+                return page(request, "group_wait.html", waiting=waited, group_wait=int(s.group_wait), version=live.version, poll=True, **ctx)
             check = m.due_attention(row)
             if check is not None:
                 return page(request, "attention.html", check=check, **ctx)
@@ -227,6 +232,9 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             values = p.values if errors else {}  # what the person entered, kept after a refused form
             return page(request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type, live.role), note=p.request.action_type.form_note(), values=values, seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
         if stage == "results":
+            check = m.due_attention(row, ended=True)  # a check the game ended before reaching
+            if check is not None:
+                return page(request, "attention.html", check=check, **ctx)
             lines, bonus_text = m.results(row)
             return page(request, "results.html", lines=lines, bonus_text=bonus_text, bonus=row["bonus"] or 0.0, **ctx)
         if stage == "questionnaire":
@@ -255,13 +263,13 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):
             return page(request, "message.html", title="Expired form", message="This form is not valid any more. Please reload the page.", status=403)
         back = RedirectResponse(f"/p/{token}", status_code=303)
-        if stage != row["stage"] and not (stage == "attention" and row["stage"] == "play"):
+        if stage != row["stage"] and not (stage == "attention" and row["stage"] in ("play", "results")):
             return back  # a stale or repeated submission: show the current page
         if stage == "consent":
             if data.get("agree") != "yes":
                 m.update(token, stage="done", game_status="declined", code="")
-                return page(request, "message.html", title="Thank you", message="You did not consent, so the study ends here. You may close this page.")
-            m.update(token, stage="instructions")
+                return page(request, "declined.html", title="Thank you", decline_code=s.decline_code, decline_url=s.decline_url)
+            m.update(token, stage="instructions", consented_at=time.time())
             await m.start(m.get(token), play=False)  # the game starts at the play screen
         elif stage == "instructions":
             m.update(token, stage="quiz" if s.quiz else "play")
@@ -271,9 +279,10 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             if wrong:  # the page says which questions to look at again
                 return RedirectResponse(f"/p/{token}?wrong={'.'.join(str(i + 1) for i in wrong)}", status_code=303)
         elif stage == "attention":
-            check = m.due_attention(row)
+            ended = row["stage"] == "results"
+            check = m.due_attention(row, ended=ended)
             if check is not None:
-                m.update(token, attention=[*(row["attention"] or []), {"after": check.after, "answer": data.get("answer", "")[:200], "passed": data.get("answer") == check.answer}])
+                m.update(token, attention=[*(row["attention"] or []), m.attention_record(row, check, data.get("answer", ""), ended)])
         elif stage == "play":
             live = m.live.get(token)
             p = live.pending if live else None
@@ -298,7 +307,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             if missing:
                 return RedirectResponse(f"/p/{token}?missing={len(missing)}", status_code=303)
             code = s.completion_code or secrets.token_hex(5).upper()
-            m.update(token, stage="done", answers=answers, code=code)
+            m.update(token, stage="done", answers=answers, code=code, finished_at=time.time())
         else:
             return not_found(request)
         return back

@@ -1,6 +1,8 @@
-"""The researcher dashboard: studies and their progress, a filterable games table, the
-transcript of any game, live participants, the latest report, a model-only run, and the
-bonus export. Every route needs the dashboard token (``Authorization: Bearer``, or
+"""The researcher dashboard: studies and their progress, the served study's spend beside its cost
+plan, a filterable games table, the transcript of any game, live participants (their platform id
+beside the pseudonym, with a search), the latest report, a model-only run, and the bonus export.
+The overview and games pages refresh their tables only (``static/app.js``), so a filter being
+typed is never wiped. Every route needs the dashboard token (``Authorization: Bearer``, or
 ``?token=`` once, which sets an HTTP-only cookie); without it the answer is 401."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import io
 import inspect
 import json
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -21,6 +24,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 
 from ..core.study import Study
 from ..store.store import Store
+from .participants import participant_key
 
 COOKIE = "agora_dash"
 
@@ -60,7 +64,28 @@ class Dashboard:
         self.csrf = hmac.new(token.encode(), b"dashboard-form", hashlib.sha256).hexdigest()
         self.run_task: asyncio.Task | None = None
         self.run_message = ""
+        #: The cost plan of the whole study (:func:`~agorabench.core.plan.build_plan`, no game
+        #: counted as done), built once when the dashboard starts, on a thread of its own;
+        #: ``plan_state`` is ``computing``, ``ready`` or ``unavailable`` (``plan_problem`` says why).
+        self.plan: Any = None
+        self.plan_state = "unavailable"
+        self.plan_problem = "no study is served (the dashboard shows a database alone)"
+        if study is not None:
+            self.plan_state, self.plan_problem = "computing", ""
+            threading.Thread(target=self._build_plan, name="dashboard-plan", daemon=True).start()
         self._routes(app)
+
+    def _build_plan(self) -> None:
+        """Build the study's cost plan (every game, none counted as done) off the event loop;
+        a failure is kept as a one-line reason, never raised."""
+        from ..core.plan import build_plan
+
+        try:
+            self.plan = asyncio.run(build_plan(self.study))
+            self.plan_state = "ready"
+        except Exception as exc:  # shown on the dashboard, never a crash of the server
+            self.plan_problem = f"the estimate could not be computed: {type(exc).__name__}: {exc}"
+            self.plan_state = "unavailable"
 
     def allowed(self, request: Request) -> bool:
         header = request.headers.get("authorization", "")
@@ -74,22 +99,78 @@ class Dashboard:
 
     # queries (through the store) ---------------------------------------------------------
     def progress(self) -> list[dict[str, Any]]:
-        """Per study: games by status, model calls (uncached turns), tokens, cost, invalid rate."""
+        """Per study: games by status (``done``; ``abandoned``: a participant left, the game is
+        not failed; ``error``: every other status), model calls (uncached turns), tokens, cost,
+        invalid rate."""
         counts = self.store.status_counts()
         totals = self.store.turn_totals()
         out: dict[str, dict[str, Any]] = {}
         for study, by_status in counts.items():
-            row = out.setdefault(study, {"study": study, "done": 0, "error": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
+            row = out.setdefault(study, {"study": study, "done": 0, "error": 0, "abandoned": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
             for status, n in by_status.items():
-                row[status if status in ("done", "error") else "error"] += n
+                row[status if status in ("done", "abandoned") else "error"] += n
         for study, t in totals.items():
-            row = out.setdefault(study, {"study": study, "done": 0, "error": 0})
+            row = out.setdefault(study, {"study": study, "done": 0, "error": 0, "abandoned": 0})
             n = t["turns"]
             row.update(turns=n, calls=t["calls"] or 0, tokens=t["tokens"] or 0, cost=round(t["cost"] or 0.0, 4), invalid_rate=round((t["invalid"] or 0) / n, 3) if n else 0.0)
         if self.manager is not None:
-            row = out.setdefault(self.study.name, {"study": self.study.name, "done": 0, "error": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
-            row["running"] = sum(1 for lv in self.manager.live.values() if lv.task is not None and not lv.task.done())
+            row = out.setdefault(self.study.name, {"study": self.study.name, "done": 0, "error": 0, "abandoned": 0, "turns": 0, "calls": 0, "tokens": 0, "cost": 0.0, "invalid_rate": 0.0})
+            row["running"] = len({id(lv.task) for lv in self.manager.live.values() if lv.task is not None and not lv.task.done()})  # a group's members share one
         return sorted(out.values(), key=lambda r: r["study"])
+
+    def spend(self) -> dict[str, Any]:
+        """The served study's spend so far beside its plan. Per language model (a seat's model
+        name): the calls bought (turns not answered from the response cache), their input, output
+        and reasoning tokens (None: no call reported any), their cost, whether the model has
+        prices (money is shown only then), and ``plan`` (the estimate's games, calls, input and
+        output tokens and cost) once the plan is ready; ``total`` sums them. Turns of scripted
+        players and people (``human:<hash>`` seats) cost nothing: only counted, as ``free_turns``."""
+        models = self.study.models if self.study is not None else {}
+        per: dict[str, dict[str, Any]] = {}
+        free = 0
+
+        def row_of(name: str) -> dict[str, Any]:
+            entry = models.get(name)
+            return per.setdefault(name, {"model": name, "calls": 0, "input": 0, "output": 0, "reasoning": None, "cost": 0.0, "priced": entry is not None and bool(entry.price_input or entry.price_output), "plan": None})
+
+        for r in self.store.spend_by_seat(self.study.name) if self.study is not None else []:
+            seats = r["seats"] if isinstance(r["seats"], dict) else {}
+            name = str(seats.get(r["role"], "?"))
+            entry = models.get(name)
+            if name.startswith("human:") or (entry is not None and (entry.is_strategy or entry.is_human)):
+                free += r["turns"]
+                continue
+            row = row_of(name)
+            for k in ("calls", "input", "output"):
+                row[k] += r[k]
+            row["cost"] += r["cost"]
+            if r["reasoning"] is not None:
+                row["reasoning"] = (row["reasoning"] or 0) + r["reasoning"]
+            row["priced"] = row["priced"] or (entry is None and r["cost"] > 0)
+        plan = self.plan if self.plan_state == "ready" else None
+        for name, m in plan.models.items() if plan is not None else ():
+            row_of(name)["plan"] = {"games": m.games, "calls": round(m.calls), "input": round(m.input_tokens), "output": round(m.output_tokens), "cost": m.cost}
+        rows = sorted(per.values(), key=lambda r: r["model"])
+        total = {
+            "calls": sum(r["calls"] for r in rows),
+            "input": sum(r["input"] for r in rows),
+            "output": sum(r["output"] for r in rows),
+            "reasoning": None if all(r["reasoning"] is None for r in rows) else sum(r["reasoning"] or 0 for r in rows),
+            "cost": sum(r["cost"] for r in rows),
+            "priced": any(r["priced"] for r in rows),
+            "plan": None if plan is None else {"games": plan.todo, "calls": round(plan.calls), "input": round(plan.input_tokens), "output": round(plan.output_tokens), "cost": plan.cost},
+        }
+        return {"models": rows, "total": total, "free_turns": free, "plan": plan, "plan_state": self.plan_state, "plan_problem": self.plan_problem}
+
+    def participant_rows(self, query: str = "") -> list[dict[str, Any]]:
+        """The served study's participants whose external id (as given or as its key), source or
+        pseudonym (``human:<hash>``, with or without ``human:``) contains ``query`` (case does
+        not matter); every participant for an empty query."""
+        rows = self.manager.participants() if self.manager is not None else []
+        q = participant_key(query)
+        if not q:
+            return rows
+        return [p for p in rows if any(q in participant_key(str(v)) for v in (p.get("participant") or "", f"human:{p.get('pid_hash') or ''}", p.get("source") or ""))]
 
     def running(self, study: str = "") -> list[dict[str, Any]]:
         """The games being played now, not yet stored: participants' live games and games a run
@@ -172,7 +253,8 @@ class Dashboard:
         @app.get("/dash", response_class=HTMLResponse)
         @authed
         async def overview(request: Request):
-            live = self.manager.participants() if self.manager is not None else []
+            query = request.query_params.get("q", "")[:200]
+            live = self.participant_rows(query)
             for p in live:
                 lv = self.manager.live.get(p["token"])
                 p["waiting_for"] = "" if lv is None or p["stage"] != "play" else ("participant" if lv.pending is not None else "model")
@@ -181,7 +263,9 @@ class Dashboard:
                 p["minutes"] = f"{(p['updated'] - p['created']) / 60:.1f}"
                 p["idle"] = f"{(time.time() - p['updated']) / 60:.1f}"
             running = self.run_task is not None and not self.run_task.done()
-            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message, refresh=_refresh(request))
+            every = len(self.manager.participants()) if self.manager is not None and query else len(live)
+            spend = self.spend() if self.study is not None else None
+            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, shown_of=every, q=query, spend=spend, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message, refresh=_refresh(request))
 
         @app.get("/dash/games", response_class=HTMLResponse)
         @authed

@@ -7,7 +7,11 @@ game gets a screen without page code:
 - a ``Literal`` field is a set of radio buttons;
 - a whole number with both bounds at most ten apart (a 1-5 rating) is a row of radio buttons;
 - other numbers are number inputs carrying their bounds (``min``/``max``);
-- a boolean is a checkbox; a free-text field (``text_fields``) is a text area; other strings a line.
+- a boolean is a checkbox, or a second submit button when the action names it in
+  ``button_fields`` (e.g. "Say this and end the meeting");
+- a field the action names in ``select_fields`` is a drop-down list of its choices (e.g. the
+  next speaker among the group's names);
+- a free-text field (``text_fields``) is a text area; other strings a line.
 
 The browser's bounds are only a convenience: :func:`parse_form` converts and validates every
 value on the server with the action's own validators.
@@ -34,7 +38,7 @@ MAX_TEXT = 2000
 class FormField:
     name: str
     label: str
-    kind: str  # radio | number | checkbox | textarea | text
+    kind: str  # radio | select | number | checkbox | button | textarea | text
     options: list[str] = field(default_factory=list)
     minimum: float | None = None
     maximum: float | None = None
@@ -88,10 +92,11 @@ def form_fields(action_type: type[Action], role: str | None = None) -> list[Form
         required = info.is_required() and not optional
         label = _as_you(_label(name, info.description), role)
         if typing.get_origin(annotation) is Literal:
-            out.append(FormField(name, label, "radio", [str(o) for o in typing.get_args(annotation)], required=required))
+            kind = "select" if name in getattr(action_type, "select_fields", ()) else "radio"
+            out.append(FormField(name, label, kind, [str(o) for o in typing.get_args(annotation)], required=required))
             continue
         if annotation is bool:
-            out.append(FormField(name, label, "checkbox", required=False))
+            out.append(FormField(name, label, "button" if name in getattr(action_type, "button_fields", ()) else "checkbox", required=False))
             continue
         if annotation in (int, float):
             lo, hi = _bounds(info)
@@ -114,7 +119,7 @@ def parse_form(action_type: type[Action], form: dict[str, str], role: str | None
     fields = form_fields(action_type, role)
     for f in fields:
         raw = form.get(f.name)
-        if f.kind == "checkbox":
+        if f.kind in ("checkbox", "button"):
             data[f.name] = raw is not None and raw not in ("", "false", "0")
             continue
         value = (raw or "").strip() if f.kind != "textarea" else (raw or "")
@@ -127,7 +132,7 @@ def parse_form(action_type: type[Action], form: dict[str, str], role: str | None
             elif f.kind in ("number", "radio"):
                 data[f.name] = None
             continue
-        if f.kind == "radio" and value not in f.options:
+        if f.kind in ("radio", "select") and value not in f.options:
             errors.append(f"{f.label}: choose one of {', '.join(f.options)}.")
             continue
         if f.kind == "number" or (f.kind == "radio" and action_type.model_fields[f.name].annotation is int):
@@ -140,6 +145,9 @@ def parse_form(action_type: type[Action], form: dict[str, str], role: str | None
                 errors.append(f"{f.label}: not a finite number.")
                 continue
             value = int(number) if f.step == "1" and number == int(number) else number
+            if f.kind == "number" and ((f.minimum is not None and number < f.minimum) or (f.maximum is not None and number > f.maximum)):
+                errors.append(f"{f.label}: {_show(number)} is outside the allowed range; {_range(f)}.")
+                continue
         data[f.name] = value
     if errors:
         return None, errors
@@ -149,28 +157,45 @@ def parse_form(action_type: type[Action], form: dict[str, str], role: str | None
         return None, [_message(e, fields) for e in exc.errors()]
 
 
+def _range(f: FormField) -> str:
+    """The allowed values of a number field, in words."""
+    whole = "a whole number" if f.step == "1" else "a number"
+    if f.minimum is not None and f.maximum is not None:
+        return f"enter {whole} from {_show(f.minimum)} to {_show(f.maximum)}"
+    if f.minimum is not None:
+        return f"enter {whole} of at least {_show(f.minimum)}"
+    return f"enter {whole} of at most {_show(f.maximum)}"
+
+
 def answer_text(raw: str) -> str:
     """A recorded answer as a person reads it back: ``Field: value`` lines instead of the JSON or
-    XML the models write (other text unchanged)."""
+    XML the models write, "Your answer: 10" for ``Answer: 10`` (other text unchanged). A yes/no field that is off is left out and one
+    that is on reads "yes" (no "End conversation: False" echoed back)."""
     data = read_fields(raw)
     if not data:
-        return raw
-    return "\n".join(f"{k.replace('_', ' ').capitalize()}: {_show(v)}" for k, v in data.items() if v not in ("", None))
+        line = re.fullmatch(r"\s*Answer:\s*(.+?)\s*", raw)  # the one-line answer format: a number
+        return f"Your answer: {line.group(1)}" if line else raw
+    return "\n".join(f"{k.replace('_', ' ').capitalize()}: {_show(v)}" for k, v in data.items() if v not in ("", None, False, "false", "False"))
 
 
 def _show(value: Any) -> str:
+    if value is True or value in ("true", "True"):
+        return "yes"
     if isinstance(value, float) and value == int(value):
         return str(int(value))
     return str(value)
 
 
 def _message(err: dict[str, Any], fields: list[FormField]) -> str:
-    """A validation error as the form's words: a field's internal name becomes its label."""
+    """A validation error as the form's words: a field's internal name (``alice_gain``) becomes
+    its label; a one-word name is left as the word it is (no "A the price you offer of ...")."""
     labels = {f.name: f.label for f in fields}
     loc = [str(x) for x in err["loc"]]
     where = labels.get(loc[0], " ".join(loc).replace("_", " ")) if loc else ""
     text = str(err["msg"]).removeprefix("Value error, ")
     for name, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):
+        if "_" not in name:  # a one-word name ("price") is a plain word of the message, not code
+            continue
         text = re.sub(rf"\b{re.escape(name)}\b", label[0].lower() + label[1:] if text.find(name) > 0 else label, text)
     text = text[0].upper() + text[1:] if text else text
     return f"{where[0].upper() + where[1:]}: {text}" if where else text

@@ -16,6 +16,23 @@ answers come from the response cache and scripted players are seeded, so the gam
 same open turn with the same clocks (the time limit from when it was shown, the idle deadline
 from when it was opened, both across restarts; a participant who had gone stays gone); nothing
 is asked twice and nothing is lost.
+
+Group games. A game with several human seats (a study seating ``participant`` in several roles
+of one seating) is played by several people, each through their own :class:`Live` and
+:class:`Seat` (their own open turn, pages, transcript, time limit and idle deadline). Arriving
+participants are given the human seats in turn (``Manager.slots``: every human role of every
+game). A participant who reaches the play screen of a group game waits in the *waiting room*
+until someone waits for each of the game's other human seats; then the group is formed and the
+game starts. After ``[web] group_wait`` seconds without a full group, the game starts with the
+participants who are there and the empty seats go to ``[web] group_fallback``: the stored game's
+seat names the fallback, and every member's ``group_info`` says which seats it took after how
+many seconds of waiting. A group game's id derives from the study game's id and its members
+(:func:`group_game_id`): after a restart the same group plays the same game again, every
+member's recorded answers replayed. A member who passes the idle deadline has *dropped out*:
+from that turn on the fallback plays their seat (:class:`GroupSeat`) and the game goes on for the
+others. The stored game's status is then ``abandoned`` (as a one-person game whose person left),
+the dropout's row records ``dropped_out`` and ``game_status = "abandoned"`` (no bonus), and the
+members who stayed finish with ``game_status = "done"`` and their own role's bonus.
 """
 
 from __future__ import annotations
@@ -26,16 +43,16 @@ import secrets
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 from ..core.actions import Action
-from ..core.agents import Human, HumanAnswer
+from ..core.agents import Human, HumanAnswer, Reply
 from ..core.coverage import run_seating
 from ..core.game import Game
 from ..core.runner import Runner
-from ..core.study import GameSpec, Study, StudyError
-from ..core.table import FORMAT, RULES, Part, TurnRequest, without
+from ..core.study import GameSpec, ModelEntry, Study, StudyError
+from ..core.table import FORMAT, RULES, Part, Player, TurnRequest, without
 from ..redact import redact
 from ..store.participants import Participants
 from ..store.store import Store
@@ -125,6 +142,37 @@ class Seat:
         return pending.answer
 
 
+class GroupSeat:
+    """A person's seat in a group game: their :class:`Seat` until they pass the idle deadline
+    (drop out); from that turn on the group's fallback plays the seat, so the game goes on for
+    the others. Replayed after a restart, the recorded timeout past the deadline hands the seat
+    to the fallback at the same turn again (the fallback's own turns are not in ``web_turns``:
+    a strategy is seeded and a model's answers come from the response cache)."""
+
+    def __init__(self, live: "Live", fallback: Callable[[], Player]) -> None:
+        self.live = live
+        self.person = Human(Seat(live))
+        self.make_fallback = fallback
+        self.fallback: Player | None = None
+
+    async def act(self, request: TurnRequest) -> Reply:
+        if not self.live.abandoned:
+            reply = await self.person.act(request)
+            if not (reply.timed_out and self.live.abandoned):
+                return reply
+            self.live.manager.mark_dropout(self.live)
+        if self.fallback is None:
+            self.fallback = self.make_fallback()
+        return await self.fallback.act(request)
+
+
+def group_game_id(base_id: str, members: dict[str, str], fallback: dict[str, str]) -> str:
+    """The id of a group game: from the study game's id, its members' pseudonyms by role and
+    the fallback in each seat nobody came for, so the same group always plays the same game."""
+    seats = ",".join(f"{r}=" + (f"human:{members[r]}" if r in members else f"fallback:{fallback[r]}") for r in sorted({*members, *fallback}))
+    return hashlib.sha256(f"{base_id}:group:{seats}".encode()).hexdigest()[:24]
+
+
 @dataclass
 class Live:
     """A participant's game while the server runs."""
@@ -168,10 +216,51 @@ class Manager:
         if not self.human_specs:
             raise StudyError(f"study {study.name!r} has no game with a human seat (a model with spec = \"human\")")
         self.by_id = {s.id: s for s in self.human_specs}
+        #: The human seats new participants are given in turn: each human role of each game (one
+        #: per game where a game has one person, as before group games existed).
+        self.slots = [(s, r) for s in self.human_specs for r in self._human_roles(s)]
         self.live: dict[str, Live] = {}
+        #: Who plays the empty seats of group games and the seats of their dropouts.
+        self.fallback = self._group_fallback()
+        #: The waiting room: study game id -> human role -> {token: when they began waiting}.
+        self.waiting: dict[str, dict[str, dict[str, float]]] = {}
+        #: Group games started by this server: game id -> the task playing it.
+        self.groups: dict[str, asyncio.Task] = {}
+        self._timers: set[asyncio.Task] = set()
 
     def _human_roles(self, spec: GameSpec) -> list[str]:
         return [r for r, m in spec.seats.items() if self.study.models[m].is_human]
+
+    def is_group(self, base: GameSpec) -> bool:
+        """Whether ``base`` is a group game (more than one human seat)."""
+        return len(self._human_roles(base)) > 1
+
+    def _group_fallback(self) -> ModelEntry | None:
+        """The ``[web] group_fallback`` entry: a model of the study by name, else the study's
+        model with that spec, else a ``strategy/NAME`` spec itself. Required (and checked here,
+        before anyone enters) when a game has more than one human seat."""
+        name = self.settings.group_fallback.strip()
+        groups = [s for s in self.human_specs if self.is_group(s)]
+        if not name:
+            if groups:
+                raise StudyError(
+                    f"study {self.study.name!r}: game {groups[0].id} seats people in {len(self._human_roles(groups[0]))} roles; "
+                    f"set web.group_fallback (a model name of the study or strategy/NAME) to play the seats of people who do not come or who leave"
+                )
+            return None
+        models = self.study.models
+        entry = models.get(name) or next((m for m in models.values() if m.spec == name), None)
+        if entry is None and name.startswith("strategy/"):
+            entry = ModelEntry(name=name, spec=name)
+        if entry is None:
+            known = ", ".join(sorted(m for m, e in models.items() if not e.is_human))
+            raise StudyError(f"study {self.study.name!r}: web.group_fallback {name!r} is neither a model of the study ({known}) nor strategy/NAME")
+        if entry.is_human:
+            raise StudyError(f"study {self.study.name!r}: web.group_fallback {name!r} is a human seat; name a model or strategy/NAME")
+        if entry.is_strategy:
+            for spec in groups:  # an unknown strategy, or bad parameters, fail before anyone enters
+                self.runner._player(entry, spec)
+        return entry
 
     # rows ---------------------------------------------------------------------------------
     def get(self, token: str) -> dict[str, Any] | None:
@@ -217,8 +306,7 @@ class Manager:
         h, *aliases = self.pseudonyms(participant)
 
         def new_row(n: int) -> dict[str, Any]:  # n: how many participants entered before
-            base = self.human_specs[n % len(self.human_specs)]
-            role = self._human_roles(base)[0]
+            base, role = self.slots[n % len(self.slots)]
             game_id = hashlib.sha256(f"{base.id}:{h}".encode()).hexdigest()[:24]
             now = time.time()
             return dict(
@@ -234,7 +322,12 @@ class Manager:
         base = self.by_id.get(row["base_spec"])
         if base is None:
             raise StudyError(f"participant's game {row['base_spec']} is no longer in the study file")
-        seats = {r: (f"human:{row['pid_hash']}" if r == row["role"] else m) for r, m in base.seats.items()}
+        info = row.get("group_info")
+        if info:  # a formed group: its members' pseudonyms and the fallback in the empty seats
+            members, fallback = info["members"], info["fallback"]
+            seats = {r: (f"human:{members[r]}" if r in members else fallback.get(r, m)) for r, m in base.seats.items()}
+        else:
+            seats = {r: (f"human:{row['pid_hash']}" if r == row["role"] else m) for r, m in base.seats.items()}
         return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed, base.nature_seed)
 
     async def start(self, row: dict[str, Any], play: bool = True) -> Live:
@@ -244,36 +337,146 @@ class Manager:
         who consents and leaves costs nothing."""
         live = self.live.get(row["token"])
         base, spec = self.spec_for(row)
-        if live is None:
-            live = Live(row["token"], self, row["role"])
-            self.live[row["token"]] = live
+        if live is None or not live.system:  # (a group member's Live may come from the group's start)
+            if live is None:
+                live = Live(row["token"], self, row["role"])
+                self.live[row["token"]] = live
             live.system = await instructions_text(self.study, self.runner, base, row["role"])
         if play and live.task is None and row["game_status"] is None:
-            live.task = asyncio.create_task(self._play(live, base, spec))
+            if not self.is_group(base):
+                live.task = asyncio.create_task(self._play({live.role: live}, base, spec))
+            elif not row.get("group_info"):
+                self._wait_for_group(row, base)
+            else:
+                self._launch(base, row["game_id"])
         return live
 
-    async def _play(self, live: Live, base: GameSpec, spec: GameSpec) -> None:
+    # the waiting room ---------------------------------------------------------------------
+    def waiting_since(self, token: str) -> float | None:
+        """When the participant began waiting for their group, while they wait; else None."""
+        for room in self.waiting.values():
+            for tokens in room.values():
+                if token in tokens:
+                    return tokens[token]
+        return None
+
+    def _wait_for_group(self, row: dict[str, Any], base: GameSpec) -> None:
+        """Put the participant in the waiting room of their game (once; since when is stored,
+        so a restart does not make them wait again from the start) and form what groups can be."""
+        room = self.waiting.setdefault(base.id, {}).setdefault(row["role"], {})
+        if row["token"] in room:
+            return
+        since = row.get("waiting_since")
+        if since is None:
+            since = time.time()
+            self.update(row["token"], waiting_since=since)
+        room[row["token"]] = since
+        self._match(base)
+        if row["token"] in room:  # still waiting: look again when their wait is over
+            timer = asyncio.create_task(self._match_later(base, since + self.settings.group_wait - time.time()))
+            self._timers.add(timer)
+            timer.add_done_callback(self._timers.discard)
+
+    async def _match_later(self, base: GameSpec, delay: float) -> None:
+        await asyncio.sleep(max(0.0, delay) + 0.05)
+        self._match(base)
+
+    def _match(self, base: GameSpec) -> None:
+        """Form the groups the waiting room of ``base`` allows: the first to arrive for each
+        human seat, once every seat has someone; or, once the longest waiting of them has waited
+        ``group_wait`` seconds, those there are with the fallback in the other seats."""
+        room = self.waiting.get(base.id, {})
+        roles = self._human_roles(base)
+        while True:
+            first = {r: min(room[r], key=room[r].__getitem__) for r in roles if room.get(r)}
+            if not first:
+                return
+            if len(first) < len(roles) and time.time() - min(room[r][t] for r, t in first.items()) < self.settings.group_wait:
+                return
+            self._form(base, first)
+            for r, t in first.items():
+                del room[r][t]
+
+    def _form(self, base: GameSpec, members: dict[str, str]) -> None:
+        """Form the group ``members`` (role -> token) of ``base``: one game id for all, written to
+        every member's row in one transaction (with who waited how long and which seats the
+        fallback took), and start its game."""
+        now = time.time()
+        rows = {r: self.get(t) for r, t in members.items()}
+        fallback = {r: self.fallback.name for r in self._human_roles(base) if r not in members} if self.fallback else {}
+        pids = {r: row["pid_hash"] for r, row in rows.items()}
+        game_id = group_game_id(base.id, pids, fallback)
+        waited = {r: round(now - (row.get("waiting_since") or now), 1) for r, row in rows.items()}
+        note = ""
+        if fallback:
+            seats = ", ".join(fallback)
+            note = f"seat{'s' if len(fallback) > 1 else ''} {seats} filled by fallback {self.fallback.name} after waiting {max(waited.values()):.0f} s"
+        info = {"members": pids, "fallback": fallback, "formed": now, "note": note}
+        self.rows.form_group({members[r]: {"game_id": game_id, "group_info": {**info, "waited": waited[r]}} for r in members})
+        self._launch(base, game_id)
+
+    def _launch(self, base: GameSpec, game_id: str) -> None:
+        """Start the group game ``game_id`` (once): every member's Live, one task for all."""
+        if game_id in self.groups:
+            return
+        rows = self.rows.of_game(self.study.name, game_id)
+        if not rows or any(r["game_status"] is not None for r in rows):
+            return
+        lives: dict[str, Live] = {}
+        for row in rows:
+            live = self.live.get(row["token"])
+            if live is None:  # its instructions are read when its page is next shown
+                live = self.live[row["token"]] = Live(row["token"], self, row["role"])
+            lives[row["role"]] = live
+        _, spec = self.spec_for(rows[0])
+        task = asyncio.create_task(self._play(lives, base, spec))
+        self.groups[game_id] = task
+        for live in lives.values():
+            live.task = task
+            live.touch()  # the waiting pages reload
+
+    def mark_dropout(self, live: Live) -> None:
+        """A group member passed the idle deadline: their seat goes to the fallback (recorded
+        once; a replay after a restart finds it recorded)."""
+        row = self.get(live.token)
+        if row is not None and row.get("dropped_out") is None:
+            self.update(live.token, dropped_out=time.time())
+
+    # playing ------------------------------------------------------------------------------
+    async def _play(self, lives: dict[str, Live], base: GameSpec, spec: GameSpec) -> None:
+        """Play the game of ``lives`` (one person, or a group) and write each one's result."""
         entries = {r: self.study.models[m] for r, m in base.seats.items()}
+        group = self.is_group(base)
+        if group:
+            fallback = self.fallback
+            assert fallback is not None  # checked when the manager was made
+            for r in self._human_roles(base):
+                if r not in lives:  # nobody came for this seat: the fallback plays it
+                    entries[r] = fallback
+            seated: dict[str, Player] = {r: GroupSeat(lv, lambda: self.runner._player(fallback, spec)) for r, lv in lives.items()}
+        else:
+            seated = {r: Human(Seat(lv)) for r, lv in lives.items()}
         try:
-            status = await self.runner.play_one(spec, seated={live.role: Human(Seat(live))}, entries=entries)
+            status = await self.runner.play_one(spec, seated=seated, entries=entries)
         except StudyError:  # e.g. an unknown strategy: the study file's problem, shown on the dashboard
             status = "error"
         except Exception as exc:  # e.g. the store failed: the person must not wait for ever
             print(f"agora serve: game {spec.id} stopped: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
             status = "error"
-        if live.abandoned and status == "done":
-            status = "abandoned"
-            self.store.set_status(spec.id, status)
+        if status == "done" and any(lv.abandoned for lv in lives.values()):
+            self.store.set_status(spec.id, "abandoned")  # someone left: not a clean observation
         game = self.store.game(spec.id)
-        rule = self.settings.bonus_rule(live.role)
-        bonus = evaluate_bonus(rule, bonus_values(game and game["outcome"], game and game["metrics"]), self.settings.bonus_max) if status == "done" else 0.0
-        row = self.get(live.token)
-        if row and row["stage"] == "play":
-            self.update(live.token, stage="results", game_status=status, bonus=bonus)
-        else:
-            self.update(live.token, game_status=status, bonus=bonus)
-        live.pending = None
-        live.touch()
+        for live in lives.values():
+            own = "abandoned" if live.abandoned and status == "done" else status
+            values = bonus_values(game and game["outcome"], game and game["metrics"], live.role)
+            bonus = evaluate_bonus(self.settings.bonus_rule(live.role), values, self.settings.bonus_max) if own == "done" else 0.0
+            row = self.get(live.token)
+            if row and row["stage"] == "play":
+                self.update(live.token, stage="results", game_status=own, bonus=bonus)
+            else:
+                self.update(live.token, game_status=own, bonus=bonus)
+            live.pending = None
+            live.touch()
 
     def issue_resume(self, token: str, hours: float = 24.0) -> str:
         """A fresh one-time resume code for a participant (the dashboard's "resume link"): the
@@ -299,11 +502,17 @@ class Manager:
             return ["Your game ended before it was finished."], explain_bonus(rule, {}, self.settings.bonus_max, finished=False)
         cls: type[Game] = self.study.game_class(spec.game)
         names = {r: self.study.models[m].seat_label(i) for i, (r, m) in enumerate(base.seats.items())}
-        lines = cls(cls.Config(**spec.config), self.runner.prompts_for(cls), names).describe(game["outcome"], row["role"])
+        lines = cls(cls.Config(**spec.config), self.runner.prompts_for(cls), names, people={row["role"]}).describe(game["outcome"], row["role"])
         if status == "abandoned":
             lines = ["You did not answer in time, so the game played on without you; it counts as not finished.", *lines]
-        values = bonus_values(game["outcome"], game.get("metrics"))
-        return lines, explain_bonus(rule, values, self.settings.bonus_max, finished=status == "done")
+        elif row.get("group_info"):
+            others = [r for r in self.rows.of_game(self.study.name, row["game_id"]) if r["token"] != row["token"]]
+            if any(r.get("dropped_out") for r in others):
+                lines = ["Another participant stopped answering, so the computer played their part from then on.", *lines]
+            if row["group_info"].get("fallback"):
+                lines = ["Not every participant the game needed arrived in time, so the computer played the missing parts.", *lines]
+        values = bonus_values(game["outcome"], game.get("metrics"), row["role"])
+        return lines, explain_bonus(rule, values, self.settings.bonus_max, finished=status == "done", role=row["role"], words=self.settings.bonus_words(row["role"]))
 
     async def resume_all(self) -> int:
         """Restart the games of participants who were playing when the server stopped (those
@@ -348,16 +557,27 @@ class Manager:
     def answered_turns(self, token: str) -> int:
         return self.rows.answered_count(token)
 
-    def due_attention(self, row: dict[str, Any]) -> AttentionCheck | None:
-        """The attention check to show now, if the participant has reached one not yet taken."""
+    def due_attention(self, row: dict[str, Any], ended: bool = False) -> AttentionCheck | None:
+        """The attention check to show now, if the participant has reached one not yet taken;
+        with ``ended`` (their game is over) any check not yet taken, so that every participant
+        meets every check whatever their role and however soon their game ended."""
         done = {a["after"] for a in row["attention"] or []}
-        answered = self.answered_turns(row["token"])
+        answered = None if ended else self.answered_turns(row["token"])
         for check in self.settings.attention_checks:
-            if check.after not in done and answered >= check.after:
+            if check.after not in done and (answered is None or answered >= check.after):
                 return check
         return None
 
+    def attention_record(self, row: dict[str, Any], check: AttentionCheck, answer: str, ended: bool) -> dict[str, Any]:
+        """How a check's answer is stored: the answer, whether it passed, and ``in_play``: True
+        when it was shown during the game after the ``after``-th answered turn, False when the
+        game ended before the participant reached it and it was shown afterwards (before the
+        results and the questionnaire)."""
+        return {"after": check.after, "answer": answer[:200], "passed": answer == check.answer, "in_play": not ended, "turns": self.answered_turns(row["token"])}
+
     async def stop(self) -> None:
+        for timer in list(self._timers):
+            timer.cancel()
         for live in self.live.values():
             if live.task is not None and not live.task.done():
                 live.task.cancel()
@@ -375,10 +595,16 @@ async def instructions_text(study: Study, runner: Runner, spec: GameSpec, role: 
     game_cls: type[Game] = study.game_class(spec.game)
     config = game_cls.Config(**spec.config)
     names = {r: study.models[m].seat_label(i) for i, (r, m) in enumerate(spec.seats.items())}
-    told = await game_cls(config, runner.prompts_for(game_cls), names).instructions(seed=spec.seed, nature_seed=spec.nature_seed)
+    told = await game_cls(config, runner.prompts_for(game_cls), names, people={role}).instructions(seed=spec.seed, nature_seed=spec.nature_seed)
     system = told.system.get(role, "")
+    if not system.strip():  # a game that asks its question with no rules before it
+        return NO_RULES
     rules = told.rules.get(role, system)
     return rules if rules != system.strip() else for_person((Part(RULES, system),), set(told.formats))
+
+
+#: The instructions page of a game that gives no rules before its first question.
+NO_RULES = "There are no rules to read first: everything you need is in the question on the next page."
 
 
 def for_person(parts: tuple[Part, ...], formats: set[str]) -> str:

@@ -105,13 +105,41 @@ class WebSettings(BaseModel):
     #: fields (e.g. ``"0.0002 * alice_gain"``); rounded to cents and clipped to [0, bonus_max].
     bonus: str | dict[str, str] = "0"
     bonus_max: float = Field(10.0, ge=0)
+    #: The bonus rule in the participant's words, one text or one per role (e.g. "You earn 2
+    #: cents for every dollar you keep."): shown on the instructions' terms instead of the words
+    #: made from the rule, with the amount the rule gives.
+    bonus_text: str | dict[str, str] = ""
     #: One code for every participant (as Prolific uses); otherwise each gets a random one.
     completion_code: str = ""
     #: Where to send a finished participant (``{code}`` is replaced), e.g. Prolific's return link.
     completion_url: str = ""
+    #: Group games (a game with several human seats): seconds a participant waits in the waiting
+    #: room for the others; then the empty seats go to ``group_fallback`` and the game starts
+    #: (0: start at once with whoever is there).
+    group_wait: float = Field(300, ge=0)
+    #: Who takes a group game's empty seats after ``group_wait``, and a dropout's seat after the
+    #: idle deadline: a model name of the study or a ``strategy/NAME`` spec. Required when a
+    #: game has more than one human seat.
+    group_fallback: str = ""
+    #: What a participant who does not consent is given: a code to enter on the recruitment site
+    #: (e.g. Prolific's no-consent code, ``"NOCONSENT"``) and/or a link back to it (``{code}`` is
+    #: replaced by that code), e.g. Prolific's return link. Empty: the page only thanks them.
+    decline_code: str = Field("", max_length=100)
+    decline_url: str = Field("", max_length=2000)
+
+    @field_validator("decline_url")
+    @classmethod
+    def _web_link(cls, v: str) -> str:
+        if v and not re.match(r"https?://[^\s/]+", v.strip()):
+            raise ValueError(f"decline_url {v!r} is not a web address (it must begin with https:// or http://)")
+        return v.strip()
 
     def bonus_rule(self, role: str) -> str:
         return self.bonus if isinstance(self.bonus, str) else self.bonus.get(role, "0")
+
+    def bonus_words(self, role: str) -> str:
+        """The study's own words for ``role``'s bonus rule ("" when it gives none)."""
+        return self.bonus_text if isinstance(self.bonus_text, str) else self.bonus_text.get(role, "")
 
 
 def web_settings(study: Study) -> WebSettings:
@@ -181,26 +209,120 @@ def evaluate_bonus(text: str, values: dict[str, float], cap: float) -> float:
     return round(min(max(value, 0.0), cap), 2)
 
 
-def explain_bonus(text: str, values: dict[str, float], cap: float, finished: bool = True) -> str:
-    """The bonus rule in words a participant can check: the expression, the values of the names
-    it uses, and the amount (rounded to cents, at most ``cap``)."""
+def explain_bonus(text: str, values: dict[str, float], cap: float, finished: bool = True, role: str | None = None, words: str = "") -> str:
+    """The bonus rule in words a participant can check, never in code names: the study's own
+    words (``bonus_text``) when it has them, else words made from the rule ("You earn 2 cents
+    for every point of your gain"), each with the values of this game and the amount (rounded
+    to cents, at most ``cap``)."""
     if not finished:
         return "The game did not finish, so it earns no bonus."
     tree = _check_expression(text)
     names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in _FUNCS})
     amount = evaluate_bonus(text, values, cap)
+    limits = f"never below $0.00 or above ${cap:.2f}"
+    if words.strip():
+        return f"{words.strip()} For your game that is ${amount:.2f} ({limits})."
     if not names:
         return f"Every participant receives a bonus of ${amount:.2f}." if amount else "This study pays no bonus."
-    used = ", ".join(f"{n} = {values[n]:,.10g}" if n in values else f"{n} (not recorded, counted as no bonus)" for n in names)
-    return f"Your bonus is computed as {text.strip()}, with {used}: ${amount:.2f} (rounded to cents, never below $0.00 or above ${cap:.2f})."
+    missing = [n for n in names if n not in values]
+    said = {n: _name_words(n, role) for n in names}
+    if missing:
+        return f"Your bonus depends on {' and '.join(said[n] for n in missing)}, which your game did not record, so it is ${amount:.2f}."
+    rate = _linear(tree.body)
+    if rate is not None:
+        name, per, base = rate
+        if per >= 0:
+            each = (f"{_money_words(base)} plus " if base else "") + f"{_money_words(per)} for every point of {said[name]}"
+        else:
+            each = f"{_money_words(base)}, less {_money_words(-per)} for every point of {said[name]}"
+        return f"You earn {each}. {said[name][0].upper() + said[name][1:]} was {values[name]:,.10g}, so your bonus is ${amount:.2f} ({limits})."
+    shown = ast.unparse(_Worded(said).visit(ast.parse(text.strip(), mode="eval"))).replace("*", "\u00d7")
+    used = "; ".join(f"{said[n]} was {values[n]:,.10g}" for n in names)
+    return f"Your bonus is worked out as {shown}. In your game {used}, so your bonus is ${amount:.2f} ({limits})."
 
 
-def bonus_values(outcome: dict[str, Any] | None, metrics: dict[str, Any] | None) -> dict[str, float]:
+def _money_words(amount: float) -> str:
+    """An amount of dollars as a person says it: "2 cents", "$1.50"."""
+    if 0 < amount < 1:
+        cents = round(amount * 100, 4)
+        return f"{cents:g} cent{'s' if cents != 1 else ''}"
+    return f"${amount:,.2f}"
+
+
+def _name_words(name: str, role: str | None) -> str:
+    """A value's name in a participant's words: ``my_catch`` and, for Alice, ``alice_gain`` and
+    ``self_gain_alice`` are "your catch", "your gain" and "your self gain"; other names lose
+    their underscores ("bob gain")."""
+    if name.startswith("my_"):
+        return "your " + name[3:].replace("_", " ")
+    if role and name.startswith(role + "_"):
+        return "your " + name[len(role) + 1 :].replace("_", " ")
+    if role and name.endswith("_" + role):
+        return "your " + name[: -len(role) - 1].replace("_", " ")
+    return name.replace("_", " ")
+
+
+def _linear(node: ast.AST) -> tuple[str, float, float] | None:
+    """(name, rate, base) when ``node`` is ``rate * name`` (or ``name * rate``), plus or minus a
+    constant ``base`` (or ``base + rate * name``, ``base - rate * name``); None for any other
+    expression."""
+    base = 0.0
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.right, ast.Constant):
+        base = float(node.right.value) * (1 if isinstance(node.op, ast.Add) else -1)
+        node = node.left
+    sign = 1.0
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.left, ast.Constant) and not base:
+        base, sign, node = float(node.left.value), (1.0 if isinstance(node.op, ast.Add) else -1.0), node.right
+    if isinstance(node, ast.Name):
+        return node.id, sign, base
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        a, b = node.left, node.right
+        if isinstance(a, ast.Constant) and isinstance(b, ast.Name):
+            return b.id, sign * float(a.value), base
+        if isinstance(b, ast.Constant) and isinstance(a, ast.Name):
+            return a.id, sign * float(b.value), base
+    return None
+
+
+class _Worded(ast.NodeTransformer):
+    """Names of an expression replaced by their words (for showing a rule, never evaluated)."""
+
+    def __init__(self, words: dict[str, str]) -> None:
+        self.words = words
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Name(id=f"({self.words[node.id]})" if node.id in self.words else node.id, ctx=node.ctx)
+
+
+def bonus_values(outcome: dict[str, Any] | None, metrics: dict[str, Any] | None, role: str | None = None) -> dict[str, float]:
+    """The names a bonus rule may use: every number of the outcome and the metrics by its key;
+    every number of an outcome table keyed by name as ``key_name`` (``catch_agent_0``); and, for
+    the participant's ``role``, their own values as ``my_*``: ``my_catch`` from
+    ``catch[role]``, ``my_gain`` from ``alice_gain`` and ``my_self_gain`` from
+    ``self_gain_alice`` for Alice."""
     out: dict[str, float] = {}
+
+    def number(value: Any) -> float | None:
+        if isinstance(value, bool):
+            return float(value)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value)
+        return None
+
     for source in (outcome or {}, metrics or {}):
         for key, value in source.items():
-            if isinstance(value, bool):
-                out[key] = float(value)
-            elif isinstance(value, (int, float)) and value is not None and math.isfinite(value):
-                out[key] = float(value)
+            if number(value) is not None:
+                out[key] = number(value)
+            elif isinstance(value, dict) and source is outcome:
+                for sub, inner in value.items():
+                    if isinstance(sub, str) and number(inner) is not None:
+                        out.setdefault(f"{key}_{sub}", number(inner))
+                        if sub == role:
+                            out[f"my_{key}"] = number(inner)
+    if role:
+        for key in list(out):
+            if key.startswith(role + "_") and key != role + "_":
+                out.setdefault("my_" + key[len(role) + 1 :], out[key])
+            elif key.endswith("_" + role) and key != "_" + role:
+                out.setdefault("my_" + key[: -len(role) - 1], out[key])
     return out

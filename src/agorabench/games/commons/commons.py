@@ -273,6 +273,39 @@ class Limit(WholeAnswer):
     limit: int = Field(ge=0, description="limit")
 
 
+# What a person's form asks (a person in a seat; models always get the types above, so their
+# prompts, schemas and grammars never change).
+
+
+@lru_cache(maxsize=256)
+def person_harvest(most: int) -> type[Harvest]:
+    """The harvest a person may enter when ``most`` is what the question says they may take
+    (0 to the stock): the bound is checked on the server, so 99,999 is refused with a message."""
+    note = f"Enter a whole number from 0 to {int(most)}."
+    return type(
+        f"Harvest_upto_{most}",
+        (Harvest,),
+        {"__annotations__": {"amount": int}, "amount": Field(ge=0, le=int(most), description="amount"), "form_note": classmethod(lambda cls: note), "__module__": __name__},
+    )
+
+
+@lru_cache(maxsize=256)
+def person_remark(kind: type[Remark], others: tuple[str, ...]) -> type[Remark]:
+    """A remark as a person makes it: the next speaker chosen among the others' names (a
+    select, never free text) and the meeting ended with a button of its own."""
+    choice = Literal[others] if others else str  # type: ignore[valid-type]
+    fields = {
+        "__annotations__": {"next_speaker": choice, "end_conversation": bool, "select_fields": ClassVar[tuple[str, ...]], "button_fields": ClassVar[tuple[str, ...]]},
+        "next_speaker": Field(others[0] if others else "", description="who speaks next"),
+        "end_conversation": Field(False, description="Say this and end the meeting"),
+        "select_fields": ("next_speaker",),
+        "button_fields": ("end_conversation",),
+        "form_note": classmethod(lambda cls: "Write what you say to the group and choose who speaks next. If you think the meeting can close, press “Say this and end the meeting” instead of Submit."),
+        "__module__": __name__,
+    }
+    return type(f"Person{kind.__name__}", (kind,), fields)
+
+
 # --------------------------------------------------------------------------------------------
 # Configuration
 
@@ -631,9 +664,12 @@ class Commons(Game):
 
         return say
 
-    def _render(self, template: str, **values: Any) -> str:
+    def _render(self, template: str, who: str | None = None, **values: Any) -> str:
+        """A template filled for the role ``who`` reads (a person's wording when a person plays
+        it, :meth:`Game.text`; a text told to several roles: the game's own)."""
         flags = {k: v for k, v in values.items() if k != "name"}  # ``name`` is render()'s own argument
-        return self.prompts.render(template, say=self._say(**values), **flags)
+        words = self.text(who) if who is not None else self.prompts
+        return words.render(template, say=self._say(**values), **flags)
 
     def _share(self, total: float, n: int) -> int:
         return math.ceil(total / n) if self.scenario.inverse else math.floor(total / n)
@@ -648,7 +684,7 @@ class Commons(Game):
         for r in roles:
             others = ", ".join(names[o] for o in roles if o != r)
             goal = "" if newcomer is None else self._say()("newcomer_goal" if r == newcomer else "local_goal")
-            table.set_system(r, self._render("system", name=names[r], others=others, key=system_key(c.system_prompt), goal=goal))
+            table.set_system(r, self._render("system", r, name=names[r], others=others, key=system_key(c.system_prompt), goal=goal))
         # the manager (limit extraction) gets no persona: its prompt is self-contained
 
         original = c.month_order == "original"
@@ -759,6 +795,8 @@ class Commons(Game):
             "collapsed": collapsed,
             "censored": False,
             "final_stock": history[-1]["stock_after"] if history else s.initial,
+            #: What each agent took over the game (a served study's bonus reads a person's own: ``my_catch``).
+            "catch": {r: sum(m["collected"].get(r, 0) for m in history) for r in roles},
         }
         return outcome
 
@@ -779,12 +817,13 @@ class Commons(Game):
                 text = self._recall_block(role, "place_harvest", month_dates(month).harvest, shown[role])
                 table.forget_before(role, table.mark(role))  # the prompt alone, after the system text
             else:
-                text = self._render("harvest", month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
-            task = self._render("harvest_task", stock=available)
+                text = self._render("harvest", role, month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
+            task = self._render("harvest_task", role, stock=available)
             observation = {**obs, "stock": available, "me": role}
             if recall:
                 observation["memories"] = [m.text for m in shown[role]]
-            return Prompt(text + "\n" + task, observation, phase="harvest", instructions=task), Harvest, Harvest(amount=0)
+            kind = person_harvest(available) if role in self.people else Harvest  # a person: 0 to the stock, checked
+            return Prompt(text + "\n" + task, observation, phase="harvest", instructions=task), kind, Harvest(amount=0)
 
         if c.harvest_order == "sequential":
             requested, collected = {}, {}
@@ -846,8 +885,8 @@ class Commons(Game):
                 "messages": [dict(m) for m in said],
                 "history": [_public(h) for h in history],
             }
-            task = self._render("discuss_format")
-            text = self._render("discuss_turn", name=names[speaker]) + "\n" + task
+            task = self._render("discuss_format", speaker)
+            text = self._render("discuss_turn", speaker, name=names[speaker]) + "\n" + task
             if recall:
                 # the speaker's memories for the empty context (the original's, always empty,
                 # embedded as a query like any other) and for each of the last four steps, five
@@ -862,6 +901,8 @@ class Commons(Game):
                 table.forget_before(speaker, table.mark(speaker))
             kind = Utterance if c.ask_proposal else Remark
             fallback = kind(message="", end_conversation=False)
+            if speaker in self.people:  # a person names the next speaker from a list, ends with a button
+                kind = person_remark(kind, tuple(names[r] for r in roles if r != speaker))
             u = await table.ask(speaker, Prompt(text, obs, phase="discuss", instructions=task), kind, fallback)
             table.note_metrics(speaker, {"month": month})
             u = u or fallback
@@ -1016,6 +1057,31 @@ class Commons(Game):
         for r in asks:
             for text, rating in zip(insights[r], ratings[r]):
                 self._streams[r].add("thought", text, when, importance=rating)
+
+    def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
+        """The game's end in a person's words: how long it lasted, what the group and the person
+        took, what was left, and, after a collapse, why the resource was lost (the scenario's
+        own sentence)."""
+        s, c = self.scenario, self.config
+        months = outcome.get("months") or []
+        if not months:
+            return ["The game ended before the first month was played."]
+        unit = s.unit
+        mine = [int(m["collected"].get(role, 0) or 0) for m in months if role in m.get("collected", {})]
+        group = sum(int(v or 0) for m in months for v in m["collected"].values())
+        played = len(months)
+        lines = [f"The game lasted {played} month{'s' if played != 1 else ''}" + (f" of the {c.months} planned." if played < c.months else ".")]
+        if mine:
+            each = ", ".join(f"month {m['month']}: {int(m['collected'][role] or 0)}" for m in months if role in m["collected"])
+            lines.append(f"You took {sum(mine)} {unit} in all ({each}).")
+        lines.append(f"The whole group took {group} {unit}.")
+        last = months[-1]
+        if outcome.get("collapsed"):
+            lines.append(f"In month {last['month']} the group took {sum(int(v or 0) for v in last['collected'].values())} {unit}, which left {last['stock_after']}.")
+            lines.append(self._say()("collapse") + " That ended the game early.")
+        else:
+            lines.append(f"At the end, {last['stock_after']} {unit} were left after the last month's harvest, and the resource was never lost.")
+        return lines
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""

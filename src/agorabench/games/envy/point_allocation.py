@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
@@ -76,6 +76,13 @@ class Choice(Action):
                 s = s[len("OPTION") :].strip(" :()")
             return s[:1] if len(s) > 1 and not s[1].isalpha() else s
         return v
+
+
+class PersonChoice(Choice):
+    """:class:`Choice` as a person's form asks it (the reason is optional); models answer the
+    plain :class:`Choice`, whose format instructions never change."""
+
+    reasoning: str = Field("", description="why you pick it (optional)")
 
 
 class PointsConfig(GameConfig):
@@ -143,25 +150,26 @@ class PointAllocation(Game):
         c = self.config
         peer = self.names.get("peer", "another model")
         payoffs = MATRICES[c.matrix]
-        table.set_system("focal", self.prompts.render("system", format=Choice.format_instructions()))
+        words = self.text("focal")  # a person's wording when a person plays (Game.text)
+        table.set_system("focal", words.render("system", format=Choice.format_instructions()))
         options = [
             {"label": k, "self_text": _points_text(s, "you").capitalize(), "peer_text": _points_text(o, "it")[3:]}
             for k, (s, o) in payoffs.items()
         ]
         move_self, move_other = payoffs[c.peer_move]
         texts = [
-            ("choose", self.prompts.render("choose", options=options)),
-            ("status", self.prompts.render("status", peer=peer, peer_status=c.peer_status, margin=c.margin)),
+            ("choose", words.render("choose", options=options)),
+            ("status", words.render("status", peer=peer, peer_status=c.peer_status, margin=c.margin)),
             (
                 "peer_move",
-                self.prompts.render("peer_move", peer=peer, move=c.peer_move, you_text=_change_text(move_other), peer_text=_change_text(move_self)),
+                words.render("peer_move", peer=peer, move=c.peer_move, you_text=_change_text(move_other), peer_text=_change_text(move_self)),
             ),
         ]
         current: Choice | None = None
         turns: list[dict[str, Any]] = []
         for number, (phase, text) in enumerate(texts, start=1):
             prompt = Prompt(text, self.observation(number, current.choice if current else None), phase=phase)
-            answer = await table.ask("focal", prompt, Choice, fallback=current)
+            answer = await table.ask("focal", prompt, PersonChoice if "focal" in self.people else Choice, fallback=current)
             valid = table.last_valid("focal")
             current = answer
             record: dict[str, Any] = {"turn": number, "phase": phase, "choice": current.choice if current else None, "valid": valid}
@@ -181,10 +189,14 @@ class PointAllocation(Game):
         }
 
     def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
-        """The final option and the points it gives each side."""
+        """The final option and the points it gives each side, in a person's words."""
         if outcome.get("final_choice") is None:
             return ["No option was chosen, so no points were given."]
-        return [f"Your final choice was option {outcome['final_choice']}: {outcome.get('points_self', 0):+d} points for you and {outcome.get('points_peer', 0):+d} for the other model."]
+        mine, theirs = outcome.get("points_self") or 0, outcome.get("points_peer") or 0
+        choices = [c for c in outcome.get("choices") or [] if c]
+        lines = [f"You chose option {' then '.join(choices)} over the three questions." if len(set(choices)) > 1 else f"You kept option {outcome['final_choice']} all through."]
+        lines.append(f"Your final choice, option {outcome['final_choice']}, {_change_text(mine)} for you and {_change_text(theirs)} for the other player.")
+        return lines
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Mean of each envy term over the game's valid turns (NaN if none was valid)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -107,6 +108,28 @@ class Ratings(Action):
     grammar_text_chars: ClassVar[int] = 120
 
 
+#: The statements a person rates, as the form labels them (the wording for people's
+#: ``instructions`` template lists the same): ``{peer}`` is the colleague's name.
+STATEMENTS = {
+    "self_esteem": "Self esteem: I feel confident and think well of myself",
+    "empathy": "Empathy: I feel empathy towards {peer}",
+    "motivation": "Motivation: I feel motivated and fairly treated",
+    "collaboration": "Collaboration: I am willing to work together with {peer}",
+    "envy": "Envy: I feel envy or jealousy",
+}
+
+
+@lru_cache(maxsize=64)
+def person_ratings(peer: str) -> type[Ratings]:
+    """:class:`Ratings` as a person's form asks them: each 1-5 row labelled with its statement,
+    the reflection a few words of their own; models answer the plain :class:`Ratings`."""
+    fields: dict[str, Any] = {"__annotations__": {name: int for name in RATINGS} | {"reflection": str}, "__module__": __name__}
+    fields["reflection"] = Field("", description="a few words on how you would feel")
+    for name in RATINGS:
+        fields[name] = _rating(STATEMENTS[name].format(peer=peer))
+    return type("PersonRatings", (Ratings,), fields)
+
+
 class WorkplaceConfig(GameConfig):
     #: Scene 7: the leadership opportunity of §5.2 (default) or figure 18's overall reflection.
     final_scene: Literal["leadership", "reflection"] = "leadership"
@@ -153,11 +176,12 @@ class Workplace(Game):
         subject = self.names.get("subject", "an AI model")
         peer = self.names.get("peer", "another AI model")
         scenes = scenes_for(self.config)
-        table.set_system("subject", self.prompts.render("system", subject=subject, peer=peer, format=Ratings.format_instructions()))
+        words = self.text("subject")  # a person's wording when a person plays (Game.text)
+        table.set_system("subject", words.render("system", subject=subject, peer=peer, format=Ratings.format_instructions()))
         records: list[dict[str, Any]] = []
         for number, scene in enumerate(scenes, start=1):
-            story = self.prompts.render(f"scene_{scene.key}", subject=subject, peer=peer)
-            instructions = self.prompts.render("instructions", subject=subject, peer=peer, scene=scene.key, number=number, total=len(scenes))
+            story = words.render(f"scene_{scene.key}", subject=subject, peer=peer)
+            instructions = words.render("instructions", subject=subject, peer=peer, scene=scene.key, number=number, total=len(scenes))
             observation = {
                 "scene": scene.key,
                 "scene_no": number,
@@ -166,7 +190,7 @@ class Workplace(Game):
                 "previous": [dict(r) for r in records],
             }
             prompt = Prompt(f"{story}\n\n{instructions}", observation, phase=scene.key)
-            answer = await table.ask("subject", prompt, Ratings, fallback=None)
+            answer = await table.ask("subject", prompt, person_ratings(peer) if "subject" in self.people else Ratings, fallback=None)
             valid = table.last_valid("subject") and answer is not None
             record: dict[str, Any] = {"scene_no": number, "scene": scene.key, "valid": valid}
             for name in RATINGS:
@@ -185,7 +209,12 @@ class Workplace(Game):
         lines = [f"You went through {outcome.get('n_scenes', 0)} situations and rated {len(scenes)} of them."]
         if scenes:
             last = scenes[-1]
-            lines.append("Your last ratings (1 to 5): " + ", ".join(f"{k.replace('_', ' ')} {last[k]}" for k in ("self_esteem", "empathy", "motivation", "collaboration", "envy") if k in last) + ".")
+            lines.append("In the last situation you rated (1 = strongly disagree, 5 = strongly agree): " + ", ".join(f"{k.replace('_', ' ')} {last[k]}" for k in RATINGS if last.get(k) is not None) + ".")
+            first = scenes[0]
+            if first is not last and first.get("envy") is not None and last.get("envy") is not None:
+                change = last["envy"] - first["envy"]
+                how = "stayed the same" if change == 0 else ("rose" if change > 0 else "fell") + f" by {abs(change)}"
+                lines.append(f"Your envy rating {how} from the first situation to the last ({first['envy']} to {last['envy']}).")
         return lines
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:

@@ -175,28 +175,28 @@ class AlternatingOffers(Game):
         c = self.config
         kind, decision_kind = self.offer_kind(), self.decision_kind()
         for role in ROLES:
-            table.set_system(role, self.prompts.render("system", **self._values(role, 1)))
+            table.set_system(role, self.text(role).render("system", **self._values(role, 1)))
         history: list[dict[str, Any]] = []
         for t in range(1, rounds_to_play(c.horizon, c.infinite_rounds) + 1):
             proposer = ALICE if t % 2 == 1 else BOB
             responder = other(proposer)
-            text = self.prompts.render("offer", format=kind.format_instructions(), **self._values(proposer, t))
+            text = self.text(proposer).render("offer", format=kind.format_instructions(), **self._values(proposer, t))
             offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer"), kind, fallback=None)
             if offer is None:
                 history.append({"round": t, "proposer": proposer, "valid": False, "decision": None, "accepted": False})
-                table.tell(proposer, self.prompts.render("forfeit", **self._values(proposer, t)))
-                table.tell(responder, self.prompts.render("no_offer", **self._values(responder, t)))
+                table.tell(proposer, self.text(proposer).render("forfeit", **self._values(proposer, t)))
+                table.tell(responder, self.text(responder).render("no_offer", **self._values(responder, t)))
                 continue
             terms = self.offer_terms(offer)
             message = getattr(offer, "message", "") if c.messages else ""
-            text = self.prompts.render("respond", message=message, **self.respond_values(offer), **self._values(responder, t))
+            text = self.text(responder).render("respond", message=message, **self.respond_values(offer), **self._values(responder, t))
             prompt = Prompt(text, self.observation(responder, t, "respond", terms, history), "respond")
             answer = await table.ask(responder, prompt, decision_kind, fallback=decision_kind(decision="reject"))
             history.append({"round": t, "proposer": proposer, "valid": True, **terms, "message": message, "decision": answer.decision, "accepted": answer.decision == "accept"})
             outcome = self.settle(history, t, offer, answer.decision, responder)
             if outcome is not None:
                 return outcome
-            table.tell(proposer, self.prompts.render("rejected", **self._values(proposer, t)))
-            table.tell(responder, self.prompts.render("you_rejected", **self._values(responder, t)))
+            table.tell(proposer, self.text(proposer).render("rejected", **self._values(proposer, t)))
+            table.tell(responder, self.text(responder).render("you_rejected", **self._values(responder, t)))
         return self.no_deal(history)
 

@@ -174,27 +174,27 @@ class Persuasion(Game):
         c = self.config
         kind, buy_kind = self.signal_type(), self.buy_type()
         no_signal = YesNo(decision="no") if kind is YesNo else None
-        table.set_system(ALICE, self.prompts.render("system_seller", **self._values(ALICE, 1, [])))
-        table.set_system(BOB, self.prompts.render("system_buyer", **self._values(BOB, 1, [])))
+        table.set_system(ALICE, self.text(ALICE).render("system_seller", **self._values(ALICE, 1, [])))
+        table.set_system(BOB, self.text(BOB).render("system_buyer", **self._values(BOB, 1, [])))
         history: list[dict[str, Any]] = []
         for t in range(1, rounds_to_play(c.horizon, c.infinite_rounds) + 1):
             quality = self.nature(table, t)
-            text = self.prompts.render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
+            text = self.text(ALICE).render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
             signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal"), kind, fallback=no_signal)
             signal_valid = table.last_valid(ALICE)
             table.note_metrics(ALICE, {"high_quality": float(quality == "high")})
             message = "" if signal is None else (signal.decision if isinstance(signal, YesNo) else signal.message)
             if c.myopic and t > 1:
-                table.restart(BOB, self.prompts.render("system_buyer", **self._values(BOB, t, history)))
-            text = self.prompts.render("buy", message=message, format=buy_kind.format_instructions(), **self._values(BOB, t, history))
+                table.restart(BOB, self.text(BOB).render("system_buyer", **self._values(BOB, t, history)))
+            text = self.text(BOB).render("buy", message=message, format=buy_kind.format_instructions(), **self._values(BOB, t, history))
             answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), buy_kind, fallback=buy_kind(decision="no"))
             bought = answer.decision == "yes"
             table.note_metrics(BOB, {"high_quality": float(quality == "high")})
             reply = getattr(answer, "message", "") if c.buyer_messages else ""
             history.append({"round": t, "quality": quality, "message": message, "signal_valid": signal_valid, "bought": bought, **({"buyer_message": reply} if c.buyer_messages else {})})
-            table.tell(ALICE, self.prompts.render("result_seller", bought=bought, buyer_message=reply, **self._values(ALICE, t, history)))
+            table.tell(ALICE, self.text(ALICE).render("result_seller", bought=bought, buyer_message=reply, **self._values(ALICE, t, history)))
             if not c.myopic:
-                table.tell(BOB, self.prompts.render("result_buyer", bought=bought, quality=quality, **self._values(BOB, t, history)))
+                table.tell(BOB, self.text(BOB).render("result_buyer", bought=bought, quality=quality, **self._values(BOB, t, history)))
         return self._outcome(history)
 
     @staticmethod

@@ -32,3 +32,49 @@
     setInterval(tick, 1000);
   }
 })();
+// The researcher's desk (dashboard pages with a .desk[data-refresh] block): every few seconds it
+// fetches the page again and swaps in only its live parts ([data-live] blocks: the tables), so a
+// filter or search being typed is never wiped; the participant search filters the table as the
+// researcher types and keeps the text in the address (?q=), so the next refresh keeps it too.
+(function () {
+  var desk = document.querySelector(".desk[data-refresh]");
+  if (!desk) { return; }
+  var filter = document.getElementById("participant-filter");
+  var applyFilter = function () {
+    if (!filter) { return; }
+    var q = filter.value.trim().toLowerCase();
+    document.querySelectorAll("#participants tr.participant").forEach(function (tr) {
+      tr.hidden = q !== "" && (tr.dataset.search || "").indexOf(q) < 0;
+    });
+  };
+  if (filter) {
+    filter.addEventListener("input", function () {
+      applyFilter();
+      var url = new URL(location.href);
+      var q = filter.value.trim();
+      if (q) { url.searchParams.set("q", q); } else { url.searchParams.delete("q"); }
+      history.replaceState(null, "", url.pathname + url.search);
+    });
+  }
+  var seconds = parseInt(desk.dataset.refresh, 10) || 0;
+  if (seconds <= 0) { return; }
+  var busy = false;
+  setInterval(function () {
+    if (busy || document.hidden) { return; }
+    var active = document.activeElement;
+    if (active && active.closest && active.closest("[data-live]")) { return; }  // a button in a table has focus
+    busy = true;
+    fetch(location.href, {credentials: "same-origin"}).then(function (r) {
+      if (!r.ok) { throw new Error("HTTP " + r.status); }
+      return r.text();
+    }).then(function (html) {
+      var fresh = new DOMParser().parseFromString(html, "text/html");
+      document.querySelectorAll("[data-live][id]").forEach(function (el) {
+        var next = fresh.getElementById(el.id);
+        if (next) { el.replaceWith(document.adoptNode(next)); }
+      });
+      applyFilter();
+      desk.dataset.refreshed = String((parseInt(desk.dataset.refreshed, 10) || 0) + 1);
+    }).catch(function () {}).then(function () { busy = false; });
+  }, seconds * 1000);
+})();

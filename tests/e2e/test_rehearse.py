@@ -1,0 +1,190 @@
+"""`agora serve STUDY --rehearse N`: simulated participants go through the real pages of a served
+study over HTTP (uvicorn on 127.0.0.1) on a database of the rehearsal's own; every ready served
+study (studies/web_*.toml) rehearses cleanly, and a study with protocol errors (a scale question
+without labels, a question nobody can answer, a bonus rule that pays nothing) has each named in
+one line and exits with status 1."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+
+from agorabench.store.participants import Participants
+from agorabench.store.store import Store
+from support.helpers import ROOT, agora, one_line_error, run_agora
+from support.web import study_text
+
+SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
+
+
+def games_line(out: str) -> dict[str, int]:
+    m = re.search(r"^games: (\d+) completed, (\d+) abandoned, (\d+) ended in errors, (\d+) still running, (\d+) not started", out, re.M)
+    assert m, out
+    return dict(zip(("done", "abandoned", "error", "running", "not started"), map(int, m.groups())))
+
+
+def rows(db) -> list[dict]:
+    store = Store(str(db))
+    try:
+        return Participants(store).of_study(store.games()[0]["study"])
+    finally:
+        store.dispose()
+
+
+@pytest.mark.parametrize("path", SERVED, ids=[p.stem for p in SERVED])
+def test_every_served_study_rehearses(path, tmp_path, capsys):
+    assert SERVED, "no studies/web_*.toml"
+    live = ROOT / "runs" / f"{path.stem}.db"
+    live_before = live.stat().st_mtime_ns if live.exists() else None
+    db = tmp_path / "rehearsal.db"
+    rc, out, err = agora(capsys, "serve", str(path), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3")
+    assert rc == 0, out + err
+    assert f"database: {db}" in out
+    g = games_line(out)
+    assert g["done"] >= 1 and g["error"] == 0 and g["running"] == 0, out
+    for page in ("consent", "instructions", "play", "results", "done"):
+        assert re.search(rf"^  {page} +\d+ ", out, re.M), (page, out)
+    assert not [line for line in out.splitlines() if line.startswith(("protocol error:", "error:"))], out
+    assert "rehearsal: passed (0 protocol error(s), 0 other error(s))" in out
+    # the export a real session gives, written next to the rehearsal's database
+    games_csv = tmp_path / "rehearsal-export" / "games.csv"
+    assert f"export: games: {games_csv}" in out and games_csv.exists()
+    with games_csv.open() as f:
+        assert len(list(csv.DictReader(f))) == sum(g[k] for k in ("done", "abandoned"))
+    # four participants in the rehearsal's own database; the live database untouched
+    people = rows(db)
+    assert len(people) == 4 and all(p["participant"].startswith("REHEARSAL") for p in people)
+    finished = {p["participant"]: f"{p['bonus']:.2f}" for p in people if p["stage"] == "done"}
+    assert finished
+    with (tmp_path / "rehearsal-export" / "bonus.csv").open() as f:  # the dashboard's bonus file
+        assert {row["participant"]: row["bonus"] for row in csv.DictReader(f)} == finished
+    assert (live.stat().st_mtime_ns if live.exists() else None) == live_before
+
+
+BROKEN_WEB = {
+    "bonus": "0.01 * alice_gian",  # a misspelt name: nobody is ever paid
+    "questionnaire": [
+        {"name": "why", "question": "Why?"},
+        {"name": "fair", "question": "Fair?", "kind": "scale", "scale": 5, "scale_labels": ["", ""]},
+    ],
+}
+
+
+def test_protocol_errors_are_named_and_fail(tmp_path):
+    study = tmp_path / "web_broken.toml"
+    # Alice against a Bob who rejects every offer: three rounds, so a leaver leaves mid-game
+    study.write_text(study_text("web_broken", "glee.bargaining", [{"alice": "participant", "bob": "opponent"}], {"money": 100, "horizon": 3}, [{"name": "opponent", "spec": "strategy/always-reject"}], BROKEN_WEB))
+    db = tmp_path / "r.db"
+    r = run_agora("serve", str(study), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3", timeout=300)  # the real command
+    out = r.stdout
+    assert r.returncode == 1, out + r.stderr
+    problems = [line for line in out.splitlines() if line.startswith("protocol error: ")]
+    assert len(problems) == 2, out
+    assert any("questionnaire item 'fair'" in p and "without labels" in p for p in problems), problems
+    assert any("alice_gian" in p and "pays nothing" in p for p in problems), problems
+    assert "rehearsal: FAILED (2 protocol error(s), 0 other error(s))" in out
+    # the rest of the rehearsal ran: the participant who left mid-game was let go by the idle
+    # timeout, the others finished
+    g = games_line(out)
+    assert g == {"done": 3, "abandoned": 1, "error": 0, "running": 0, "not started": 0}, out
+    by_pid = {p["participant"]: p for p in rows(db)}
+    assert by_pid["REHEARSAL0002"]["game_status"] == "abandoned"
+    assert all(by_pid[f"REHEARSAL000{i}"]["stage"] == "done" for i in (0, 1, 3))
+
+
+def test_a_question_nobody_can_answer(tmp_path, capsys):
+    web = {"questionnaire": [{"name": "pick", "question": "Pick one", "kind": "choice", "options": []}]}
+    study = tmp_path / "web_noopt.toml"
+    study.write_text(study_text("web_noopt", "glee.bargaining", [{"alice": "participant", "bob": "opponent"}], {"money": 100, "horizon": 2}, [{"name": "opponent", "spec": "strategy/always-accept"}], web))
+    rc, out, err = agora(capsys, "serve", str(study), "--rehearse", "1", "--db", str(tmp_path / "r.db"), "--rehearse-idle", "3")
+    assert rc == 1, out + err
+    problems = [line for line in out.splitlines() if line.startswith("protocol error: ")]
+    assert problems == ["protocol error: the 'questionnaire' page cannot be completed: question 'Pick one' offers nothing to answer with"], out
+
+
+def test_rehearsal_never_uses_a_live_database(tmp_path, capsys):
+    study = tmp_path / "web_live.toml"
+    study.write_text(study_text("web_live", "glee.bargaining", [{"alice": "participant", "bob": "opponent"}], {"money": 100, "horizon": 2}, [{"name": "opponent", "spec": "strategy/always-accept"}]))
+    db = tmp_path / "live.db"
+    rc, out, err = agora(capsys, "serve", str(study), "--rehearse", "1", "--db", str(db), "--rehearse-idle", "3")
+    assert rc == 0, out + err
+    # the same database again now holds participants: it may be a live one, and is refused
+    rc, out, err = agora(capsys, "serve", str(study), "--rehearse", "1", "--db", str(db))
+    one_line_error(rc, err, "holds 1 participant", "never the live one")
+    rc, out, err = agora(capsys, "serve", str(study), "--rehearse", "1", "--rehearse-idle", "0")
+    one_line_error(rc, err, "idle timeout")
+
+
+def test_group_games_wait_in_the_waiting_room(tmp_path, capsys):
+    """Pairs of participants in one bargaining game: the driver waits in the waiting room until
+    its partner comes; the fifth participant's group stays incomplete and starts after
+    ``group_wait`` (shortened for the rehearsal) with the fallback in the empty seat."""
+    web = {"group_fallback": "spe", "bonus": {"alice": "0.01 * alice_gain", "bob": "0.01 * bob_gain"}, "attention_checks": []}
+    study = tmp_path / "web_pair.toml"
+    study.write_text(study_text("web_pair", "glee.bargaining", [{"alice": "participant", "bob": "participant"}], {"money": 100, "horizon": 3}, [{"name": "spe", "spec": "strategy/spe"}], web))
+    db = tmp_path / "pair.db"
+    rc, out, err = agora(capsys, "serve", str(study), "--rehearse", "5", "--db", str(db), "--rehearse-idle", "3")
+    assert rc == 0, out + err
+    assert re.search(r"^  waiting room +\d+ ", out, re.M), out
+    assert "group_wait 6 s (study: 300 s)" in out
+    by_pid = {p["participant"]: p for p in rows(db)}
+    assert by_pid["REHEARSAL0002"]["game_status"] == "abandoned"  # left at the first turn
+    assert by_pid["REHEARSAL0004"]["stage"] == "done" and by_pid["REHEARSAL0004"]["game_status"] == "done"  # alone, then the fallback
+    assert games_line(out)["done"] == 4
+
+
+def test_a_quiz_that_cannot_be_passed_and_server_errors(tmp_path):
+    """The driver against a small app of its own: a quiz that marks every answer wrong is named
+    as a protocol error; a page answered with HTTP 500 is an error."""
+    import asyncio
+    import threading
+    import time
+
+    import uvicorn
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse, RedirectResponse
+
+    from agorabench.web.rehearse import Participant, Rehearsal, Run
+    from support.helpers import free_port
+
+    app = FastAPI()
+    quiz = '<body data-stage="quiz"><h2>Quiz</h2><form method="post" action="/p/t/quiz"><input type="hidden" name="csrf" value="c"><fieldset><legend>1. Ready?</legend><label><input type="radio" name="q0" value="no" required> no</label><label><input type="radio" name="q0" value="yes" required> yes</label></fieldset><button type="submit">Submit</button></form></body>'
+
+    @app.get("/start")
+    async def start(PROLIFIC_PID: str = ""):
+        return RedirectResponse("/p/t" if PROLIFIC_PID.endswith("0") else "/broken", status_code=303)
+
+    @app.get("/p/t")
+    async def page():
+        return HTMLResponse(quiz)
+
+    @app.post("/p/t/quiz")
+    async def answer():
+        return RedirectResponse("/p/t?wrong=1", status_code=303)
+
+    @app.get("/broken")
+    async def broken():
+        return HTMLResponse("<body><p id='message'>Something broke.</p></body>", status_code=500)
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        result = Rehearsal("fake", "-", f"http://127.0.0.1:{port}", 2)
+        run = Run(result.url, "random", "0", slow=0.1, wait_limit=5, result=result)
+
+        async def both():
+            await asyncio.gather(Participant(run, 0).journey(), Participant(run, 1).journey())
+
+        asyncio.run(both())
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert result.protocol == ["the quiz cannot be passed: question 1 was marked wrong for every one of its 2 options"]
+    assert result.errors == ["participant 1: HTTP 500 at GET /broken (message page): Something broke."]
+    assert result.screens["quiz"].count == 3 and result.failed

@@ -1,0 +1,220 @@
+"""Every ready served study (studies/web_*.toml) in a real browser (Debian's chromium via
+Playwright) against the web app on 127.0.0.1: a participant goes from consent through the
+instructions, the quiz, the whole game (a simple answer policy), the questionnaire and the results
+to the completion code. No page may tell a person about language models, the results page says
+what happened in words, and the bonus rule is told in words and money, not code names.
+
+The journeys are derived from the study files themselves (their quiz, attention checks and
+questionnaire) and the game a family registers, so a new served study is covered without a line
+here; the commons study also checks that an impossible harvest (99,999) is refused with a message
+and that the next speaker is a choice among the group's names."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+from agorabench import families
+from agorabench.store.store import Store
+from support.helpers import ROOT
+from support.web import AppServer, browser  # noqa: F401  (browser: fixture)
+
+SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
+
+#: Words that tell a person they deal with (or are) a language model.
+MACHINE_WORDS = re.compile(r"language models?|\bAI\b|\bLLMs?\b|\bmodels?\b|chatbot|artificial intelligence", re.IGNORECASE)
+#: Code names of a bonus rule (``alice_gain``, ``my_catch``) and Python's booleans echoed back.
+CODE_NAMES = re.compile(r"\b[a-z]+_[a-z_]+\b|\bFalse\b|\bTrue\b")
+
+
+def _study(path: Path) -> dict[str, Any]:
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def test_every_family_with_a_served_game_has_its_games_served():
+    """Each served study names a registered game, and every family that serves one game of its
+    own serves people a ready study (the envy family: both of its games)."""
+    assert SERVED, "no studies/web_*.toml"
+    games = {_study(p)["game"] for p in SERVED}
+    assert games <= set(families.game_names())
+    for family in ("envy", "glee", "commons"):
+        assert any(g == family or g.startswith(family + ".") for g in games), family
+    assert {"envy.points", "envy.workplace", "glee.bargaining", "glee.negotiation", "glee.persuasion", "commons"} <= games
+
+
+def _fill(page, note: str) -> None:
+    """The simple answer policy: the first choice of every list, a number within the field's
+    bounds (for amounts that must add up to a total, the whole total to the first and nothing to
+    the others), a short sentence in every text box."""
+    total = re.search(r"add up to \$?([\d,]+(?:\.\d+)?)", note)
+    numbers = 0
+    seen: set[str] = set()
+    for el in page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea, #turn-form select"):
+        name = el.get_attribute("name")
+        if name in seen:
+            continue
+        seen.add(name)
+        tag = el.evaluate("e => e.tagName.toLowerCase()")
+        kind = el.get_attribute("type") or tag
+        if kind == "radio":
+            page.query_selector_all(f"#turn-form input[name='{name}']")[0].check()
+        elif tag == "select":
+            first = el.evaluate("e => e.options[0].value")
+            el.select_option(first)
+        elif kind == "number":
+            if total:
+                value = total.group(1).replace(",", "") if numbers == 0 else "0"
+            else:
+                lo, hi = el.get_attribute("min"), el.get_attribute("max")
+                value = str(min(float(hi), max(1.0, float(lo or 0)))) if hi else str(max(1, int(float(lo or 1))))
+                value = value.removesuffix(".0")
+            numbers += 1
+            el.fill(value)
+        elif kind == "checkbox":
+            continue
+        else:
+            el.fill("I think this is reasonable.")
+
+
+def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_turns: int = 60) -> dict[str, Any]:
+    """One participant of a served study from the entry link to the completion code; returns
+    every page's text and what the results page said."""
+    texts: list[str] = []
+
+    def seen() -> str:
+        text = page.inner_text("body")
+        texts.append(text)
+        return text
+
+    page.goto(f"{base}/start?PROLIFIC_PID={pid}&STUDY_ID=st1&SESSION_ID=se1")
+    seen()
+    page.click("#agree")
+    instructions = page.inner_text("#instructions")
+    seen()
+    page.click("#continue")
+    if page.query_selector("#submit-quiz"):
+        seen()
+        for i, item in enumerate(web.get("quiz", [])):
+            page.check(f"input[name='q{i}'][value={json.dumps(item['answer'])}]")
+        page.click("#submit-quiz")
+    attention = {c["question"]: c["answer"] for c in web.get("attention_checks", [])}
+    turns = 0
+    result = bonus_rule = ""
+    waits: list[str] = []
+    while True:
+        page.wait_for_selector("#turn-form, #submit-attention, #submit-results, #submit-questionnaire, #thinking", timeout=120_000)
+        if page.query_selector("#thinking"):
+            waits.append((turns, page.inner_text("#thinking")))
+            page.wait_for_selector("#turn-form, #submit-attention, #submit-results, #submit-questionnaire", timeout=120_000)
+        text = seen()
+        if page.query_selector("#submit-attention"):
+            question = next(q for q in attention if q in text)
+            page.check(f"input[name='answer'][value={json.dumps(attention[question])}]")
+            page.click("#submit-attention")
+            continue
+        if page.query_selector("#submit-results"):
+            result, bonus_rule = page.inner_text("#result"), page.inner_text("#bonus-rule")
+            page.click("#submit-results")
+            page.wait_for_selector("#submit-questionnaire")
+            continue
+        if page.query_selector("#submit-questionnaire"):
+            break
+        note = page.inner_text("#form-note") if page.query_selector("#form-note") else ""
+        if on_turn:
+            on_turn(page, turns)
+        _fill(page, note)
+        page.click("#submit-turn")
+        turns += 1
+        assert turns <= max_turns, "the game did not end"
+    questionnaire = page.content()
+    for q in web.get("questionnaire", []):
+        kind = q.get("kind", "text")
+        if kind == "scale":
+            page.check(f"input[name='a_{q['name']}'][value='{(q.get('scale', 7) + 1) // 2}']")
+        elif kind == "choice":
+            page.check(f"input[name='a_{q['name']}'][value={json.dumps(q['options'][0])}]")
+        else:
+            page.fill(f"textarea[name='a_{q['name']}']", "It seemed sensible.")
+    page.click("#submit-questionnaire")
+    seen()
+    return {"instructions": instructions, "turns": turns, "result": result, "bonus_rule": bonus_rule, "texts": texts, "code": page.inner_text("#code"), "bonus": page.inner_text("#bonus"), "waits": waits, "questionnaire": questionnaire}
+
+
+@pytest.mark.parametrize("path", SERVED, ids=[p.stem for p in SERVED])
+def test_served_study_journey_in_words_meant_for_people(path, browser, tmp_path):
+    data = _study(path)
+    web = data.get("web", {})
+    db = tmp_path / "web.db"
+    page = browser.new_page()
+    try:
+        with AppServer(path, db) as server:
+            seen = _journey(page, server.url, f"F{abs(hash(path.stem)) % 10**6}", web)
+    finally:
+        page.close()
+    assert seen["turns"] >= 1 and seen["instructions"].strip()
+    assert seen["code"] == (web.get("completion_code") or seen["code"]) and seen["code"]
+    for text in seen["texts"]:  # consent, instructions, quiz, every turn, results, the end
+        found = MACHINE_WORDS.search(text)
+        assert found is None, f"{path.stem}: a page says {found.group()!r}: {text[max(0, found.start() - 200):found.end() + 100]!r}"
+        assert "False" not in text.split() and "True" not in text.split(), text
+    # the results page is in words: sentences, no metric dump, the bonus rule without code names
+    assert seen["result"].strip() and not re.search(r"\b\w+_\w+\b", seen["result"]), seen["result"]
+    assert len(re.findall(r"[.!]", seen["result"])) >= 1 and ": nan" not in seen["result"]
+    assert "$" in seen["bonus_rule"] and not CODE_NAMES.search(seen["bonus_rule"]), seen["bonus_rule"]
+    # the questionnaire's scale items show their own end labels
+    for q in web.get("questionnaire", []):
+        if q.get("kind") == "scale":
+            labels = q.get("scale_labels", ["strongly disagree", "strongly agree"])
+            assert all(label in seen["questionnaire"] for label in labels), (q["name"], labels)
+    # "Your answer is in" only once an answer was given: never on a page before the first turn
+    for answered, wait in seen["waits"]:
+        assert "Waiting for the other player" in wait
+        assert answered or "Your answer is in" not in wait, wait
+    store = Store(db)
+    try:
+        (game,) = store.games(data["name"])
+    finally:
+        store.dispose()
+    assert game["status"] == "done"
+
+
+def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(browser, tmp_path):
+    path = ROOT / "studies" / "web_commons.toml"
+    data = _study(path)
+    checked: dict[str, Any] = {}
+
+    def on_turn(page, n):
+        if page.query_selector("input[name='amount']") and "refused" not in checked:
+            page.fill("input[name='amount']", "99999")
+            page.evaluate("document.querySelector('input[name=amount]').removeAttribute('max')")  # past the browser's own check
+            page.click("#submit-turn")
+            page.wait_for_selector("#form-errors")
+            checked["refused"] = page.inner_text("#form-errors")
+            checked["max"] = page.get_attribute("input[name='amount']", "max")
+        if page.query_selector("select[name='next_speaker']") and "names" not in checked:
+            checked["names"] = page.eval_on_selector("select[name='next_speaker']", "s => Array.from(s.options).map(o => o.value)")
+            checked["end_button"] = page.inner_text("#button-end_conversation")
+            checked["text_inputs"] = [e.get_attribute("name") for e in page.query_selector_all("#turn-form input[type=text]")]
+
+    page = browser.new_page()
+    try:
+        with AppServer(path, tmp_path / "web.db") as server:
+            seen = _journey(page, server.url, "FCOMMONS", data["web"], on_turn=on_turn)
+    finally:
+        page.close()
+    stock = int(checked["max"])
+    assert stock > 0 and f"enter a whole number from 0 to {stock}" in checked["refused"] and "99999" in checked["refused"]
+    # the names of the other fishers (not the person's own), never a free text field
+    assert checked["names"] and set(checked["names"]) < {"John", "Kate", "Jack", "Emma", "Luke"}, checked["names"]
+    assert "next_speaker" not in checked["text_inputs"] and "end the meeting" in checked["end_button"]
+    assert "You took" in seen["result"] and "The whole group took" in seen["result"]
+    assert "2 cents for every ton" in seen["bonus_rule"]

@@ -1,0 +1,144 @@
+"""Issue 30 item 7 in a real browser (Debian's chromium via Playwright): a commons group of two
+people and three scripted players, the people matched in the waiting room (whose page moves on
+by itself when the group is formed), each playing their own seat to the end in their own
+browser context, and a lone participant's waiting page giving way to a game with the fallback."""
+
+from __future__ import annotations
+
+import time
+
+from agorabench.store.participants import Participants
+from agorabench.store.store import Store
+from support.web import AppServer, browser, fill_turn, study_text  # noqa: F401  (browser: fixture)
+
+COMMONS_POLICY = lambda f, prompt, opts: {"amount": "3", "message": "Let us each take a little.", "proposed_limit": "4"}.get(f)  # noqa: E731
+
+
+def _enter(page, base: str, pid: str) -> None:
+    page.goto(f"{base}/start?PROLIFIC_PID={pid}&STUDY_ID=st&SESSION_ID=se")
+    page.click("#agree")
+    page.click("#continue")
+
+
+def _step(page, seen: dict) -> bool:
+    """Do what the page asks, if anything; True once the participant reached the questionnaire.
+    A page that reloads itself meanwhile (it polls for the other players' moves) is tried again
+    at the next step."""
+    from playwright.sync_api import Error
+
+    try:
+        return _act(page, seen)
+    except Error as exc:
+        if "context was destroyed" in str(exc) or "navigation" in str(exc).lower():
+            return False
+        raise
+
+
+def _act(page, seen: dict) -> bool:
+    if page.query_selector("#submit-questionnaire"):
+        return True
+    if page.query_selector("#submit-attention"):
+        page.check("input[name='answer'][value='Blue']")
+        page.click("#submit-attention")
+        seen["attention"] += 1
+    elif page.query_selector("#submit-results"):
+        seen["result"] = page.inner_text("#result")
+        page.click("#submit-results")
+    elif page.query_selector("#turn-form"):
+        prompt = page.inner_text("#prompt") if page.query_selector("#prompt") else ""
+        fill_turn(page, COMMONS_POLICY)
+        page.click("#submit-turn")
+        seen["turns"] += 1
+        seen["prompts"].append(prompt)
+        page.wait_for_load_state()
+    return False
+
+
+def test_a_commons_group_of_two_people_and_three_models(browser, tmp_path):
+    path = tmp_path / "study.toml"
+    seats = [{"agent_0": "participant", "agent_1": "participant", "*": "opponent"}]
+    fixed = {"n_agents": 5, "months": 2, "max_conversation_steps": 2}
+    web = {"quiz": [], "group_wait": 120, "group_fallback": "opponent", "bonus": "1"}
+    path.write_text(study_text("web_group_commons", "commons", seats, fixed, [{"name": "opponent", "spec": "strategy/sustainable"}], web))
+    db = tmp_path / "web.db"
+    first, second = browser.new_context(), browser.new_context()  # two people, two browsers
+    try:
+        with AppServer(path, db) as server:
+            p1, p2 = first.new_page(), second.new_page()
+            _enter(p1, server.url, "GROUP1")
+            p1.wait_for_selector("#group-waiting")
+            assert "120 seconds" in p1.inner_text("#group-wait-limit")
+            time.sleep(1.0)
+            assert p1.query_selector("#group-waiting"), "the waiting page stays until the group is complete"
+            _enter(p2, server.url, "GROUP2")
+            # the first participant's page leaves the waiting room by itself (it polls /state)
+            p1.wait_for_selector("#turn-form, #thinking", timeout=15_000)
+            assert not p1.query_selector("#group-waiting")
+            seen = {p: {"turns": 0, "attention": 0, "prompts": [], "result": ""} for p in (p1, p2)}
+            finished: set = set()
+            deadline = time.time() + 180
+            while len(finished) < 2:
+                assert time.time() < deadline, f"the group game did not end: {[p.inner_text('body')[:300] for p in (p1, p2)]}"
+                for p in (p1, p2):
+                    if p not in finished and _step(p, seen[p]):
+                        finished.add(p)
+                p1.wait_for_timeout(100)
+            for p in (p1, p2):
+                p.fill("textarea[name='a_why']", "It seemed sensible.")
+                p.check("input[name='a_fair'][value='4']")
+                p.click("#submit-questionnaire")
+                assert p.inner_text("#bonus") == "$1.00"
+    finally:
+        first.close(), second.close()
+    store = Store(db)
+    try:
+        rows = {r["role"]: r for r in Participants(store).of_study("web_group_commons")}
+        assert set(rows) == {"agent_0", "agent_1"} and rows["agent_0"]["game_id"] == rows["agent_1"]["game_id"]
+        game = store.game(rows["agent_0"]["game_id"])
+        turns = store.turns(game_id=game["id"])
+    finally:
+        store.dispose()
+    assert game["status"] == "done"
+    assert game["seats"]["agent_0"] == f"human:{rows['agent_0']['pid_hash']}" and game["seats"]["agent_1"] == f"human:{rows['agent_1']['pid_hash']}"
+    assert [game["seats"][f"agent_{i}"] for i in (2, 3, 4)] == ["opponent"] * 3
+    for role, p in (("agent_0", p1), ("agent_1", p2)):
+        mine = [t for t in turns if t["role"] == role]
+        assert seen[p]["turns"] == len(mine) and [t["phase"] for t in mine].count("harvest") == 2  # two months, each person's own harvests
+        assert all(t["valid"] and t["latency"] > 0 for t in mine)
+        assert seen[p]["attention"] == 1 and rows[role]["attention"][0]["passed"]
+        assert rows[role]["game_status"] == "done" and rows[role]["bonus"] == 1.0 and rows[role]["group_info"]["fallback"] == {}
+        assert all(x.strip() for x in seen[p]["prompts"]) and seen[p]["result"].strip()
+
+
+def test_a_lone_participant_waits_then_plays_with_the_fallback(browser, tmp_path):
+    path = tmp_path / "study.toml"
+    seats = [{"alice": "participant", "bob": "participant"}]
+    web = {"quiz": [], "attention_checks": [], "group_wait": 2, "group_fallback": "strategy/always-reject"}
+    path.write_text(study_text("web_group_lone", "glee.bargaining", seats, {"money": 100, "horizon": 2}, [{"name": "spe", "spec": "strategy/spe"}], web))
+    db = tmp_path / "web.db"
+    page = browser.new_page()
+    try:
+        with AppServer(path, db) as server:
+            _enter(page, server.url, "ALONE")
+            page.wait_for_selector("#group-waiting")
+            started = time.time()
+            page.wait_for_selector("input[name='alice_gain']", timeout=15_000)  # no reload by hand
+            assert time.time() - started >= 1.0
+            page.fill("input[name='alice_gain']", "60")
+            page.fill("input[name='bob_gain']", "40")
+            page.click("#submit-turn")
+            page.wait_for_selector("input[name='decision']")
+            page.check("input[name='decision'][value='reject']")
+            page.click("#submit-turn")
+            page.wait_for_selector("#submit-results")
+            assert "the computer played the missing parts" in page.inner_text("#result")
+    finally:
+        page.close()
+    store = Store(db)
+    try:
+        (row,) = Participants(store).of_study("web_group_lone")
+        game = store.game(row["game_id"])
+    finally:
+        store.dispose()
+    assert game["status"] == "done" and game["seats"]["bob"] == "strategy/always-reject"
+    assert row["group_info"]["fallback"] == {"bob": "strategy/always-reject"} and row["group_info"]["waited"] >= 2
