@@ -19,22 +19,28 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from fastapi.templating import Jinja2Templates
 
 from ..core.study import Study
 from ..store.store import Store
+from .dashboard import Dashboard
 from .forms import MAX_TEXT, answer_text, form_fields, parse_form
+from .pages import HERE, not_found, page, templates
 from .participants import id_refusal, participant_from_query
 from .play import Manager, for_person
+from .settings import WebSettings
 
-HERE = Path(__file__).parent
+# ``page``, ``not_found`` and ``templates`` live in pages.py (shared with the dashboard) and are
+# still importable from here.
+__all__ = ["create_app", "not_found", "page", "progress", "questionnaire_answers", "serve", "templates"]
+
 SESSION_COOKIE = "agora_session"
 STAGES = ("consent", "instructions", "quiz", "play", "results", "questionnaire", "done")
 #: What a participant reads for each stage in the progress line ("Step 3 of 6: Quiz").
@@ -54,8 +60,6 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
 }
-
-templates = Jinja2Templates(directory=str(HERE / "templates"))
 
 
 def create_app(study: Study | None, db: str, dashboard_token: str | None = None) -> FastAPI:
@@ -92,8 +96,6 @@ def create_app(study: Study | None, db: str, dashboard_token: str | None = None)
             response.headers.setdefault(k, v)
         return response
 
-    from .dashboard import Dashboard
-
     app.state.dashboard = Dashboard(app, store, study, manager, token)
 
     @app.get("/", response_class=HTMLResponse)
@@ -106,19 +108,226 @@ def create_app(study: Study | None, db: str, dashboard_token: str | None = None)
     return app
 
 
-def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, context, status_code=status)
-
-
 #: Most form errors kept with one turn (a participant posting nonsense for ever adds no more).
 MAX_KEPT_ERRORS = 50
 
 
-def not_found(request: Request) -> HTMLResponse:
-    return page(request, "message.html", title="Not found", message="This page does not exist.", status=404)
+@dataclass
+class Visit:
+    """One request to a participant's session that passed the shared checks (the session
+    exists, the browser owns it and, for a form, the CSRF value matches and the form belongs
+    to the current stage): what a stage's handler works from."""
+
+    request: Request
+    m: Manager
+    token: str
+    row: dict[str, Any]
+    #: The page's template context (GET): token, CSRF value, title, stage, progress step.
+    ctx: dict[str, Any] = field(default_factory=dict)
+    #: The submitted form's text fields (POST).
+    data: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def s(self) -> WebSettings:
+        """The study's ``[web]`` settings."""
+        return self.m.settings
+
+    def back(self) -> RedirectResponse:
+        """Back to the session's page, which shows whatever the current stage is."""
+        return RedirectResponse(f"/p/{self.token}", status_code=303)
+
+
+#: A stage's page: the response to ``GET /p/<token>`` while the session is at that stage.
+Page = Callable[[Visit], Awaitable[Response]]
+#: A stage's form handler: its response, or None for "back to the session's page".
+Submission = Callable[[Visit], Awaitable[Response | None]]
+
+
+# pages (GET /p/<token>), one per stage -----------------------------------------------------
+
+
+async def consent_page(v: Visit) -> Response:
+    """The consent text with its agree / decline form."""
+    return page(v.request, "consent.html", consent=v.s.consent, **v.ctx)
+
+
+async def instructions_page(v: Visit) -> Response:
+    """The role's rules; the game is set up (not started) so they can be shown."""
+    live = await v.m.start(v.row, play=False)
+    return page(v.request, "instructions.html", instructions=live.system, time_limit=v.s.time_limit, **v.ctx)
+
+
+async def quiz_page(v: Visit) -> Response:
+    """The quiz, marking the questions a refused attempt got wrong (``?wrong=1.3``)."""
+    live = await v.m.start(v.row, play=False)
+    wrong = [int(x) - 1 for x in (v.request.query_params.get("wrong") or "").split(".") if x.isdigit()]
+    return page(v.request, "quiz.html", items=v.s.quiz, errors=len(wrong), wrong=wrong, instructions=live.system, **v.ctx)
+
+
+async def play_page(v: Visit) -> Response:
+    """The game: the group's waiting room, a due attention check, the wait for the other
+    player, or the person's turn with its form (and the errors of a refused answer)."""
+    m, s, token, ctx = v.m, v.s, v.token, dict(v.ctx)
+    live = await m.start(v.row, play=True)
+    since = m.waiting_since(token)
+    if since is not None:  # a group game: waiting in the waiting room for the others
+        waited = int(time.time() - since)
+        return page(v.request, "group_wait.html", waiting=waited, group_wait=int(s.group_wait), version=live.version, poll=True, **ctx)
+    check = m.due_attention(v.row)
+    if check is not None:
+        return page(v.request, "attention.html", check=check, **ctx)
+    messages = [dict(x) for x in live.messages]
+    for x, parts in zip(messages, live.parts):
+        x["content"] = for_person(parts, live.formats) if x["role"] == "user" else answer_text(x["content"])
+    history = [x for x in messages if x["role"] != "system"]
+    p = live.pending
+    ctx.update(instructions=live.system, history=history, version=live.version, poll=True)
+    if p is None:
+        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, **ctx)
+    m.mark_shown(live)
+    remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
+    prompt = history.pop() if history and history[-1]["role"] == "user" else None
+    errors, p.errors = p.errors, []
+    values = p.values if errors else {}  # what the person entered, kept after a refused form
+    return page(v.request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type, live.role), note=p.request.action_type.form_note(), values=values, seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
+
+
+async def results_page(v: Visit) -> Response:
+    """The game's outcome and bonus, after any attention check the game ended before reaching."""
+    check = v.m.due_attention(v.row, ended=True)
+    if check is not None:
+        return page(v.request, "attention.html", check=check, **v.ctx)
+    lines, bonus_text = v.m.results(v.row)
+    return page(v.request, "results.html", lines=lines, bonus_text=bonus_text, bonus=v.row["bonus"] or 0.0, **v.ctx)
+
+
+async def questionnaire_page(v: Visit) -> Response:
+    """The end questionnaire, saying how many required answers a refused attempt missed."""
+    return page(v.request, "questionnaire.html", items=v.s.questionnaire, errors=v.request.query_params.get("missing"), **v.ctx)
+
+
+async def done_page(v: Visit) -> Response:
+    """The finish: completion code, bonus and the link back to the recruitment platform."""
+    row = v.row
+    return page(v.request, "done.html", code=row["code"], bonus=row["bonus"] or 0.0, url=v.s.completion_url.replace("{code}", row["code"] or ""), **v.ctx)
+
+
+#: The page of each stage; a stage not listed shows the finish page.
+PAGES: dict[str, Page] = {
+    "consent": consent_page,
+    "instructions": instructions_page,
+    "quiz": quiz_page,
+    "play": play_page,
+    "results": results_page,
+    "questionnaire": questionnaire_page,
+    "done": done_page,
+}
+
+
+# forms (POST /p/<token>/<stage>), one per stage ---------------------------------------------
+
+
+async def consent_submit(v: Visit) -> Response | None:
+    """Agreeing moves on to the instructions (and sets the game up); anything else declines."""
+    m, token = v.m, v.token
+    if v.data.get("agree") != "yes":
+        m.update(token, stage="done", game_status="declined", code="")
+        return page(v.request, "declined.html", title="Thank you", decline_code=v.s.decline_code, decline_url=v.s.decline_url)
+    m.update(token, stage="instructions", consented_at=time.time())
+    await m.start(m.get(token), play=False)  # the game starts at the play screen
+    return None
+
+
+async def instructions_submit(v: Visit) -> Response | None:
+    """On to the quiz, or straight to the game when the study has none."""
+    v.m.update(v.token, stage="quiz" if v.s.quiz else "play")
+    return None
+
+
+async def quiz_submit(v: Visit) -> Response | None:
+    """Every attempt is counted; all answers right moves on to the game, otherwise the quiz
+    page comes back naming the questions to look at again."""
+    wrong = [i for i, item in enumerate(v.s.quiz) if v.data.get(f"q{i}") != item.answer]
+    v.m.update(v.token, quiz_attempts=v.row["quiz_attempts"] + 1, **({} if wrong else {"stage": "play"}))
+    if wrong:
+        return RedirectResponse(f"/p/{v.token}?wrong={'.'.join(str(i + 1) for i in wrong)}", status_code=303)
+    return None
+
+
+async def attention_submit(v: Visit) -> Response | None:
+    """The answer to the attention check now due (during the game or at the results), kept
+    with the participant; nothing is recorded when no check is due."""
+    m, row = v.m, v.row
+    ended = row["stage"] == "results"
+    check = m.due_attention(row, ended=ended)
+    if check is not None:
+        m.update(v.token, attention=[*(row["attention"] or []), m.attention_record(row, check, v.data.get("answer", ""), ended)])
+    return None
+
+
+async def play_submit(v: Visit) -> Response | None:
+    """The answer to the pending turn (the form's ``seq`` must be that turn's): parsed on the
+    server; a refused form keeps its errors and values for the next page."""
+    m, data = v.m, v.data
+    live = m.live.get(v.token)
+    p = live.pending if live else None
+    try:
+        seq = int(data.get("seq", "-1"))
+    except ValueError:
+        seq = -1
+    if p is None or p.seq != seq:
+        return None
+    action, errors = parse_form(p.request.action_type, data, live.role)
+    if action is None:
+        p.errors = errors  # shown on the next page, kept with the turn
+        p.values = {k: x[:MAX_TEXT] for k, x in data.items() if k in p.request.action_type.model_fields}
+        p.all_errors = (p.all_errors + errors)[:MAX_KEPT_ERRORS]  # a bounded record of nonsense
+        return None
+    m.answer(live, seq, action, p.all_errors)
+    await m.settle(live, p)
+    return None
+
+
+async def results_submit(v: Visit) -> Response | None:
+    """On to the questionnaire."""
+    v.m.update(v.token, stage="questionnaire")
+    return None
+
+
+async def questionnaire_submit(v: Visit) -> Response | None:
+    """All required answers finish the study with its completion code; otherwise the
+    questionnaire comes back saying how many are missing."""
+    answers, missing = questionnaire_answers(v.s.questionnaire, v.data)
+    if missing:
+        return RedirectResponse(f"/p/{v.token}?missing={len(missing)}", status_code=303)
+    code = v.s.completion_code or secrets.token_hex(5).upper()
+    v.m.update(v.token, stage="done", answers=answers, code=code, finished_at=time.time())
+    return None
+
+
+#: The form handler of each stage; a stage not listed has no form (404).
+SUBMISSIONS: dict[str, Submission] = {
+    "consent": consent_submit,
+    "instructions": instructions_submit,
+    "quiz": quiz_submit,
+    "attention": attention_submit,
+    "play": play_submit,
+    "results": results_submit,
+    "questionnaire": questionnaire_submit,
+}
+
+
+def current_form(stage: str, at: str) -> bool:
+    """Whether a form of ``stage`` belongs to a session at stage ``at``: its own stage's, or an
+    attention check's during the game or at the results (anything else is stale or repeated)."""
+    return stage == at or (stage == "attention" and at in ("play", "results"))
 
 
 def add_participant_routes(app: FastAPI, m: Manager) -> None:
+    """The participant routes: entry, resume link, the session's page and its forms, and the
+    state the page polls. Every session route checks the session and its cookie first; a form
+    also its CSRF value and its stage; then the stage's handler (:data:`PAGES`,
+    :data:`SUBMISSIONS`) answers."""
     s = m.settings
 
     starts: dict[str, collections.deque] = {}  # client address -> times of its recent new sessions
@@ -189,6 +398,9 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
 
     @app.get("/p/{token}", response_class=HTMLResponse)
     async def show(request: Request, token: str):
+        """The page of the session's current stage, after the session checks; a declined
+        session shows the decline page, and a game that ended before the person reached it
+        moves the session on to the results."""
         row = load(token)
         if row is None:
             return not_found(request)
@@ -201,45 +413,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if stage == "play" and row["game_status"] is not None:  # the game ended before the person reached it
             m.update(token, stage="results")
             return RedirectResponse(f"/p/{token}", status_code=303)
-        if stage == "consent":
-            return page(request, "consent.html", consent=s.consent, **ctx)
-        live = await m.start(row, play=stage == "play") if stage in ("instructions", "quiz", "play") else None
-        if stage == "instructions":
-            return page(request, "instructions.html", instructions=live.system, time_limit=s.time_limit, **ctx)
-        if stage == "quiz":
-            wrong = [int(x) - 1 for x in (request.query_params.get("wrong") or "").split(".") if x.isdigit()]
-            return page(request, "quiz.html", items=s.quiz, errors=len(wrong), wrong=wrong, instructions=live.system, **ctx)
-        if stage == "play":
-            since = m.waiting_since(token)
-            if since is not None:  # a group game: waiting in the waiting room for the others
-                waited = int(time.time() - since)
-                return page(request, "group_wait.html", waiting=waited, group_wait=int(s.group_wait), version=live.version, poll=True, **ctx)
-            check = m.due_attention(row)
-            if check is not None:
-                return page(request, "attention.html", check=check, **ctx)
-            messages = [dict(x) for x in live.messages]
-            for x, parts in zip(messages, live.parts):
-                x["content"] = for_person(parts, live.formats) if x["role"] == "user" else answer_text(x["content"])
-            history = [x for x in messages if x["role"] != "system"]
-            p = live.pending
-            ctx.update(instructions=live.system, history=history, version=live.version, poll=True)
-            if p is None:
-                return page(request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, **ctx)
-            m.mark_shown(live)
-            remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
-            prompt = history.pop() if history and history[-1]["role"] == "user" else None
-            errors, p.errors = p.errors, []
-            values = p.values if errors else {}  # what the person entered, kept after a refused form
-            return page(request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type, live.role), note=p.request.action_type.form_note(), values=values, seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
-        if stage == "results":
-            check = m.due_attention(row, ended=True)  # a check the game ended before reaching
-            if check is not None:
-                return page(request, "attention.html", check=check, **ctx)
-            lines, bonus_text = m.results(row)
-            return page(request, "results.html", lines=lines, bonus_text=bonus_text, bonus=row["bonus"] or 0.0, **ctx)
-        if stage == "questionnaire":
-            return page(request, "questionnaire.html", items=s.questionnaire, errors=request.query_params.get("missing"), **ctx)
-        return page(request, "done.html", code=row["code"], bonus=row["bonus"] or 0.0, url=s.completion_url.replace("{code}", row["code"] or ""), **ctx)
+        return await PAGES.get(stage, done_page)(Visit(request, m, token, row, ctx=ctx))
 
     @app.get("/p/{token}/state")
     async def state(request: Request, token: str):
@@ -253,6 +427,8 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
 
     @app.post("/p/{token}/{stage}")
     async def submit(request: Request, token: str, stage: str):
+        """A stage's form, after the session checks and the CSRF check; a stale or repeated
+        form goes back to the current page, a stage without a form is not found."""
         row = load(token)
         if row is None:
             return not_found(request)
@@ -262,55 +438,14 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         data = {k: v for k, v in form.items() if isinstance(v, str)}
         if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):
             return page(request, "message.html", title="Expired form", message="This form is not valid any more. Please reload the page.", status=403)
-        back = RedirectResponse(f"/p/{token}", status_code=303)
-        if stage != row["stage"] and not (stage == "attention" and row["stage"] in ("play", "results")):
-            return back  # a stale or repeated submission: show the current page
-        if stage == "consent":
-            if data.get("agree") != "yes":
-                m.update(token, stage="done", game_status="declined", code="")
-                return page(request, "declined.html", title="Thank you", decline_code=s.decline_code, decline_url=s.decline_url)
-            m.update(token, stage="instructions", consented_at=time.time())
-            await m.start(m.get(token), play=False)  # the game starts at the play screen
-        elif stage == "instructions":
-            m.update(token, stage="quiz" if s.quiz else "play")
-        elif stage == "quiz":
-            wrong = [i for i, item in enumerate(s.quiz) if data.get(f"q{i}") != item.answer]
-            m.update(token, quiz_attempts=row["quiz_attempts"] + 1, **({} if wrong else {"stage": "play"}))
-            if wrong:  # the page says which questions to look at again
-                return RedirectResponse(f"/p/{token}?wrong={'.'.join(str(i + 1) for i in wrong)}", status_code=303)
-        elif stage == "attention":
-            ended = row["stage"] == "results"
-            check = m.due_attention(row, ended=ended)
-            if check is not None:
-                m.update(token, attention=[*(row["attention"] or []), m.attention_record(row, check, data.get("answer", ""), ended)])
-        elif stage == "play":
-            live = m.live.get(token)
-            p = live.pending if live else None
-            try:
-                seq = int(data.get("seq", "-1"))
-            except ValueError:
-                seq = -1
-            if p is None or p.seq != seq:
-                return back
-            action, errors = parse_form(p.request.action_type, data, live.role)
-            if action is None:
-                p.errors = errors  # shown on the next page, kept with the turn
-                p.values = {k: v[:MAX_TEXT] for k, v in data.items() if k in p.request.action_type.model_fields}
-                p.all_errors = (p.all_errors + errors)[:MAX_KEPT_ERRORS]  # a bounded record of nonsense
-                return back
-            m.answer(live, seq, action, p.all_errors)
-            await m.settle(live, p)
-        elif stage == "results":
-            m.update(token, stage="questionnaire")
-        elif stage == "questionnaire":
-            answers, missing = questionnaire_answers(s.questionnaire, data)
-            if missing:
-                return RedirectResponse(f"/p/{token}?missing={len(missing)}", status_code=303)
-            code = s.completion_code or secrets.token_hex(5).upper()
-            m.update(token, stage="done", answers=answers, code=code, finished_at=time.time())
-        else:
+        visit = Visit(request, m, token, row, data=data)
+        if not current_form(stage, row["stage"]):
+            return visit.back()  # a stale or repeated submission: show the current page
+        handler = SUBMISSIONS.get(stage)
+        if handler is None:
             return not_found(request)
-        return back
+        response = await handler(visit)
+        return visit.back() if response is None else response
 
 
 def questionnaire_answers(items, data: dict[str, str]) -> tuple[dict[str, Any], list[str]]:

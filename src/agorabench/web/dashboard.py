@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 
 from ..core.study import Study
 from ..store.store import Store
+from .pages import page
 from .participants import participant_key
 
 COOKIE = "agora_dash"
@@ -231,8 +232,6 @@ class Dashboard:
 
     # routes -------------------------------------------------------------------------------
     def _routes(self, app: FastAPI) -> None:
-        from .app import page
-
         def refuse(request: Request) -> Response:
             return page(request, "message.html", title="Dashboard", message="The dashboard needs its token.", status=401)
 
