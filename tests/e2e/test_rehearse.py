@@ -11,6 +11,11 @@ import re
 
 import pytest
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT, agora, one_line_error, run_agora
@@ -23,6 +28,22 @@ def games_line(out: str) -> dict[str, int]:
     m = re.search(r"^games: (\d+) completed, (\d+) abandoned, (\d+) ended in errors, (\d+) still running, (\d+) not started", out, re.M)
     assert m, out
     return dict(zip(("done", "abandoned", "error", "running", "not started"), map(int, m.groups())))
+
+
+def stored_games(db) -> list[dict]:
+    store = Store(str(db))
+    try:
+        return store.games()
+    finally:
+        store.dispose()
+
+
+def human_seats(path) -> int:
+    """The most human seats of one game of a served study (1: one person per game; more: a
+    group game whose members meet in the waiting room)."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    people = {m["name"] for m in data.get("models", []) if m.get("spec") == "human"}
+    return max((sum(1 for v in row.values() if v in people) for row in data.get("seats", [])), default=1) or 1
 
 
 def rows(db) -> list[dict]:
@@ -52,7 +73,14 @@ def test_every_served_study_rehearses(path, tmp_path, capsys):
     games_csv = tmp_path / "rehearsal-export" / "games.csv"
     assert f"export: games: {games_csv}" in out and games_csv.exists()
     with games_csv.open() as f:
-        assert len(list(csv.DictReader(f))) == sum(g[k] for k in ("done", "abandoned"))
+        exported = len(list(csv.DictReader(f)))
+    # the "games:" line counts every stored game once, a group game too; the export holds each once
+    ended = [x for x in stored_games(db) if x["status"] in ("done", "abandoned")]
+    assert exported == len(ended) == sum(g[k] for k in ("done", "abandoned")) >= 1
+    assert g["done"] == sum(x["status"] == "done" for x in ended), out
+    if human_seats(path) > 1:  # group games: fewer games than participants, each with 1..human_seats people
+        assert re.search(r"^  waiting room +\d+ ", out, re.M), out  # the members met in the waiting room
+        assert all(1 <= sum(str(r).startswith("human:") for r in x["seats"].values()) <= human_seats(path) for x in ended), ended
     # four participants in the rehearsal's own database; the live database untouched
     people = rows(db)
     assert len(people) == 4 and all(p["participant"].startswith("REHEARSAL") for p in people)
@@ -132,7 +160,10 @@ def test_group_games_wait_in_the_waiting_room(tmp_path, capsys):
     by_pid = {p["participant"]: p for p in rows(db)}
     assert by_pid["REHEARSAL0002"]["game_status"] == "abandoned"  # left at the first turn
     assert by_pid["REHEARSAL0004"]["stage"] == "done" and by_pid["REHEARSAL0004"]["game_status"] == "done"  # alone, then the fallback
-    assert games_line(out)["done"] == 4
+    # three games, each counted once: two pairs (one abandoned by its leaver) and the lone fifth
+    g = games_line(out)
+    assert (g["done"], g["abandoned"]) == (2, 1), out
+    assert sorted(x["status"] for x in stored_games(db)) == ["abandoned", "done", "done"]
 
 
 def test_a_quiz_that_cannot_be_passed_and_server_errors(tmp_path):

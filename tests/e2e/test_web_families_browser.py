@@ -7,12 +7,17 @@ what happened in words, and the bonus rule is told in words and money, not code 
 The journeys are derived from the study files themselves (their quiz, attention checks and
 questionnaire) and the game a family registers, so a new served study is covered without a line
 here; the commons study also checks that an impossible harvest (99,999) is refused with a message
-and that the next speaker is a choice among the group's names."""
+and that the next speaker is a choice among the group's names. A study whose games seat several
+people (a group game) is played by as many participants at once, each in a browser of their own
+(the first in the module's browser, the others each in a thread with its own Playwright and
+chromium: Playwright's sync API is one instance per thread), so the group forms in the waiting
+room as it does for real people, and every member's journey gets the same checks."""
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +29,10 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 from agorabench import families
+from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT
-from support.web import AppServer, browser  # noqa: F401  (browser: fixture)
+from support.web import CHROMIUM, CHROMIUM_ARGS, AppServer, browser  # noqa: F401  (browser: fixture)
 
 SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
 
@@ -38,6 +44,29 @@ CODE_NAMES = re.compile(r"\b[a-z]+_[a-z_]+\b|\bFalse\b|\bTrue\b")
 
 def _study(path: Path) -> dict[str, Any]:
     return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def _human_seats(data: dict[str, Any]) -> int:
+    """How many people one game of the study seats (the most over its seat rows; 1 for a study
+    without a seat list): more than one makes it a group game."""
+    people = {m["name"] for m in data.get("models", []) if m.get("spec") == "human"}
+    return max((sum(1 for v in row.values() if v in people) for row in data.get("seats", [])), default=1) or 1
+
+
+def _journey_in_own_browser(base: str, pid: str, web: dict[str, Any], out: dict[str, Any]) -> None:
+    """:func:`_journey` in a chromium of this thread's own (run in a thread beside the test's
+    own participant); what was seen, or the exception, goes into ``out``."""
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                out["seen"] = _journey(b.new_page(), base, pid, web)
+            finally:
+                b.close()
+    except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+        out["error"] = exc
 
 
 def test_every_family_with_a_served_game_has_its_games_served():
@@ -154,12 +183,44 @@ def test_served_study_journey_in_words_meant_for_people(path, browser, tmp_path)
     data = _study(path)
     web = data.get("web", {})
     db = tmp_path / "web.db"
+    members = _human_seats(data)  # a group game: every member at once, each in their own browser
+    pids = [f"F{abs(hash(path.stem)) % 10**6}" + (f"M{i}" if members > 1 else "") for i in range(members)]
+    others = [{} for _ in pids[1:]]
     page = browser.new_page()
     try:
         with AppServer(path, db) as server:
-            seen = _journey(page, server.url, f"F{abs(hash(path.stem)) % 10**6}", web)
+            threads = [threading.Thread(target=_journey_in_own_browser, args=(server.url, pid, web, out), daemon=True) for pid, out in zip(pids[1:], others)]
+            for t in threads:
+                t.start()
+            journeys = [_journey(page, server.url, pids[0], web)]
+            for t in threads:
+                t.join(timeout=300)
+                assert not t.is_alive(), f"{path.stem}: a member's journey did not end"
     finally:
         page.close()
+    for out in others:
+        if "error" in out:
+            raise out["error"]
+        journeys.append(out["seen"])
+    for seen in journeys:
+        _check_journey(path, web, seen)
+    store = Store(db)
+    try:
+        (game,) = store.games(data["name"])
+        rows = Participants(store).of_study(data["name"])
+    finally:
+        store.dispose()
+    assert game["status"] == "done"
+    # every member played in the one game, each in a seat of their own, the group complete
+    assert len(rows) == members and {r["game_id"] for r in rows} == {game["id"]}, rows
+    assert sorted(game["seats"][r["role"]] for r in rows) == sorted(f"human:{r['pid_hash']}" for r in rows)
+    assert all(r["stage"] == "done" and r["game_status"] == "done" for r in rows), rows
+    if members > 1:
+        assert all(r["group_info"]["fallback"] == {} and len(r["group_info"]["members"]) == members for r in rows), rows
+
+
+def _check_journey(path: Path, web: dict[str, Any], seen: dict[str, Any]) -> None:
+    """The per-study checks of one participant's journey: pages in words meant for people."""
     assert seen["turns"] >= 1 and seen["instructions"].strip()
     assert seen["code"] == (web.get("completion_code") or seen["code"]) and seen["code"]
     for text in seen["texts"]:  # consent, instructions, quiz, every turn, results, the end
@@ -179,12 +240,6 @@ def test_served_study_journey_in_words_meant_for_people(path, browser, tmp_path)
     for answered, wait in seen["waits"]:
         assert "Waiting for the other player" in wait
         assert answered or "Your answer is in" not in wait, wait
-    store = Store(db)
-    try:
-        (game,) = store.games(data["name"])
-    finally:
-        store.dispose()
-    assert game["status"] == "done"
 
 
 def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(browser, tmp_path):

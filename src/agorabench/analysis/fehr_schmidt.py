@@ -23,7 +23,10 @@ Confidence intervals (95 % by default):
 - ``"profile"``: {θ_j : 2·(ℓ̂ − ℓ_p(θ_j)) ≤ χ²₁(level)}, ℓ_p maximising over the other
   parameters. Assumes independent choices.
 - ``"bootstrap"``: percentile interval over refits on games resampled with replacement
-  (clusters = ``game_id``), which keeps the dependence between a game's turns.
+  (clusters = ``game_id``), which keeps the dependence between a game's turns. The decisions of
+  people (the pooled ``human``, whose rows carry ``participant``) are resampled by participant
+  instead: all of one person's games are drawn together (``ChoiceSet.unit``), so a person who
+  played several games counts as one draw.
 
 An end of an interval that reaches a bound is reported at the bound with a warning. With
 deterministic choices (λ at its cap) every bootstrap resample is alike, so the profile interval
@@ -68,13 +71,16 @@ class Bounds:
 @dataclass
 class ChoiceSet:
     """Decisions as arrays: ``own``/``peer`` (N × K payoffs, NaN where an option is absent),
-    ``chosen`` (N option indices), ``weight`` (N counts) and ``cluster`` (N game codes)."""
+    ``chosen`` (N option indices), ``weight`` (N counts), ``cluster`` (N game codes) and
+    ``unit`` (N codes of what the bootstrap draws: the participant of a person's decisions;
+    None: the game)."""
 
     own: np.ndarray
     peer: np.ndarray
     chosen: np.ndarray
     weight: np.ndarray
     cluster: np.ndarray
+    unit: np.ndarray | None = None
 
     @property
     def behind(self) -> np.ndarray:
@@ -311,9 +317,11 @@ class Estimate:
         return out
 
 
-def choice_set(df: pd.DataFrame, options: Mapping[str, Mapping[str, tuple[float, float]]], key: str = "matrix", choice: str = "choice", cluster: str = "game_id") -> ChoiceSet:
+def choice_set(df: pd.DataFrame, options: Mapping[str, Mapping[str, tuple[float, float]]], key: str = "matrix", choice: str = "choice", cluster: str = "game_id", unit: str = "participant") -> ChoiceSet:
     """Decisions from a dataframe whose ``key`` column names the option set in ``options``
-    (e.g. the payoff matrix) and whose ``choice`` column names the option picked."""
+    (e.g. the payoff matrix) and whose ``choice`` column names the option picked. When the
+    ``unit`` column holds a participant for some rows (a person's decisions), the bootstrap
+    draws those by participant (each other row by its game); otherwise by game."""
     labels = sorted({lab for payoffs in options.values() for lab in payoffs})
     pos = {lab: i for i, lab in enumerate(labels)}
     names = list(options)
@@ -331,8 +339,13 @@ def choice_set(df: pd.DataFrame, options: Mapping[str, Mapping[str, tuple[float,
     n = len(df)
     own, peer = table_own[which], table_peer[which]
     chosen = np.asarray(picked, dtype=int)
-    codes = pd.factorize(df[cluster])[0] if cluster in df else np.arange(n)
-    return ChoiceSet(own, peer, chosen, np.ones(n), np.asarray(codes))
+    games = df[cluster] if cluster in df else pd.Series(np.arange(n), index=df.index)
+    codes = pd.factorize(games)[0] if cluster in df else np.arange(n)
+    units = None
+    if unit in df and df[unit].notna().any():
+        person = df[unit].astype(object)
+        units = np.asarray(pd.factorize(person.where(person.notna(), "game:" + games.astype(str)).map(str))[0])
+    return ChoiceSet(own, peer, chosen, np.ones(n), np.asarray(codes), units)
 
 
 def _box(data: ChoiceSet, bounds: Bounds) -> list[tuple[float, float]]:
@@ -442,9 +455,10 @@ def _profile_interval(data: ChoiceSet, box, free: list[int], theta: np.ndarray, 
 
 
 def _bootstrap_intervals(data: ChoiceSet, box, free: list[int], theta: np.ndarray, level: float, n_boot: int, seed: int, targets: Sequence[str]) -> dict[str, tuple[float, float]]:
-    """Percentile intervals over refits on games resampled with replacement."""
+    """Percentile intervals over refits on games (a person's decisions: participants, see
+    ``ChoiceSet.unit``) resampled with replacement."""
     rng = np.random.default_rng(seed)
-    clusters, of_row = np.unique(data.cluster, return_inverse=True)
+    clusters, of_row = np.unique(data.cluster if data.unit is None else data.unit, return_inverse=True)
     of_row = of_row.reshape(-1)
     rows = data.unique_rows()  # the distinct decisions, found once for all resamples
     draws = []
@@ -465,7 +479,8 @@ def fit_groups(
     by: Sequence[str] = ("model",),
     **kwargs: Any,
 ) -> pd.DataFrame:
-    """One fit per group of ``choices`` (columns ``matrix``, ``choice``, ``game_id``), e.g.
+    """One fit per group of ``choices`` (columns ``matrix``, ``choice``, ``game_id``, and
+    ``participant`` for a person's rows: the bootstrap's unit, see :func:`choice_set`), e.g.
     ``by=("model",)``, ``("model", "peer")`` or ``("model", "turn")``; one row per group with
     the estimates, their intervals, fit and warnings (:meth:`Estimate.row`)."""
     rows = []

@@ -8,7 +8,8 @@ models each side can choose, this module finds
   which every model in each support earns the same expected payoff, no model outside earns
   more;
 - how stable each equilibrium is: :func:`bootstrap_equilibria` recomputes the equilibria on
-  payoff matrices from resampled games and counts how often each one appears;
+  payoff matrices from resampled games (a person's games: resampled by participant) and counts
+  how often each one appears;
 - α-Rank (Omidshafiei et al., 2019), a ranking from the stationary distribution of an
   evolutionary process in which one side at a time may switch model, switches being adopted
   with the Fermi fixation probability of a population of size m at selection intensity α.
@@ -118,18 +119,40 @@ def bootstrap_equilibria(
     reps: int = 200,
     seed: int = 0,
     strata: Iterable | None = None,
+    clusters: Iterable | None = None,
 ) -> pd.DataFrame:
     """Share of resamples in which each equilibrium appears. ``payoffs(index)`` builds (A, B)
     from the games at positions ``index`` (drawn with replacement, within each stratum when
     ``strata`` — e.g. the model pair of each game — is given, so every cell keeps its games).
+    ``clusters`` (one label per game, e.g. the participant who played it): within a stratum
+    where some label repeats, whole clusters are drawn with replacement (as many as the stratum
+    has), all of a participant's games together; a stratum whose games are each their own
+    cluster is drawn game by game exactly as without ``clusters``.
     Mixed equilibria are counted by their mixtures rounded to 0.1; with more than 7 models per
     side only pure equilibria are counted (the full search is too slow to repeat)."""
     rng = np.random.default_rng(seed)
     groups = [np.arange(n)] if strata is None else [np.flatnonzero(pd.factorize(pd.Series(list(strata)))[0] == g) for g in range(len(set(strata)))]
+    labels = None
+    if clusters is not None:
+        given = pd.Series(list(clusters), dtype=object)
+        labels = given.where(given.notna(), pd.Series([f"game:{i}" for i in range(len(given))], dtype=object)).to_numpy()  # no label: its own
+    if labels is not None and len(labels) != n:
+        raise ValueError(f"bootstrap_equilibria: {len(labels)} cluster labels for {n} games")
+    # per stratum: None (draw games) or its games split by cluster (draw clusters)
+    parts: list[list[np.ndarray] | None] = []
+    for g in groups:
+        codes, uniq = pd.factorize(labels[g]) if labels is not None and len(g) else (None, ())
+        parts.append(None if codes is None or len(uniq) == len(g) else [g[codes == c] for c in range(len(uniq))])
+
+    def draw(g: np.ndarray, split: list[np.ndarray] | None) -> np.ndarray:
+        if split is None:
+            return rng.choice(g, size=len(g), replace=True)
+        return np.concatenate([split[c] for c in rng.integers(0, len(split), size=len(split))])
+
     counts: dict[str, int] = {}
     kinds: dict[str, str] = {}
     for _ in range(reps):
-        index = np.concatenate([rng.choice(g, size=len(g), replace=True) for g in groups if len(g)])
+        index = np.concatenate([draw(g, split) for g, split in zip(groups, parts) if len(g)])
         A, B = payoffs(index)
         found = equilibria(A, B) if max(A.shape) <= 7 else [(np.eye(A.shape[0])[i], np.eye(A.shape[1])[j]) for i, j in pure_equilibria(A, B)]
         for x, y in found:

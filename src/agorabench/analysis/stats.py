@@ -14,8 +14,9 @@ carry a cluster (``clusters=``; the reports' ``human`` rows pool many people, ea
 participant from ``participant_<role>`` / ``participant``, see :func:`row_clusters`), a bounded
 metric gets the percentile bootstrap over clusters (whole participants drawn with replacement)
 and an unbounded one the cluster-robust (CR1) standard error of the mean with a t quantile on
-G − 1 degrees of freedom (G clusters). Rows that are each their own cluster give exactly the
-unclustered intervals."""
+G − 1 degrees of freedom (G clusters); a share (:func:`share_ci`) a cluster-robust Wilson
+interval (Wilson's on the effective sample size n / deff). Rows that are each their own cluster
+give exactly the unclustered intervals."""
 
 from __future__ import annotations
 
@@ -186,8 +187,51 @@ def proportion_ci(successes: int, n: int, level: float = 0.95) -> tuple[float, f
     (p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n). NaN for n = 0."""
     if n == 0:
         return (math.nan, math.nan, math.nan)
+    return _wilson(successes / n, n, level)
+
+
+def _wilson(p: float, n: float, level: float) -> tuple[float, float, float]:
+    """Wilson's score interval of a share ``p`` seen on ``n`` (> 0) independent draws; ``n`` may
+    be an effective sample size (not a whole number)."""
     z = float(special.ndtri((1 + level) / 2))  # the standard normal quantile
-    p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return (p, min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
+
+
+def share_ci(outcomes, level: float = 0.95, clusters=None) -> tuple[float, float, float, int]:
+    """Share of true ``outcomes`` (NaN left out) with an interval; returns (share, low, high, n).
+
+    Without ``clusters``, or when every row is its own cluster: exactly :func:`proportion_ci`
+    (Wilson). When some cluster label repeats (one participant's several games), a
+    cluster-robust Wilson interval: Wilson's interval on the effective sample size
+    n_eff = n / deff, deff = V_CR1 / (p̂(1−p̂)/n) the design effect, V_CR1 = G/(G−1)·Σ_g (k_g −
+    n_g·p̂)² / n² the cluster-robust variance of p̂ (G clusters, k_g successes of n_g rows);
+    n_eff is at most n (clustering never narrows the interval; clusters that all have the share
+    p̂ give n). A share of 0 or 1 has no variance to compare: n_eff = G (each participant one
+    draw). NaN interval for fewer than two clusters."""
+    x = pd.Series(outcomes, dtype=float)
+    ok = x.notna()
+    values = x[ok].to_numpy()
+    n = len(values)
+    if n == 0:
+        return (math.nan, math.nan, math.nan, 0)
+    if clusters is not None:
+        labels = pd.Series(list(clusters), index=x.index, dtype=object)[ok].to_numpy()
+        codes, uniq = pd.factorize(labels)
+        g = len(uniq)
+        if g < n:
+            p = float(values.mean())
+            if g < 2:
+                return (p, math.nan, math.nan, n)
+            k = np.bincount(codes, weights=values, minlength=g)
+            m = np.bincount(codes, minlength=g).astype(float)
+            resid = k - m * p
+            v_cr = g / (g - 1) * float(resid @ resid) / (n * n)
+            if p in (0.0, 1.0):
+                n_eff = float(g)
+            else:
+                n_eff = float(n) if v_cr <= 0 else min(float(n), p * (1 - p) / v_cr)
+            return (*_wilson(p, n_eff, level), n)
+    share, low, high = proportion_ci(int(values.sum()), n, level)
+    return (share, low, high, n)

@@ -811,6 +811,7 @@ def rehearse(
         store: Store = app.state.store
         rows = _wait_for_games(store, study.name, time.monotonic() + 3 * idle + 30)
         left = {f"REHEARSAL{i:04d}" for i in range(n) if CYCLE[i % len(CYCLE)] == "leave"}
+        counted: set[str] = set()  # a group game counts once, by its stored status
         for r in rows:
             status = r["game_status"]
             if status == "declined":
@@ -820,7 +821,10 @@ def rehearse(
                 if r["stage"] == "play":
                     result.error(f"participant {r['participant']}: the game never ended (a participant who stops answering must be let go by the idle timeout of {idle:g} s)")
                 continue
-            result.games[status] += 1
+            if r["game_id"] not in counted:
+                counted.add(r["game_id"])
+                stored = store.game(r["game_id"])
+                result.games[(stored or {}).get("status") or status] += 1
             if status == "error":
                 result.error(f"participant {r['participant']}: the game ended in an error")
             if status == "abandoned" and r["participant"] not in left:

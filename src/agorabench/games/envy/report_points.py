@@ -126,8 +126,11 @@ TURN_OF_PHASE = {"choose": 1, "status": 2, "peer_move": 3}
 def point_choices(turns: pd.DataFrame) -> pd.DataFrame:
     """The focal model's valid choices of the point-allocation game, one row per turn:
     game_id, model, peer, matrix, turn (1–3), phase, choice and the game's status cue and
-    peer move, and the model's reasoning."""
+    peer move, and the model's reasoning; for a person's turns (the pooled ``human``) also
+    ``participant``, which the Fehr–Schmidt bootstrap draws by."""
     cols = ["game_id", "model", "peer", "matrix", "turn", "phase", "choice", "peer_status", "margin", "peer_move", "reasoning"]
+    if turns is not None and "participant" in turns:
+        cols.append("participant")
     if turns is None or turns.empty or "action_choice" not in turns:
         return pd.DataFrame(columns=cols)
     t = turns[(turns["role"] == "focal") & turns["valid"].astype(bool) & turns["action_choice"].notna()].copy()
@@ -203,7 +206,7 @@ def fehr_schmidt_sections(turns: pd.DataFrame) -> list[Section]:
     body = (
         "<p>Choice rule P(option) ∝ exp(λ·U), U = own − α·max(peer − own, 0) − β·max(own − peer, 0): α envy (being behind), "
         "β guilt (being ahead), λ precision. Maximum likelihood; per model 95% intervals from a bootstrap over games "
-        "(200 resamples, the turns of a game kept together), the finer tables from the profile likelihood (α and β). "
+        "(200 resamples, the turns of a game kept together; for the pooled human over participants, all of a person's games together), the finer tables from the profile likelihood (α and β). "
         "The status cue and the peer's move do not enter U: per-turn fits show whether they shift the estimates. "
         "Reference: a self-maximiser has α = β = 0.</p>"
     )

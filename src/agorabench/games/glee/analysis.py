@@ -23,7 +23,7 @@ import pandas as pd
 
 from ...analysis import metagame as mg
 from ...analysis.anchoring import anchoring
-from ...analysis.stats import Bounds
+from ...analysis.stats import Bounds, row_clusters
 from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, fit_ols, level, pair_labels
 
 OUTCOMES = ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")
@@ -398,7 +398,8 @@ def _payoff_builder(games: pd.DataFrame, family: str, reference: str | None, spe
 def metagame(games: pd.DataFrame, family: str, reference: str | None = None, reps: int = 200, seed: int = 0, spec: dict[str, Any] | str | Path | None = None) -> dict[str, Any]:
     """The meta-game of §4 Q2: Alice and Bob each pick a model; payoffs are design-adjusted
     expected self-gains (percentage points of the amount at stake). Returns the models, payoff
-    matrices, every pure and mixed equilibrium, their bootstrap frequencies and α-Rank. Needs
+    matrices, every pure and mixed equilibrium, their bootstrap frequencies (games redrawn within
+    each model pair; a person's games by participant, all of one person's together) and α-Rank. Needs
     every ordered pair of the models to have played."""
     models, data, payoffs = _payoff_builder(games, family, reference, spec)
     A, B = payoffs(np.arange(len(data)))
@@ -407,7 +408,8 @@ def metagame(games: pd.DataFrame, family: str, reference: str | None = None, rep
         raise ValueError(f"{family}: the meta-game needs every ordered pair of at least two models ({missing} of {len(models) ** 2} pairs never played)")
     A, B = 100 * A, 100 * B
     eq = mg.equilibria_table(A, B, models, models)
-    boot = mg.bootstrap_equilibria(lambda i: tuple(100 * m for m in payoffs(i)), len(data), models, models, reps=reps, seed=seed, strata=pair_labels(data))
+    people = row_clusters(data, ["model_alice", "model_bob"])  # a person's games are drawn by participant
+    boot = mg.bootstrap_equilibria(lambda i: tuple(100 * m for m in payoffs(i)), len(data), models, models, reps=reps, seed=seed, strata=pair_labels(data), clusters=people)
     grid, marg = mg.alpha_rank(A, B)
     k = len(models)
     rank = pd.DataFrame({"model": models, "mass_as_alice": marg[:k], "mass_as_bob": marg[k:]})

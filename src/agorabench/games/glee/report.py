@@ -401,11 +401,12 @@ def responder_decisions(family: str, turns: pd.DataFrame) -> pd.DataFrame:
 def persuasion_rounds(turns: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
     """One row per persuasion round of the games with binary messages (a yes/no recommendation;
     free text would need a classifier of what it recommends): game_id, round, high (quality),
-    recommended (what the buyer was told), seller_valid, bought, buyer_valid, p, v and the two
-    seats."""
+    recommended (what the buyer was told), seller_valid, bought, buyer_valid, p, v, the two
+    seats and, when a person played, ``participant_alice`` / ``participant_bob``."""
     cols = ["game_id", "round", "high", "recommended", "seller_valid", "bought", "buyer_valid", "p", "v", "model_alice", "model_bob"]
     if turns is None or turns.empty or "high_quality" not in turns:
         return pd.DataFrame(columns=cols)
+    people = [c for c in ("participant_alice", "participant_bob") if c in turns]  # who a pooled human was: the rates' clusters
     rows = []
     binary_games = games.loc[~games["messages"].fillna(False).astype(bool), "game_id"] if "messages" in games else games["game_id"]
     binary = turns[turns["game_id"].isin(binary_games)]
@@ -418,8 +419,9 @@ def persuasion_rounds(turns: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
                 "game_id": game_id, "round": k, "high": bool(sig["high_quality"] == 1), "recommended": bool(sig["valid"]) and said == "yes",
                 "seller_valid": bool(sig["valid"]), "bought": buy.get("action_decision") == "yes", "buyer_valid": bool(buy["valid"]),
                 "p": float(sig["p"]), "v": float(sig["v"]), "model_alice": sig["model_alice"], "model_bob": sig["model_bob"],
+                **{c: sig.get(c) for c in people},
             })
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=cols + people)
 
 
 def acceptance_section(family: str, label: str, turns: pd.DataFrame) -> list[Section]:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ...analysis.plots import grid_table, table_html
 from ...analysis.report import guarded, Section
-from ...analysis.stats import proportion_ci, summarise
+from ...analysis.stats import row_clusters, share_ci, summarise
 
 #: Metrics of each seat, as (seat, metrics shown for the model in that seat).
 SEATS = (("proposer", ["offer_share", "proposer_payoff"]), ("responder", ["accepted", "responder_payoff"]))
@@ -29,7 +29,8 @@ pie // 2 that replaces an invalid one is left out).</li>
 <li><b>efficiency</b> = (proposer's + responder's points) / (pie·R), the share of the pie realised
 (here equal to accepted).</li>
 <li><b>acceptance rate</b> by offered share = valid responder decisions that accept / valid responder
-decisions, with offers grouped by offer / pie; Wilson 95% interval (<b>low</b>, <b>high</b>).</li>
+decisions, with offers grouped by offer / pie; Wilson 95% interval (<b>low</b>, <b>high</b>; for the
+pooled <code>human</code>, cluster-robust by participant: Wilson's on the effective sample size).</li>
 </ul>
 <p>Reference: subgame-perfect play offers 1 point (offer_share = 1/pie) and accepts it.</p>
 """
@@ -55,9 +56,9 @@ def acceptance_by_offer(turns: pd.DataFrame) -> pd.DataFrame:
     tenth = (t["offered_share"] * 10 + 1e-9).astype(int).clip(0, 9)  # [0, 0.1), …, [0.9, 1.0]
     bands = tenth.map(lambda b: f"{b / 10:.1f}–{(b + 1) / 10:.1f}")
     rows = []
+    clusters = row_clusters(t, "model")  # the pooled human: clustered by participant
     for (model, band), sub in t.groupby([t["model"], bands]):
-        n, k = len(sub), int((sub["accepted"] == 1).sum())
-        rate, low, high = proportion_ci(k, n)
+        rate, low, high, n = share_ci(sub["accepted"] == 1, clusters=clusters.loc[sub.index] if clusters is not None else None)
         rows.append({"model": model, "offered share": band, "acceptance rate": rate, "low": low, "high": high, "n": n})
     return pd.DataFrame(rows)
 
