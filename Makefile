@@ -8,9 +8,11 @@ demo: setup
 	.venv/bin/agora run studies/demo.toml --db runs/demo.db
 	.venv/bin/agora report studies/demo.toml --db runs/demo.db --out reports/demo
 
-# Install and run the tests.
+# Install and run the tests: two worker processes (pytest-xdist), each test file whole on one
+# worker (its module-scoped fixtures built once), the slowest files first (tests/conftest.py,
+# HEAVY_FIRST); the 15 slowest tests listed at the end.
 test: setup
-	.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15
+	.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 bench: setup
 	.venv/bin/python benchmarks/run_all.py

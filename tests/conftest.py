@@ -15,8 +15,52 @@ import pytest
 from support.helpers import FAKE_OPENAI, ROOT, free_port, run_agora, wait_http  # noqa: F401
 
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
-THREADS = int(os.environ.get("AGORA_THREADS", "2"))
+#: pytest-xdist's worker count in a worker process (``make test`` runs ``-n 2``); 0 without xdist.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+#: The embedded model's threads unless AGORA_THREADS is set: 2 in one test process, 1 in each of
+#: several workers (llama.cpp's threads wait for each other, so two 2-thread models on 2 cores
+#: stall each other).
+THREADS = int(os.environ.get("AGORA_THREADS", "1" if WORKERS > 1 else "2"))
 os.environ.setdefault("AGORA_THREADS", str(THREADS))
+
+#: The test files that take longest, slowest first: each 35 s or more in a ``make test`` run on
+#: 2 cores under other load (``--junitxml``'s times summed per file, 2026-11-26; 1396 tests,
+#: 2273 s in all). Under xdist they are handed out before the others (``make test`` keeps this
+#: order: ``--no-loadscope-reorder``), so that no worker is left alone with one of them at the
+#: end. A file missing here only runs later; the order changes nothing else.
+HEAVY_FIRST = (
+    "tests/models/test_transports.py",
+    "tests/house/test_conformance.py",
+    "tests/e2e/test_ray_executor.py",
+    "tests/games/subskills/test_study_and_profile.py",
+    "tests/games/subskills/test_subskills.py",
+    "tests/e2e/test_web_browser.py",
+    "tests/e2e/test_rehearse.py",
+    "tests/games/glee/test_glee_import.py",
+    "tests/e2e/test_hosted_backends.py",
+    "tests/e2e/test_llm_glee.py",
+    "tests/web/test_web_app.py",
+    "tests/e2e/test_llm_envy_points.py",
+    "tests/e2e/test_robustness.py",
+    "tests/games/glee/test_glee_theory.py",
+    "tests/e2e/test_llm_envy_workplace.py",
+    "tests/games/glee/test_glee_studies.py",
+    "tests/e2e/test_store_engines.py",
+    "tests/web/test_groups.py",
+    "tests/games/envy/test_envy_workplace.py",
+    "tests/e2e/test_study_integrity.py",
+    "tests/e2e/test_web_families_browser.py",
+    "tests/e2e/test_llm_commons.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In an xdist worker, the files of :data:`HEAVY_FIRST` come first, in its order; the rest
+    keep their order (a stable sort). A run without xdist keeps the collection order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {path: i for i, path in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ Each check plays the game's quick configuration (its manifest's ``examples`` ent
   would) never crash the game: it ends with an outcome, and every rejected answer is a recorded
   invalid turn with the game's fallback;
 - ``deterministic``: one seating and seed played twice gives identical prompts, replies, actions,
-  outcome and metrics;
+  outcome and metrics (the scripted seating and one with a random player);
 - ``outcome``: the outcome is JSON data, ``metrics(outcome)`` maps names to numbers, and
   ``describe(outcome, role)`` gives each role's results page sentences;
 - ``actions``: every action the strategies took, written in its own answer format, parses back
@@ -28,6 +28,11 @@ Each check plays the game's quick configuration (its manifest's ``examples`` ent
 - ``report``: a small scripted study of the game runs into a fresh SQLite store, and its report
   and export are written with the family's sections (a section may say it could not be
   computed on so few games, never fail).
+
+Within one :func:`run` each seating is played once (seed 1) and that game is shared by the
+checks that read it (``strategies``, ``instructions``, ``prompts``, ``outcome``, ``actions``,
+and ``deterministic`` as its first play), since they read it and never change it; a check
+called on its own plays its own games.
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ import json
 import random
 import re
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from . import families
 from .core.actions import Action
@@ -152,6 +158,40 @@ def _seat(factories: dict[str, Callable[[], Player]]) -> dict[str, Player]:
     return {role: make() for role, make in factories.items()}
 
 
+#: The games of the :func:`run` in progress, by (game, seating index): each seating played once
+#: at seed 1 and read by every check of that run. None outside a run (each check plays its own).
+_SHARED: dict[tuple[str, int], Played] | None = None
+
+
+@contextmanager
+def _sharing() -> Iterator[None]:
+    """Share the seatings' games between the checks run inside (see :func:`seating_plays`)."""
+    global _SHARED
+    outer, _SHARED = _SHARED, ({} if _SHARED is None else _SHARED)
+    try:
+        yield
+    finally:
+        _SHARED = outer
+
+
+def _seating_play(game: str, index: int, factories: dict[str, Callable[[], Player]]) -> Played:
+    """Seating ``index`` of ``game`` played at seed 1 with fresh players: inside a run, once for
+    all its checks (a play that raises is not kept, so each check that needs it fails)."""
+    if _SHARED is None:
+        return play(game, _seat(factories), seed=1)
+    key = (game, index)
+    if key not in _SHARED:
+        _SHARED[key] = play(game, _seat(factories), seed=1)
+    return _SHARED[key]
+
+
+def seating_plays(game: str) -> Iterator[tuple[str, str, Played]]:
+    """(strategy, role, its game at seed 1) for every seating of :func:`seatings`, played one
+    after the other (inside a :func:`run`, each at most once for all its checks)."""
+    for index, (name, role, factories) in enumerate(seatings(game)):
+        yield name, role, _seating_play(game, index, factories)
+
+
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise AssertionError(message)
@@ -170,8 +210,7 @@ def check_roles(game: str) -> None:
 def check_strategies(game: str) -> None:
     plays = seatings(game)
     _check(bool(plays), "the game registers no scripted strategy (the conformance, report and theory checks need at least one)")
-    for name, role, factories in plays:
-        played = play(game, _seat(factories))
+    for name, role, played in seating_plays(game):
         bad = [t for t in played.turns if t.role == role and not t.valid]
         _check(not bad, f"strategy/{name} as {role} gave an answer the rules reject: {bad[0].error if bad else ''}")
 
@@ -181,8 +220,7 @@ def check_instructions(game: str) -> None:
     config = config_of(game)
     told = asyncio.run(cls(config, Prompts(cls.prompt_dir), names={}).instructions(seed=1))
     _check(bool(told.formats), "instructions(): no question was asked")
-    _name, _role, factories = seatings(game)[0]
-    played = play(game, _seat(factories), seed=1)
+    played = _seating_play(game, 0, seatings(game)[0][2])
     for role in cls.active_roles(config):
         first = next((t.messages for t in played.turns if t.role == role), None)
         if first and first[0]["role"] == "system":
@@ -195,8 +233,7 @@ RUN_TOGETHER = re.compile(r"[a-z0-9)\]][.!?][A-Z]")
 
 
 def check_prompts(game: str) -> None:
-    for name, role, factories in seatings(game):
-        played = play(game, _seat(factories))
+    for _name, _role, played in seating_plays(game):
         _check(not played.problems, played.problems[0] if played.problems else "")
         stored = json.dumps([[vars(t) for t in played.turns], played.outcome], ensure_ascii=False, default=repr)
         _check(not _MARKED.search(stored), "a mark reached a stored turn or the outcome")
@@ -216,10 +253,14 @@ def check_random(game: str) -> None:
 
 
 def check_deterministic(game: str) -> None:
+    """The first seating at seed 1 (inside a run, its game the other checks read, played earlier
+    in the process) against a second play of it; then that seating with random players in the
+    other roles, played twice at seed 7."""
     _name, role, factories = seatings(game)[0]
     with_random = {r: (make if r == role else RandomPlayer) for r, make in factories.items()}
-    for seated in (factories, with_random):
-        first, second = play(game, _seat(seated), seed=7), play(game, _seat(seated), seed=7)
+    for seated, seed in ((factories, 1), (with_random, 7)):
+        first = _seating_play(game, 0, factories) if seated is factories else play(game, _seat(seated), seed=seed)
+        second = play(game, _seat(seated), seed=seed)
         _check(_dump(first.turns) == _dump(second.turns), "two plays of one seating and seed differ in their turns")
         _check(_json(first.outcome) == _json(second.outcome), "two plays of one seating and seed differ in their outcome")
         _check(_json(first.metrics) == _json(second.metrics), "two plays of one seating and seed differ in their metrics")
@@ -234,8 +275,7 @@ def _json(value: Any) -> str:
 
 
 def check_outcome(game: str) -> None:
-    for name, role, factories in seatings(game):
-        played = play(game, _seat(factories))
+    for name, role, played in seating_plays(game):
         try:
             json.dumps(played.outcome)
         except (TypeError, ValueError) as exc:
@@ -252,8 +292,7 @@ def check_outcome(game: str) -> None:
 
 def check_actions(game: str) -> None:
     asked: set[type[Action]] = set()
-    for _name, _role, factories in seatings(game):
-        played = play(game, _seat(factories))
+    for _name, _role, played in seating_plays(game):
         asked |= played.asked
         for t in played.turns:
             if t.action is None:
@@ -329,9 +368,10 @@ def run(games: list[str] | None = None, checks: list[str] | None = None) -> list
     failed = []
     for game in games or families.game_names():
         families.family_of(game)  # an unknown game is an error, not a pass
-        for name in checks or list(CHECKS):
-            try:
-                CHECKS[name](game)
-            except Exception as exc:  # noqa: BLE001 - a crash is a failed check, reported with its game
-                failed.append((game, name, f"{type(exc).__name__}: {exc}".splitlines()[0][:400]))
+        with _sharing():
+            for name in checks or list(CHECKS):
+                try:
+                    CHECKS[name](game)
+                except Exception as exc:  # noqa: BLE001 - a crash is a failed check, reported with its game
+                    failed.append((game, name, f"{type(exc).__name__}: {exc}".splitlines()[0][:400]))
     return failed

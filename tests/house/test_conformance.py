@@ -23,9 +23,24 @@ from agorabench.core.table import Prompt, Table, TurnRequest
 CASES = [(game, check) for game in families.game_names() for check in CHECKS]
 
 
+@pytest.fixture(scope="module")
+def suite_of():
+    """``suite_of(game)``: the whole suite's failures for ``game`` from one :func:`run` (whose
+    checks share the seatings' games), run on first use and kept for that game's other checks
+    (``make test`` hands a whole file to one xdist worker: ``--dist loadfile``)."""
+    done: dict[str, list[tuple[str, str, str]]] = {}
+
+    def _of(game: str) -> list[tuple[str, str, str]]:
+        if game not in done:
+            done[game] = run([game])
+        return done[game]
+
+    return _of
+
+
 @pytest.mark.parametrize("game,check", CASES, ids=[f"{g}-{c}" for g, c in CASES])
-def test_conformance_of_every_registered_game(game, check):
-    assert run([game], [check]) == []
+def test_conformance_of_every_registered_game(game, check, suite_of):
+    assert [f for f in suite_of(game) if f[1] == check] == []
 
 
 # --- a planted coin game, good and broken -------------------------------------------------------
@@ -257,3 +272,26 @@ def test_conformance_prompts_of_every_ready_study_run_no_sentences_together():
                         assert found is None, (path.name, part.game, message["content"][max(0, found.start() - 40) : found.end() + 20])
                 checked += 1
     assert checked > 100
+
+
+def test_conformance_run_plays_each_seating_once_for_all_its_checks(planted, monkeypatch):
+    """Inside one run the checks read one game per seating at seed 1: the planted coin game has
+    one seating, played once for strategies, instructions, outcome, actions and as the first of
+    the deterministic pair; the deterministic check plays it once more, and its seating with
+    random partners twice at seed 7; the random check plays seeds 1, 2 and 3. A check run alone
+    plays its own games."""
+    from agorabench import conformance
+
+    seeds: list[int] = []
+    real = conformance.play
+
+    def counted(game, players, seed=1, config=None):
+        seeds.append(seed)
+        return real(game, players, seed=seed, config=config)
+
+    monkeypatch.setattr(conformance, "play", counted)
+    assert run(["coin.fair"], RULES) == []
+    assert sorted(seeds) == [1, 1, 1, 2, 3, 7, 7], seeds
+    seeds.clear()
+    assert run(["coin.fair"], ["outcome"]) == [] and run(["coin.fair"], ["actions"]) == []
+    assert seeds == [1, 1]  # one run's games are not kept for the next
