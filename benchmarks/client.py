@@ -23,6 +23,13 @@ uvloop, as ``agora run`` uses where installed, or asyncio's own). The server run
 its number of games is a multiple of C and of the 48 configurations, about rounds x C / 3.
 ``--profile`` runs the study at the first C under cProfile and prints where the client's CPU
 time goes.
+
+``--ab OLD_SRC [--ab-runs N]``: only the whole study (lean transport), played by the source tree
+``OLD_SRC`` (a copy of ``src/`` from before a change) and by this checkout's ``src/``, one after
+the other N times at each C (each play in a fresh process, against the same server), then the
+median of each: calls/s, client CPU per call (the process) and the event loop thread's own CPU per
+call (``time.thread_time``: what every response waits behind; the group commit's worker thread is
+the difference). On a machine others share, this compares two versions under the same load.
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+#: The source tree measured (``--ab`` plays another one in a child process through this variable).
+SRC = os.environ.get("AGORABENCH_BENCH_SRC") or str(ROOT / "src")
+sys.path.insert(0, SRC)
 
 from agorabench.core.runner import Runner  # noqa: E402
 from agorabench.core.study import load_study  # noqa: E402
@@ -173,7 +182,8 @@ def study_games(c: int, rounds: int) -> int:
     return max(1, round(rounds * c / 3 / unit)) * unit
 
 
-def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean", profile: Path | None = None, run=asyncio.run) -> None:
+def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean", profile: Path | None = None, run=asyncio.run) -> float:
+    """Play the study; returns the CPU seconds of the thread that ran the event loop."""
     path = tmp / f"client_{c}_{transport}.toml"
     path.write_text(STUDY.format(url=url, c=c, repeats=max(1, games // 48), transport=transport))
     study = load_study(path)
@@ -182,11 +192,61 @@ def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean"
     if profile is not None:
         prof = cProfile.Profile(time.process_time)  # CPU time: the idle wait in the loop is not counted
         prof.enable()
+    loop_cpu = time.thread_time()
     run(runner.run())
+    loop_cpu = time.thread_time() - loop_cpu
     if profile is not None:
         prof.disable()
         prof.dump_stats(profile)
     store.dispose()
+    return loop_cpu
+
+
+def study_only(port: int, c: int, games: int) -> None:
+    """One whole study (lean transport) in this process, as ``--ab``'s child: prints one JSON line
+    (calls counted by the server, wall seconds, process and loop-thread CPU seconds)."""
+    import aiohttp  # noqa: F401  (imported by the columns before the study in a full run)
+
+    url = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryDirectory() as d:
+        before, started, cpu = server_count(port), time.perf_counter(), time.process_time()
+        loop_cpu = whole_study(url, c, games, Path(d), run=event_loop.run)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(json.dumps({"calls": server_count(port) - before, "wall": wall, "cpu": cpu, "loop_cpu": loop_cpu}))
+
+
+def ab(old_src: str, port: int, cs: list[int], rounds: int, runs: int, loop_name: str = "uvloop") -> None:
+    """The whole study by ``old_src`` and by this checkout's ``src``, alternately, ``runs`` times
+    at each C; prints a table of medians."""
+    import statistics
+
+    if not (Path(old_src) / "agorabench" / "__init__.py").is_file():
+        sys.exit(f"--ab: {old_src} is not a source tree (a copy of src/, with agorabench/ in it)")
+    trees = {"before": str(Path(old_src).resolve()), "after": str(ROOT / "src")}
+    print(f"before: {load_line()}", file=sys.stderr)
+    lines = []
+    for c in cs:
+        games = study_games(c, rounds)
+        got: dict[str, list[dict]] = {name: [] for name in trees}
+        for _ in range(runs):
+            for name, tree in trees.items():
+                env = {**os.environ, "AGORABENCH_BENCH_SRC": tree, event_loop.ENV: loop_name}
+                out = subprocess.run([sys.executable, __file__, "--study-only", str(port), "--c", str(c), "--rounds", str(rounds)], env=env, capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"the study with {tree} failed:\n{out.stderr.strip()[-2000:]}")
+                got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                r = got[name][-1]
+                print(f"C={c} {name}: {r['calls'] / r['wall']:.0f}/s, {1000 * r['cpu'] / r['calls']:.3f} ms, loop {1000 * r['loop_cpu'] / r['calls']:.3f} ms", file=sys.stderr)
+        for name in trees:
+            rs = got[name]
+            rate = statistics.median(r["calls"] / r["wall"] for r in rs)
+            cpu = statistics.median(1000 * r["cpu"] / r["calls"] for r in rs)
+            loop_cpu = statistics.median(1000 * r["loop_cpu"] / r["calls"] for r in rs)
+            lines.append(f"| {c} | {name} | {games} games, {3 * games} calls | {rate:.0f}/s ({rate / (c / LATENCY):.0%}) | {cpu:.3f} ms | {loop_cpu:.3f} ms |")
+    print(f"\n{load_line()}; medians of {runs} runs each, alternating; {loop_name}; fast server\n")
+    print("| in flight | code | study | calls/s (share of C/L) | client CPU per call | event loop thread CPU per call |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(lines))
 
 
 SERVER_PID = 0
@@ -224,13 +284,14 @@ CATEGORIES = [
     ("Model.complete (cache key hashing, retries, limits, sanitising)", ("hashlib", "models/model.py", "models/limits.py", "models/base.py")),
     ("prompt rendering (jinja2, games)", ("jinja2", "games/", "core/game.py")),
     ("table, actions, parsing (pydantic, re)", ("core/table.py", "core/actions.py", "core/formats.py", "pydantic", "/re/", "core/agents.py")),
-    ("runner (claims, progress, workers)", ("core/runner.py", "core/study.py", "core/progress.py")),
+    ("runner (claims, progress, workers, seat kinds)", ("core/runner.py", "core/study.py", "core/progress.py", "core/seats.py", "models/spec.py", "typing.py")),
     ("event loop, sockets, asyncio", ("asyncio", "selectors", "socket", "ssl", "uvloop")),
 ]
 
 
 def breakdown(profile: Path) -> list[tuple[str, float]]:
-    """Own CPU time (tottime) per category, by the file each function lives in."""
+    """Own CPU time (tottime) per category, by the file each function lives in (``typing.py``
+    counts as the runner's: its protocol checks were the seat kinds')."""
     st = pstats.Stats(str(profile))
     totals: dict[str, float] = {}
     for (filename, _line, func), (_cc, _nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
@@ -248,6 +309,9 @@ def breakdown(profile: Path) -> list[tuple[str, float]]:
     return sorted(totals.items(), key=lambda kv: -kv[1])
 
 
+COLUMNS = ("raw", "sdk", "aiohttp", "lean", "model", "study", "study_aiohttp", "study_sdk")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--c", type=int, nargs="+", default=[64, 256])
@@ -255,7 +319,15 @@ def main() -> None:
     p.add_argument("--loop", nargs="+", choices=["uvloop", "asyncio"], default=["uvloop", "asyncio"], help="event loops of the client (each gets its rows)")
     p.add_argument("--plain-server", action="store_true", help="the test server as the tests run it (asyncio loop, json request bodies)")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--columns", nargs="+", choices=COLUMNS, default=list(COLUMNS), help="the columns measured (the others are shown as nan)")
+    p.add_argument("--ab", metavar="OLD_SRC", help="compare the whole study of OLD_SRC (a copy of src/) with this checkout's, alternately")
+    p.add_argument("--ab-runs", type=int, default=5, help="plays of each version per C with --ab")
+    p.add_argument("--study-only", type=int, metavar="PORT", help=argparse.SUPPRESS)  # --ab's child
     args = p.parse_args()
+    if args.study_only:
+        os.environ.setdefault(event_loop.ENV, "uvloop")
+        study_only(args.study_only, args.c[0], study_games(args.c[0], args.rounds))
+        return
     port = free_port()
     server = start_server(port, fast=not args.plain_server)
     global SERVER_PID
@@ -269,6 +341,10 @@ def main() -> None:
             sys.exit(f"the {name} event loop is not available here")
         runs[name] = event_loop.run
     try:
+        if args.ab:
+            asyncio.run(lean_direct(url, 64, 64))  # warm the server
+            ab(args.ab, port, args.c, args.rounds, args.ab_runs, args.loop[0])
+            return
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
             asyncio.run(lean_direct(url, 64, 64))  # warm the server
@@ -280,16 +356,17 @@ def main() -> None:
                 for name in args.loop:
                     os.environ[event_loop.ENV] = name
                     run = runs[name]
-                    cells = {
-                        "raw": measure(port, lambda: run(raw_sockets(port, n, c))),
-                        "sdk": measure(port, lambda: run(sdk_direct(url, n, c))),
-                        "lean": measure(port, lambda: run(lean_direct(url, n, c))),
-                        "aiohttp": measure(port, lambda: run(lean_direct(url, n, c, AiohttpOpenAIBackend))),
-                        "model": measure(port, lambda: run(model_lean(url, n, c))),
-                        "study": measure(port, lambda: whole_study(url, c, games, tmp, run=run)),
-                        "study_aiohttp": measure(port, lambda: whole_study(url, c, games, tmp, transport="aiohttp", run=run)),
-                        "study_sdk": measure(port, lambda: whole_study(url, c, games, tmp, transport="sdk", run=run)),
+                    plays = {
+                        "raw": lambda: run(raw_sockets(port, n, c)),
+                        "sdk": lambda: run(sdk_direct(url, n, c)),
+                        "lean": lambda: run(lean_direct(url, n, c)),
+                        "aiohttp": lambda: run(lean_direct(url, n, c, AiohttpOpenAIBackend)),
+                        "model": lambda: run(model_lean(url, n, c)),
+                        "study": lambda: whole_study(url, c, games, tmp, run=run),
+                        "study_aiohttp": lambda: whole_study(url, c, games, tmp, transport="aiohttp", run=run),
+                        "study_sdk": lambda: whole_study(url, c, games, tmp, transport="sdk", run=run),
                     }
+                    cells = {k: measure(port, play) if k in args.columns else (float("nan"),) * 3 for k, play in plays.items()}
                     rows.append((c, name, ideal, cells))
                     print(f"C={c} {name} ({games} games, {3 * games} study calls): " + ", ".join(f"{k} {v:.0f}/s {ms:.2f} ms (server {sms:.2f} ms)" for k, (v, ms, sms) in cells.items()), file=sys.stderr)
             print(f"after: {load_line()}", file=sys.stderr)

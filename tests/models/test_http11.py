@@ -95,6 +95,39 @@ def test_keep_alive_reuses_one_connection_and_sends_the_body(run):
     assert srv.connections == 1 and srv.bodies == [b'{"n": 0}', b'{"n": 1}', b'{"n": 2}']
 
 
+def test_a_wave_of_requests_in_flight_keeps_its_connections_for_the_next_wave(run):
+    """Issue 32 item 6: N requests answered together leave N idle connections (the most ever in
+    use at once, beyond ``max_idle``) for the N that follow; a fixed cap once closed and reopened
+    all but 64 of 256 connections per wave."""
+    n, waves = 24, 3
+    arrived = [0]
+    all_in = [asyncio.Event() for _ in range(waves)]
+
+    async def answer(writer):  # each wave is answered once all its n requests have arrived
+        wave = arrived[0] // n
+        arrived[0] += 1
+        if arrived[0] % n == 0:
+            all_in[wave].set()
+        await all_in[wave].wait()
+        writer.write(ok())
+        await writer.drain()
+
+    async def go():
+        async with Scripted([answer] * (n * waves)) as srv:
+            client = HTTP11Client(f"http://127.0.0.1:{srv.port}/v1/chat/completions", {}, timeout=10, max_idle=4)
+            opened = []
+            for _ in range(waves):
+                got = await asyncio.gather(*(client.post(b"{}") for _ in range(n)))
+                assert all(g[0] == 200 for g in got)
+                opened.append(srv.connections)
+            idle, peak = len(client._idle), client.peak
+            await client.aclose()
+            return opened, idle, peak
+
+    opened, idle, peak = run(go())
+    assert peak == n and opened == [n, n, n] and idle == n
+
+
 def test_chunked_body_in_pieces_with_extensions_and_trailers(run):
     answer = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhel", b"lo\r\n", b"6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n"]
 

@@ -17,6 +17,7 @@ reply (replies are untrusted text).
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import re
 from typing import Any, Literal
@@ -157,13 +158,20 @@ def _placeholder(name: str, description: str | None) -> str:
 
 
 
+@functools.lru_cache(maxsize=1024)
+def _marker(marker: str) -> re.Pattern[str]:
+    """The pattern of a literal marker, case-insensitive, compiled once (a reply is read with
+    six of them)."""
+    return re.compile(re.escape(marker), re.I)
+
+
 def _pairs(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
     """``(start, end)`` of the text between each ``opening`` marker and the first ``closing``
     after it, left to right, case-insensitively; like ``opening(.*?)closing`` but linear in
     the length of the text (the lazy pattern rescans the rest of the text for every unclosed
     opening marker)."""
-    opens = [m.end() for m in re.finditer(re.escape(opening), text, re.I)]
-    closes = [m.start() for m in re.finditer(re.escape(closing), text, re.I)] if opening != closing else opens
+    opens = [m.end() for m in _marker(opening).finditer(text)]
+    closes = [m.start() for m in _marker(closing).finditer(text)] if opening != closing else opens
     out, j, pos = [], 0, 0
     for start in opens:
         if start < pos:

@@ -34,7 +34,10 @@ class GameWriter:
     With :meth:`write_in_background` (the runner's choice for file and server databases), a
     group inside :meth:`grouped` is written on a worker thread: the games and the cache's
     buffered answers are taken on the caller's thread, then written there, answers first, while
-    the event loop goes on reading responses. One group is written at a time (a group that is
+    the event loop goes on reading responses. The rows of a game saved then are made there too
+    (:func:`~.layout.game_rows`: its transcripts sanitised and packed, work that otherwise runs on
+    the loop between the game's last answer and the next game's first request); its finishing
+    time is taken at ``save_game``. One group is written at a time (a group that is
     due while the previous one is still being written waits for it, so groups are the same as
     without the thread); a failed write raises its ``StoreError`` at the next ``save_game``,
     :meth:`commit` or :meth:`flush`.
@@ -90,7 +93,11 @@ class GameWriter:
     def save_game(self, **fields: Any) -> None:
         if not self._pending:
             self._oldest = time.monotonic()
-        self._pending.append(game_rows(**fields))
+        if self._threaded():  # its rows are made on the worker thread (_rows)
+            fields.setdefault("finished", time.time())
+            self._pending.append(_Unmade(fields))
+        else:
+            self._pending.append(game_rows(**fields))
         if not self._grouping or len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.interval:
             if self._threaded():
                 self._wait()
@@ -157,6 +164,7 @@ class GameWriter:
         as failed with the cause, without its turns, and never stops the run. A failure no single
         game gets past (a full disk, a lost server) is raised as it is; every game stored before
         it is counted."""
+        games = _rows(games)
         try:
             self.store.save_games(games)
         except StoreError:
@@ -187,3 +195,13 @@ class GameWriter:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+
+class _Unmade(dict):
+    """A game saved while writing in the background: the ``save_game`` fields, whose rows
+    :func:`_rows` makes on the thread that writes them."""
+
+
+def _rows(games: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of each game (:func:`~.layout.game_rows` of those saved as fields)."""
+    return [game_rows(**g) if type(g) is _Unmade else g for g in games]

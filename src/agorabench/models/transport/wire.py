@@ -5,7 +5,8 @@ models. A transport built on it supplies only ``_post``: bytes out, (status, hea
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 try:
     import orjson
@@ -57,7 +58,7 @@ class Counts:
         self.dropped: dict[str, str] = {}
 
     def __call__(self, where: Any, name: str) -> int | None:
-        value = where.get(name) if isinstance(where, Mapping) else getattr(where, name, None)
+        value = where.get(name) if type(where) is dict or isinstance(where, Mapping) else getattr(where, name, None)
         n = count(value)
         if n is None and value is not None:
             self.dropped[name] = shown_value(value)
@@ -117,19 +118,19 @@ def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any
     ``output_tokens``; each with its ``*_details`` for cached and reasoning tokens). A value that
     is not a count is not reported (noted in ``extra``, said once per model); output is billed by
     :func:`billed_output`, and reasoning a server left out of its output count is inferred."""
-    usage = usage if isinstance(usage, Mapping) else {}
+    usage = usage if type(usage) is dict or isinstance(usage, Mapping) else {}
     in_details, out_details = usage.get(f"{input_name}_details"), usage.get(f"{output_name}_details")
     counts = Counts()
     prompt = counts(usage, input_name) or 0
     completion = counts(usage, output_name) or 0
-    reasoning_tokens = counts(out_details, "reasoning_tokens") if isinstance(out_details, Mapping) else None
+    reasoning_tokens = counts(out_details, "reasoning_tokens") if out_details is not None and isinstance(out_details, Mapping) else None
     billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
     if undercounted and reasoning_tokens is None:
         reasoning_tokens = billed - completion
     return {
         "prompt_tokens": prompt,
         "completion_tokens": billed,
-        "cached_tokens": (counts(in_details, "cached_tokens") if isinstance(in_details, Mapping) else None) or 0,
+        "cached_tokens": (counts(in_details, "cached_tokens") if in_details is not None and isinstance(in_details, Mapping) else None) or 0,
         "reasoning_tokens": reasoning_tokens,
         "extra": counts.note({"completion_tokens_reported": completion} if undercounted else {}),
     }
