@@ -27,7 +27,7 @@ except ModuleNotFoundError:  # Python 3.10
 from agorabench.cli import main
 from agorabench.core.game import Prompts
 from agorabench.store.codec import unpack_messages
-from agorabench.games.commons.commons import get_scenario
+from agorabench.games.commons.scenario import get_scenario
 from support.helpers import FAKE_OPENAI, ROOT
 
 

@@ -16,7 +16,7 @@ from agorabench import families
 from agorabench.core.agents import RandomAnswers
 from agorabench.core.game import Prompts
 from agorabench.core.table import Table
-from agorabench.games.commons.commons import Harvest, Remark, person_harvest, person_remark
+from agorabench.games.commons.actions import Harvest, Remark, person_harvest, person_remark
 from agorabench.web.forms import answer_text, form_fields, parse_form
 from agorabench.web.settings import bonus_values, evaluate_bonus, explain_bonus
 

@@ -22,7 +22,7 @@ from support.web import TOKEN, AppServer, Participant, web_study
 
 
 def test_forms_follow_the_action_types():
-    from agorabench.games.commons.commons import Harvest, Utterance
+    from agorabench.games.commons.actions import Harvest, Utterance
     from agorabench.games.envy.point_allocation import Choice
     from agorabench.games.envy.workplace import Ratings
     from agorabench.games.glee.bargaining import offer_type

@@ -12,7 +12,9 @@ import pytest
 
 from agorabench.core.game import Prompts
 from agorabench.core.table import Table
-from agorabench.games.commons.commons import allocate_proportional, Commons, CommonsConfig
+from agorabench.games.commons.commons import Commons
+from agorabench.games.commons.config import CommonsConfig
+from agorabench.games.commons.rules import allocate_proportional
 from agorabench.games.commons.report import LABELS, metrics_table
 from agorabench.games.commons.strategies import CommonsStrategy, STRATEGIES
 
@@ -123,7 +125,7 @@ def test_chat_turn_asks_only_what_the_original_asks(scenario, language):
     # The original's speaker gives a remark, whether it closes the chat and the next speaker; it is
     # never asked for a numeric limit (the framework model reads one from the minutes). Asking for
     # "proposed_limit" is the legacy protocol's, in the prompt and in the constrained schema.
-    from agorabench.games.commons.commons import Remark, Utterance
+    from agorabench.games.commons.actions import Remark, Utterance
 
     config = CommonsConfig(scenario=scenario, language=language)
     assert not config.ask_proposal and CommonsConfig(protocol="legacy").ask_proposal

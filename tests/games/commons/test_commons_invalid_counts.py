@@ -32,7 +32,8 @@ def test_unusable_answers_are_counted_per_game_and_the_chat_goes_on():
 
 
 def test_imported_records_without_validity_say_unknown():
-    from agorabench.games.commons.commons import commons_metrics, get_scenario
+    from agorabench.games.commons.rules import commons_metrics
+    from agorabench.games.commons.scenario import get_scenario
 
     months = [{"stock_before": 100, "stock_after": 100, "collected": {"agent_0": 0}}]
     m = commons_metrics(months, ["agent_0"], get_scenario("fishery", "en"), 1)

@@ -18,7 +18,8 @@ import pytest
 from agorabench.conformance import RandomPlayer, play, scripted_players
 from agorabench.core.game import Prompts
 from agorabench.core.table import Table
-from agorabench.games.commons.commons import QUERY_PREFIX, Commons, CommonsConfig
+from agorabench.games.commons.commons import Commons
+from agorabench.games.commons.config import QUERY_PREFIX, CommonsConfig
 from agorabench.games.commons.memory import month_dates
 from agorabench.games.commons.strategies import STRATEGIES
 from support.helpers import run_agora

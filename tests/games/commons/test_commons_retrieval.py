@@ -19,7 +19,9 @@ import pytest
 
 from agorabench.core.game import Prompts
 from agorabench.core.table import Table, shared_embedder
-from agorabench.games.commons.commons import QUERY_PREFIX, Commons, CommonsConfig, get_scenario
+from agorabench.games.commons.commons import Commons
+from agorabench.games.commons.config import QUERY_PREFIX, CommonsConfig
+from agorabench.games.commons.scenario import get_scenario
 from agorabench.games.commons.importer import import_logs
 from agorabench.games.commons.strategies import STRATEGIES
 from support.embeddings import EmbeddingsServer

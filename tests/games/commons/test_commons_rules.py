@@ -10,7 +10,11 @@ import pytest
 
 from agorabench.core.game import Prompts
 from agorabench.core.table import Reply, Table
-from agorabench.games.commons.commons import allocate, Commons, commons_metrics, CommonsConfig, get_scenario, Harvest, scenarios
+from agorabench.games.commons.actions import Harvest
+from agorabench.games.commons.commons import Commons
+from agorabench.games.commons.config import CommonsConfig
+from agorabench.games.commons.rules import allocate, commons_metrics
+from agorabench.games.commons.scenario import get_scenario, scenarios
 from agorabench.games.commons.strategies import STRATEGIES
 
 ALL_SCENARIOS = sorted(scenarios())
@@ -227,7 +231,7 @@ class NamesNext:
         self.names = names
 
     async def act(self, request):
-        from agorabench.games.commons.commons import Utterance
+        from agorabench.games.commons.actions import Utterance
 
         obs = request.prompt.observation
         if obs["phase"] == "harvest":

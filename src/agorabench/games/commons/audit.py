@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-from .commons import get_scenario, scenarios
+from .scenario import get_scenario, scenarios
 
 #: Shortest literal run of a scenario text counted as a sentence of that scenario.
 LEAST = 16

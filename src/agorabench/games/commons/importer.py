@@ -33,7 +33,9 @@ import yaml
 
 from ...core.table import TurnRecord
 from ...records import GameRecord, Records, StudyRecord
-from .commons import agent_roles, Commons, CommonsConfig, get_scenario
+from .commons import Commons
+from .config import agent_roles, CommonsConfig
+from .scenario import get_scenario
 
 SCENARIOS = {"fishing": ("fishery", "en"), "fishing_japanese": ("fishery", "ja"), "sheep": ("pasture", "en"), "pollution": ("pollution", "en"), "trash": ("trash", "en")}
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
@@ -99,7 +101,8 @@ def _num(v: Any) -> float | None:
 
 
 def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
-    """One run as (the fields of its :class:`GameRecord`, problems)."""
+    """One run as (its :class:`GameRecord`'s fields of the play: config, seats, seed, outcome,
+    metrics, turn_records; problems)."""
     records = json.loads(log.read_text(encoding="utf-8"))
     run_dir = log.parent
     cfg = _config(run_dir)
@@ -234,19 +237,6 @@ def import_logs(folder: Path, study: str) -> Records:
             continue
         yield from issues
         ident = hashlib.sha256(f"{study}:{fields['outcome']['source_path']}".encode()).hexdigest()[:24]
-        yield GameRecord(
-            {
-                "id": ident,
-                "study": study,
-                "game": "commons",
-                "repeat": 0,
-                "prompt_version": "import:govsim",
-                "status": "done",
-                "error": None,
-                "started": time.time(),
-                "source": "import:govsim",
-                **fields,
-            }
-        )
+        yield GameRecord(id=ident, study=study, game="commons", prompt_version="import:govsim", source="import:govsim", started=time.time(), **fields)
     if not logs:
         yield f"no log_env.json under {folder}"

@@ -163,7 +163,7 @@ def ranges(games: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
 
 def capacity(games: pd.DataFrame) -> float | None:
     """The largest capacity of the games' scenarios (None when unknown)."""
-    from .commons import get_scenario
+    from .scenario import get_scenario
 
     if not {"scenario", "language"} <= set(games):
         return None
@@ -187,7 +187,7 @@ def _harvests(turns: pd.DataFrame) -> pd.DataFrame:
 def unit_of(games: pd.DataFrame) -> str:
     """The resource's unit (e.g. "tons of fish") when the games share one scenario and language,
     else "units"."""
-    from .commons import get_scenario
+    from .scenario import get_scenario
 
     if {"scenario", "language"} <= set(games) and games[["scenario", "language"]].drop_duplicates().shape[0] == 1:
         try:

@@ -20,7 +20,7 @@ from typing import Any
 from ...core.actions import Action
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
-from .commons import Harvest, Insights, Limit, Note, Rating, Utterance
+from .actions import Harvest, Insights, Limit, Note, Rating, Utterance
 
 
 class CommonsStrategy(Strategy):
