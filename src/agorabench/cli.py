@@ -437,7 +437,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from .store.store import migrate
+    from .store.migrate import migrate
 
     if "://" not in args.db and not Path(args.db).exists():
         raise StudyError(f"database not found: {args.db}")
@@ -671,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .analysis.files import OutputError
     from .redact import redact
-    from .store.store import damaged, is_damage, StoreError
+    from .store.errors import StoreError, damaged, is_damage
 
     args = build_parser().parse_args(argv)
     previous = _stop_on_sigterm() if args.command == "run" else None  # `serve` has its own

@@ -52,6 +52,9 @@ class Family:
       transcripts of the game named in ``audit_game`` (``agora check``);
     - ``examples``: game name -> a small configuration (dict of parameters) that plays quickly,
       used by the conformance suite (``agora conformance``);
+    - ``embeddings``: game name -> the name of its configuration's field that names an
+      embeddings backend (``"minilm"``, ``PROVIDER/MODEL[@URL]``; empty: none), which the runner
+      opens and hands the game's table (``Table.embed``); a game not listed uses none;
     - ``journeys``: game name -> how a person plays it in the page tests (a dict: ``role`` the
       person's seat, ``config`` the parameters, ``opponent`` the strategy in every other seat,
       ``answers`` form field -> value typed, ``turns`` the person's turns the game then takes,
@@ -72,6 +75,7 @@ class Family:
     audit_game: str = ""
     examples: dict[str, dict[str, Any]] = field(default_factory=dict)
     journeys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    embeddings: dict[str, str] = field(default_factory=dict)
     #: Package the manifest lives in (set by discovery; resolves relative module names).
     package: str = ""
 
@@ -155,6 +159,12 @@ def strategies(game: str) -> dict[str, StrategyFactory]:
     family = family_of(game)
     target = family.strategies.get(game)
     return dict(_resolve(family, target)) if target else {}
+
+
+def embeddings_field(game: str) -> str | None:
+    """The field of ``game``'s configuration that names its embeddings backend (the manifest's
+    ``embeddings``); None for a game that uses none."""
+    return family_of(game).embeddings.get(game)
 
 
 def _hook(game: str, table: str) -> Callable[..., Any] | None:

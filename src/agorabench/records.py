@@ -5,7 +5,8 @@ store and the store needs no game.
 
 An importer is a generator ``import_logs(folder, study)`` that yields, in any order:
 
-- :class:`GameRecord`: one finished game, its fields as :meth:`Store.save_game` takes them;
+- :class:`GameRecord`: one finished game, typed; its :attr:`~GameRecord.fields` are what
+  :meth:`Store.save_game` takes;
 - :class:`StudyRecord`: the study row the games belong to;
 - ``str``: a problem found in the logs (a game skipped, a move our rules reject), for the user.
 
@@ -15,15 +16,38 @@ An importer is a generator ``import_logs(folder, study)`` that yields, in any or
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any, Iterator, Union
 
 
 @dataclass(frozen=True)
 class GameRecord:
-    """One finished game: keyword arguments of ``Store.save_game`` (id, study, game, config,
-    seats, outcome, metrics, turn_records, source, ...)."""
+    """One finished game as an importer hands it to the store: the keyword arguments of
+    ``Store.save_game`` (:func:`agorabench.store.layout.game_rows`), typed. ``started`` None:
+    not known; ``finished`` None: when it is stored."""
 
-    fields: dict[str, Any]
+    id: str
+    study: str
+    game: str
+    config: dict[str, Any]
+    seats: dict[str, str]
+    seed: int
+    prompt_version: str
+    outcome: dict[str, Any] | None
+    metrics: dict[str, float] | None
+    turn_records: list[TurnRecord]
+    source: str
+    repeat: int = 0
+    status: str = "done"
+    error: str | None = None
+    started: float | None = None
+    finished: float | None = None
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The record as ``Store.save_game``'s keyword arguments (values as they are, not
+        copied: the turn records stay the objects the importer made)."""
+        return {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
 
 
 @dataclass(frozen=True)

@@ -173,3 +173,154 @@ def test_answer_formats_are_switched_in_one_place():
         if re.search(r"response_format\s*(==|!=|in)\s", text) or re.search(r"==\s*[\"'](xml|answer)[\"']", text):
             switching.append(module)
     assert not switching
+
+
+def _source(package: str, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` statement of a module of ``package`` names."""
+    if node.level:
+        base = package.split(".")[: len(package.split(".")) - node.level + 1]
+        return ".".join(base + ([node.module] if node.module else []))
+    return node.module or ""
+
+
+def _target(package: str, node: ast.ImportFrom | ast.Import, known: set[str]) -> list[str]:
+    """The package's modules an import statement loads (``from .x import y`` loads ``x.y`` when
+    that is a module, else ``x``)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in known]
+    source = _source(package, node)
+    out = []
+    for alias in node.names:
+        sub = f"{source}.{alias.name}"
+        if sub in known:
+            out.append(sub)
+        elif source in known:
+            out.append(source)
+    return out
+
+
+def import_graph(deferred: bool) -> dict[str, set[str]]:
+    """module -> the package's modules it imports: those imported when it is loaded (at its top
+    level, inside top-level ``if`` / ``try``; ``TYPE_CHECKING`` blocks left out), and with
+    ``deferred`` also those imported inside functions."""
+    found = dict(modules())
+    known = set(found)
+    graph: dict[str, set[str]] = {}
+    for module, path in found.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges: set[str] = set()
+
+        def visit(nodes: list[ast.stmt]) -> None:
+            for node in nodes:
+                if _type_checking(node):
+                    visit(node.orelse)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    edges.update(_target(package, node, known))
+                elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                    visit(node.body)
+                    visit(getattr(node, "orelse", []))
+                    visit(getattr(node, "finalbody", []))
+                    for handler in getattr(node, "handlers", []):
+                        visit(handler.body)
+                elif deferred:
+                    for child in ast.walk(node):
+                        if isinstance(child, (ast.Import, ast.ImportFrom)):
+                            edges.update(_target(package, child, known))
+
+        visit(ast.parse(path.read_text(encoding="utf-8")).body)
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of two modules or
+    more (Tarjan's algorithm, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def test_the_cycle_finder_finds_a_circle_and_only_circles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_level_import_cycle():
+    """Loading any module never needs a module that is still loading: no circle of imports that
+    run at load time, inside a room or across rooms (issue 32 item 2)."""
+    found = cycles(import_graph(deferred=False))
+    assert not found, "import circles at load time:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+#: Circles closed only by imports inside functions, known and left: the transport registry loads
+#: a transport's module when it is chosen (so that no unused HTTP client or SDK is imported), and
+#: each transport imports the registry's ``Endpoint``; the participants table reads the stored
+#: study file through ``frames.study_spec`` and ``frames.export`` adds that table.
+KNOWN_DEFERRED = [
+    ["agorabench.analysis.frames", "agorabench.analysis.participants"],
+    ["agorabench.models.transport", "agorabench.models.transport.aio", "agorabench.models.transport.lean", "agorabench.models.transport.responses", "agorabench.models.transport.sdk", "agorabench.models.transport.wire"],
+]
+
+
+def test_no_new_import_circle_through_deferred_imports():
+    """An import inside a function is no way around a circle: counting those too, the only
+    circles are the known ones (the model spec and its providers, the runner and its plan, once
+    each other's, are not)."""
+    found = cycles(import_graph(deferred=True))
+    new = [c for c in found if c not in KNOWN_DEFERRED]
+    assert not new, "import circles through imports inside functions:\n" + "\n".join(" <-> ".join(c) for c in new)
+
+
+def test_names_are_imported_from_the_module_that_defines_them():
+    """The store's parts are imported from their own modules: of ``agorabench.store.store``
+    the package imports only what that module defines (:class:`Store`), never the names it
+    keeps importable for older outside code."""
+    path = SRC / "store" / "store.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert "Store" in defined
+    found = []
+    for module, source in modules():
+        package = module if source.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and _source(package, node) == "agorabench.store.store":
+                found += [f"{source.relative_to(SRC.parent)}:{node.lineno} {a.name}" for a in node.names if a.name not in defined]
+    assert not found, "re-exported names imported through agorabench.store.store:\n" + "\n".join(found)

@@ -31,30 +31,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.seats import PERSON, SeatKind, participant, seat_kind
 from ..store.store import Store
 from .files import write_csv, write_with
 from .reasoning import efforts
 
 
 #: The pooled name of every person's seat in analyses.
-HUMAN = "human"
-#: How a served study names a person's seat: ``human:<pseudonym>``.
-PERSON_PREFIX = "human:"
+HUMAN = PERSON
 #: ``people=`` of the frames: every person as the one model ``human``, or each seat as stored.
 PEOPLE = ("pooled", "each")
 
 
 def analysis_model(name: Any) -> Any:
     """The model a seat counts as in analyses: ``human`` for a person's seat (``human`` or
-    ``human:<pseudonym>``), the seat's own name for any other (None / NaN as they are)."""
-    if isinstance(name, str) and (name == HUMAN or name.startswith(PERSON_PREFIX)):
+    ``human:<pseudonym>``: :func:`agorabench.core.seats.seat_kind`), the seat's own name for any
+    other (None / NaN as they are)."""
+    if isinstance(name, str) and seat_kind(name) is SeatKind.PERSON:
         return HUMAN
     return name
 
 
 def is_person(name: Any) -> bool:
     """Whether a stored seat name is one participant's (``human:<pseudonym>``)."""
-    return isinstance(name, str) and name.startswith(PERSON_PREFIX)
+    return participant(name) is not None
 
 
 def _check_people(people: str) -> None:

@@ -44,10 +44,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.seats import person_seat  # a person's seat name: human:<pid_hash>
 from ..store.store import Store
-
-#: The seat name of a person's game: this prefix and the row's ``pid_hash``.
-SEAT_PREFIX = "human:"
 
 #: The first columns, always present in this order.
 LEAD = (
@@ -207,7 +205,7 @@ def participants_df(store: Store, study: str, spec: dict[str, Any] | None = None
             finished = row.get("updated")
         finished_s = _seconds(finished)
         record: dict[str, Any] = {
-            "pseudonym": f"{SEAT_PREFIX}{row['pid_hash']}" if row.get("pid_hash") else None,
+            "pseudonym": person_seat(row["pid_hash"]) if row.get("pid_hash") else None,
             "game_id": row.get("game_id"),
             "role": row.get("role"),
             "base_game": row.get("base_spec"),

@@ -18,6 +18,9 @@ import pandas as pd
 
 from .. import __version__
 from ..families import definitions, report_sections
+from ..core.decoding import decoding
+from ..core.seats import seat_kind
+from ..core.study import ModelEntry
 from ..redact import redact
 from ..store.store import Store
 from .files import OutputError, write_text
@@ -75,7 +78,7 @@ def named_models_only(games: pd.DataFrame, spec: dict) -> pd.DataFrame:
     if not names or not seats:
         return games
     # a person's seat ("human", "human:<participant>") is no model entry and always stays
-    ok = games[seats].apply(lambda col: col.isna() | col.isin(names) | col.astype(str).str.startswith("human")).all(axis=1)
+    ok = games[seats].apply(lambda col: col.isna() | col.isin(names) | col.isin([v for v in col.dropna().unique() if isinstance(v, str) and seat_kind(v).person])).all(axis=1)
     return games[ok]
 
 
@@ -118,24 +121,24 @@ def introduction(study: str, spec: dict, games: pd.DataFrame, definitions: str) 
 
 
 def _temperature(model: dict, spec: dict) -> str:
-    """How a model entry samples, as the report states it: scripted players do not; ``default``
-    sends neither temperature nor seed (the provider's own sampling); a number is sent with the
-    study's seed."""
-    if str(model.get("spec", "")).startswith(("strategy/", "human")):
+    """How a model entry samples, as the report states it: only a language model this process
+    calls samples (:attr:`SeatKind.called`); what its calls send is the runner's own rule
+    (:func:`agorabench.core.decoding.decoding`): ``default`` sends neither temperature nor seed
+    (the provider's own sampling), a reasoning model of OpenAI or Anthropic no temperature, any
+    other a number with the study's seed."""
+    if not seat_kind(model).called:
         return "-"
     t = model.get("temperature", 0.0)
-    if t == "default":
-        return "provider default (none sent, no seed)"
-    from ..core.runner import sent_settings  # the runner's own rule
-    from ..core.study import ModelEntry
-
-    try:  # what the calls send: a reasoning model of OpenAI or Anthropic gets no temperature
-        sent = sent_settings(ModelEntry(**{k: v for k, v in model.items() if k in ModelEntry.model_fields}), int(spec.get("seed", 0) or 0))
+    seed = spec.get("seed", 0)
+    try:
+        unsent = decoding(ModelEntry(**{k: v for k, v in model.items() if k in ModelEntry.model_fields}), int(seed or 0)).unsent
     except (ValueError, TypeError):  # an entry of another version: as it was written
-        sent = None
-    if sent is not None and sent.temperature is None:
+        unsent = "default" if t == "default" else None
+    if unsent == "default":
+        return "provider default (none sent, no seed)"
+    if unsent == "reasoning":
         return f"provider default (none sent: the model reasons; {t} set)"
-    return f"{t} (seed {spec.get('seed', 0)})"
+    return f"{t} (seed {seed})"
 
 
 def provenance(store: Store, spec: dict, prompts: dict[tuple[str, str], int] | None = None) -> str:

@@ -149,7 +149,9 @@ def play_share(study_path: str, models: list[str] | None, db: str, share: int, s
 
     ``tag`` names this share's claims; an attempt releases the claims an earlier attempt of
     the same share left (Ray starts a task again only once its worker is dead)."""
-    from ..store.store import SQLCache, Store, claim_owner
+    from ..store.cache import SQLCache
+    from ..store.claims import claim_owner
+    from ..store.store import Store
     from .runner import Runner
 
     started = time.time()

@@ -46,6 +46,7 @@ from ..store.schema import games as games_table, turns as turns_table
 from .game import Prompts
 from .study import GameSpec, ModelEntry, Study
 from .agents import RandomAnswers
+from .decoding import sent_settings
 from .table import Player, Table, TurnRequest
 
 #: Configurations sampled per game and seating pattern; beyond it the rest take their mean.
@@ -300,8 +301,6 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
 def _output_per_call(entry: ModelEntry, seed: int, assumed: float | None) -> float:
     if assumed is not None:
         return float(assumed)
-    from .runner import sent_settings  # the runner imports this module
-
     return float(output_limit(sent_settings(entry, seed)))
 
 

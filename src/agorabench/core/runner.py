@@ -29,21 +29,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..families import strategies
+from ..families import embeddings_field, strategies
 from ..loop import run as run_loop
-from ..models.base import BackendError, GenerationSettings
+from ..models.base import Backend, BackendError, BufferedCache, Completion, ResponseCache, dialect_of, probe_target_of
+from ..models.errors import SpecError
 from ..models.limits import RateLimiter
-from ..models.model import Model, Pricing, ResponseCache, RetryPolicy
+from ..models.model import Model, Pricing, RetryPolicy
 from ..models.outside import OutsideClient
-from ..models.providers import PROVIDERS, BackendOptions, open_backend
-from ..models.reasoning import looks_like_reasoning, sampling_notes, setting_problems
-from ..models.spec import SpecError
+from ..models.providers import BackendOptions, open_backend
+from ..models.reasoning import sampling_notes, setting_problems
 from ..records import TurnRecord
 from ..redact import redact
-from ..store.store import claim_owner, CLAIM_TTL, GameWriter, SQLCache, Store, StoreError
+from ..store.cache import SQLCache
+from ..store.claims import CLAIM_TTL, claim_owner
+from ..store.errors import StoreError
+from ..store.store import Store
+from ..store.writer import GameWriter
 from .agents import LLMAgent, OutsideAgent
 from .coverage import run_seating
-from .game import Prompts
+from .decoding import generation_settings
+from .game import GameConfig, Prompts
 from .plan import Plan, build_plan, stored_spend, unpriced
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
@@ -53,50 +58,13 @@ from .table import BackendFailure, Player, Table, shared_embedder
 CLAIM_BATCH = 64
 
 
-def build_backend(entry: ModelEntry):
+def build_backend(entry: ModelEntry) -> Backend:
     """The backend of an LLM model entry (:func:`agorabench.models.providers.open_backend`);
     StudyError for a spec that names no backend, BackendError for one that cannot be made."""
     try:
         return open_backend(entry.model_spec, backend_options(entry))
     except SpecError as exc:
         raise StudyError(str(exc)) from None
-
-
-def generation_settings(entry: ModelEntry, seed: int, dialect: str) -> GenerationSettings:
-    """What a model entry's calls carry. ``temperature = "default"``: no temperature and no seed
-    (the provider's own sampling). A reasoning model (the entry says so, sets a reasoning field,
-    or its name is one, :func:`~agorabench.models.reasoning.looks_like_reasoning`) gets the
-    reasoning budget on top of ``max_tokens``; OpenAI's and Anthropic's reasoning models are sent
-    no temperature and no seed (they refuse them), and the settings say so: the temperature kept
-    is the one sent."""
-    default = entry.temperature == "default"
-    effort = entry.reasoning_effort if isinstance(entry.reasoning_effort, str) else None
-    reasoning = entry.reasoning
-    if reasoning is None:
-        asked = entry.thinking in ("on", "adaptive") or effort not in (None, "none") or entry.reasoning_budget is not None
-        reasoning = asked or (entry.thinking != "off" and looks_like_reasoning(dialect, entry.model_spec.name))
-    temperature = None if default else entry.temperature
-    sent_seed: int | None = None if default else seed
-    if reasoning and dialect in ("openai", "anthropic"):
-        temperature = sent_seed = None
-    return GenerationSettings(
-        temperature=temperature,
-        max_tokens=entry.max_tokens,
-        seed=sent_seed,
-        reasoning=reasoning,
-        reasoning_effort=effort,
-        thinking=entry.thinking,
-        reasoning_budget=entry.reasoning_budget,
-        extra_body=entry.extra_body,
-    )
-
-
-def sent_settings(entry: ModelEntry, seed: int) -> GenerationSettings:
-    """:func:`generation_settings` of an entry without opening its backend (the dialect from its
-    provider): what its calls send, e.g. for a report."""
-    spec = entry.model_spec
-    dialect = PROVIDERS[spec.provider].dialect if spec.kind == "hosted" and spec.provider in PROVIDERS else "embedded"
-    return generation_settings(entry, seed, dialect)
 
 
 def backend_options(entry: ModelEntry) -> BackendOptions:
@@ -185,7 +153,7 @@ class Runner:
         self.owner = claim_owner()
         self.claim_ttl = CLAIM_TTL
         self.failure: StoreError | None = None
-        self.writer = GameWriter(store, before_commit=getattr(self.cache, "flush", None))  # group commit of finished games
+        self.writer = GameWriter(store, before_commit=self.cache.flush if isinstance(self.cache, BufferedCache) else None)  # group commit of finished games
         self._live: dict[str, Table] = {}  # tables of the games in flight (their turns count as progress)
 
     # players ---------------------------------------------------------------
@@ -195,7 +163,7 @@ class Runner:
                 backend = build_backend(entry)
             except BackendError as exc:  # e.g. a missing API key: a setup problem, not a game's
                 raise StudyError(f"model {entry.name!r}: {exc}") from None
-            dialect = getattr(backend, "dialect", "embedded")
+            dialect = dialect_of(backend)
             settings = generation_settings(entry, self.study.file.seed, dialect)
             problems = setting_problems(dialect, settings)
             if problems:
@@ -301,8 +269,7 @@ class Runner:
             if entry.is_strategy or entry.is_outside:  # an outside agent has no probe to answer
                 continue
             # each backend says what its server is asked (None: nothing to probe, e.g. in-process)
-            probe = getattr(self._model(entry).backend, "probe_target", None)
-            target = probe() if probe is not None else None
+            target = probe_target_of(self._model(entry).backend)
             if target is not None:
                 targets[name] = target
         problems = await probe_many(targets)  # one listing per distinct server and key
@@ -311,6 +278,19 @@ class Runner:
             raise StudyError("; ".join(bad) + " (no game was started; --no-probe skips this check)")
 
     # games -----------------------------------------------------------------
+    @staticmethod
+    def _embeddings_spec(game: str, config: GameConfig) -> str | None:
+        """The embeddings backend ``config`` names in the field ``game``'s manifest declares
+        (:func:`agorabench.families.embeddings_field`); None for a game that declares none.
+        StudyError for a manifest naming a field the configuration lacks."""
+        name = embeddings_field(game)
+        if name is None:
+            return None
+        if name not in type(config).model_fields:
+            raise StudyError(f"{game}: its manifest declares the embeddings field {name!r}, which its configuration does not have")
+        value = getattr(config, name)
+        return value if isinstance(value, str) else None
+
     async def play_one(self, spec: GameSpec, seated: dict[str, Player] | None = None, entries: dict[str, ModelEntry] | None = None) -> str:
         """Play and store one game; returns its status. ``seated`` gives players for some roles
         (a person through the web app) and ``entries`` the model entries by role when
@@ -323,8 +303,8 @@ class Runner:
         active = game_cls.active_roles(config)
         seated = seated or {}
         players = {role: seated[role] if role in seated else self._player(entries[role], spec) for role in active}
-        # a game whose configuration names an embeddings backend (the commons memory) gets it
-        embeddings = getattr(config, "embeddings", None)
+        # a game whose manifest declares a configuration field naming an embeddings backend gets it
+        embeddings = self._embeddings_spec(spec.game, config)
         try:
             embed = shared_embedder(embeddings) if isinstance(embeddings, str) and embeddings else None
         except ValueError as exc:  # an unreadable spec (SpecError): before any turn, one line
@@ -506,7 +486,7 @@ class Runner:
         reporter = asyncio.create_task(self._report_progress(view, n_todo)) if view else None
         # finished games and new answers are written on a worker thread while the loop goes on;
         # a cache of another kind that needs flushing keeps every write on the loop's thread
-        if isinstance(self.cache, SQLCache) or getattr(self.cache, "flush", None) is None:
+        if isinstance(self.cache, SQLCache) or not isinstance(self.cache, BufferedCache):
             self.writer.write_in_background(self.cache if isinstance(self.cache, SQLCache) else None)
         beat = asyncio.create_task(self._heartbeat())
         committer = asyncio.create_task(self._commit_periodically())
@@ -529,10 +509,9 @@ class Runner:
                 await model.aclose()
             for client in self.outside.values():
                 await client.aclose()
-            flush = getattr(self.cache, "flush", None)
-            if flush is not None:
+            if isinstance(self.cache, BufferedCache):
                 try:
-                    flush()
+                    self.cache.flush()
                 except StoreError as exc:
                     self.failure = self.failure or exc
             if view:
@@ -689,7 +668,7 @@ class NoCache:
     def get(self, key: str) -> None:
         return None
 
-    def put(self, key: str, identity: str, completion: Any) -> None:
+    def put(self, key: str, identity: str, completion: Completion) -> None:
         return None
 
 

@@ -67,6 +67,7 @@ from ..models.reasoning import EFFORTS
 from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, split_url
 from ..redact import redact
 from .game import Game
+from .seats import SeatKind, kind_of_spec
 
 
 class StudyError(ValueError):
@@ -262,19 +263,24 @@ class ModelEntry(BaseModel):
         return parse_spec(self.spec, self.base_url, owner=self.name)
 
     @property
+    def kind(self) -> SeatKind:
+        """Who plays this entry's seats (:func:`agorabench.core.seats.seat_kind`: by the spec)."""
+        return kind_of_spec(self.spec)
+
+    @property
     def is_strategy(self) -> bool:
-        return spec_kind(self.spec) == "strategy"
+        return self.kind is SeatKind.STRATEGY
 
     @property
     def is_human(self) -> bool:
         """A seat for a person (``spec = "human"``), played through ``agora serve``."""
-        return spec_kind(self.spec) == "human"
+        return self.kind is SeatKind.PERSON
 
     @property
     def is_outside(self) -> bool:
         """An outside agent (``spec = "http/URL"``): a program of the researcher's own, asked
         over HTTP for each decision (:class:`agorabench.core.agents.OutsideAgent`)."""
-        return spec_kind(self.spec) == "outside"
+        return self.kind is SeatKind.OUTSIDE
 
 
 def _check_finite(name: str, value: Any) -> None:

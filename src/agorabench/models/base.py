@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..redact import redact
 from ..text import storable
@@ -123,9 +123,60 @@ class Backend(Protocol):
         limit, fatal, ...); None for one the backend does not know."""
         ...
 
-    def probe_target(self) -> tuple[str | None, str | None, str, float] | None:
+    def probe_target(self) -> ProbeTarget | None:
         """(base URL, key, model name, timeout) of the model listing to check before a study
         (:func:`agorabench.models.probe.probe_many`); None for a backend with nothing to probe."""
         ...
 
     async def aclose(self) -> None: ...
+
+
+#: What a backend's probe asks before a study: (base URL, key, model name, timeout) of a model
+#: listing (:func:`agorabench.models.probe.probe_many`).
+ProbeTarget = tuple[str | None, str | None, str, float]
+
+#: The dialect of a backend that declares none (the embedded model, a test's stand-in).
+NO_DIALECT = "embedded"
+
+
+@runtime_checkable
+class Probed(Protocol):
+    """A backend that names what its probe asks (every backend of :mod:`agorabench.models`
+    does; a stand-in may not, and then there is nothing to probe)."""
+
+    def probe_target(self) -> ProbeTarget | None: ...
+
+
+@runtime_checkable
+class Dialected(Protocol):
+    """A backend whose server speaks a provider's dialect (how constrained decoding and
+    reasoning settings travel: :mod:`agorabench.models.reasoning`)."""
+
+    dialect: str
+
+
+def probe_target_of(backend: object) -> ProbeTarget | None:
+    """What ``backend``'s probe asks (:class:`Probed`); None for one with nothing to probe."""
+    return backend.probe_target() if isinstance(backend, Probed) else None
+
+
+def dialect_of(backend: object) -> str:
+    """The dialect ``backend`` speaks (:class:`Dialected`), else :data:`NO_DIALECT`."""
+    return backend.dialect if isinstance(backend, Dialected) else NO_DIALECT
+
+
+class ResponseCache(Protocol):
+    """Where a model's answers are kept by key (:class:`agorabench.models.model.Model`'s cache):
+    ``get`` a kept one or None, ``put`` a new one."""
+
+    def get(self, key: str) -> Completion | None: ...
+
+    def put(self, key: str, identity: str, completion: Completion) -> None: ...
+
+
+@runtime_checkable
+class BufferedCache(ResponseCache, Protocol):
+    """A response cache that buffers new answers: ``flush()`` writes them (the runner calls it
+    before a finished game is stored, so that no stored game needs an answer the cache lost)."""
+
+    def flush(self) -> None: ...

@@ -2,7 +2,11 @@
 another attempt (rate limits, timeouts, lost connections, 5xx), which are not (a bad request, an
 answer too large), which end the model's games (a rejected key), and how long the server asked
 us to wait. Shared by every transport and SDK, so that the same failure reads the same whichever
-way the request went."""
+way the request went.
+
+It also holds :class:`SpecError`, a spec that names no player: raised where a spec is read
+(:mod:`agorabench.models.spec`) and where a backend is built for one
+(:func:`agorabench.models.providers.open_backend`), which both import it from here."""
 
 from __future__ import annotations
 
@@ -11,6 +15,10 @@ import re
 from typing import Any, Mapping
 
 from .base import BackendError
+
+class SpecError(ValueError):
+    """A spec that names no player; the message is one line and says what would do."""
+
 
 #: Longest Retry-After taken at its word (seconds); a longer, negative or non-finite one is
 #: ignored and the call backs off as if none had been given.

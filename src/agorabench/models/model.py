@@ -19,20 +19,12 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable
 
-from .base import Backend, BackendError, Completion, GenerationSettings, sanitize_text
+from .base import Backend, BackendError, Completion, GenerationSettings, ResponseCache, sanitize_text
 from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
 from .transport.wire import count, shown_value
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_CHARS, join_thoughts, may_hold_thoughts, output_limit, split_thoughts
-
-
-class ResponseCache(Protocol):
-    def get(self, key: str) -> Completion | None: ...
-
-    def put(self, key: str, identity: str, completion: Completion) -> None: ...
-
-    # optional: ``flush()`` writes buffered entries (the runner calls it before storing a game)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from .errors import SpecError
+
 if TYPE_CHECKING:  # pragma: no cover
     from .base import Backend
     from .spec import ModelSpec
@@ -108,6 +110,4 @@ def open_backend(spec: "ModelSpec", options: BackendOptions | None = None) -> "B
     if spec.kind == "hosted" and spec.provider in PROVIDERS:
         provider = PROVIDERS[spec.provider]
         return provider.factory(spec, options, provider)
-    from .spec import SpecError
-
     raise SpecError(f"model spec {spec.text!r} is played without a backend ({spec.kind})")

@@ -24,6 +24,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ..redact import redact
+from .errors import SpecError  # defined beside the backend errors: open_backend raises it too
 from .providers import GENERIC_PROVIDER, PROVIDERS
 
 Kind = Literal["local", "strategy", "human", "hosted", "outside"]
@@ -33,10 +34,6 @@ OUTSIDE_PREFIX = "http/"
 
 #: The forms a spec may take, as error messages list them.
 SPEC_FORMS = "local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL"
-
-
-class SpecError(ValueError):
-    """A spec that names no player; the message is one line and says what would do."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
+from ..core.seats import participant, person_seat
 from ..core.study import Study
 from ..store.store import Store
 from .pages import page
@@ -138,7 +139,7 @@ class Dashboard:
             seats = r["seats"] if isinstance(r["seats"], dict) else {}
             name = str(seats.get(r["role"], "?"))
             entry = models.get(name)
-            if name.startswith("human:") or (entry is not None and (entry.is_strategy or entry.is_human)):
+            if participant(name) is not None or (entry is not None and (entry.is_strategy or entry.is_human)):
                 free += r["turns"]
                 continue
             row = row_of(name)
@@ -171,7 +172,7 @@ class Dashboard:
         q = participant_key(query)
         if not q:
             return rows
-        return [p for p in rows if any(q in participant_key(str(v)) for v in (p.get("participant") or "", f"human:{p.get('pid_hash') or ''}", p.get("source") or ""))]
+        return [p for p in rows if any(q in participant_key(str(v)) for v in (p.get("participant") or "", person_seat(p.get('pid_hash') or ''), p.get("source") or ""))]
 
     def running(self, study: str = "") -> list[dict[str, Any]]:
         """The games being played now, not yet stored: participants' live games and games a run

@@ -51,6 +51,7 @@ from ..core.agents import Human, HumanAnswer, Reply
 from ..core.coverage import run_seating
 from ..core.game import Game
 from ..core.runner import Runner
+from ..core.seats import person_seat, seat_kind
 from ..core.study import GameSpec, ModelEntry, Study, StudyError
 from ..core.table import FORMAT, RULES, Part, Player, TurnRequest, without
 from ..redact import redact
@@ -169,7 +170,7 @@ class GroupSeat:
 def group_game_id(base_id: str, members: dict[str, str], fallback: dict[str, str]) -> str:
     """The id of a group game: from the study game's id, its members' pseudonyms by role and
     the fallback in each seat nobody came for, so the same group always plays the same game."""
-    seats = ",".join(f"{r}=" + (f"human:{members[r]}" if r in members else f"fallback:{fallback[r]}") for r in sorted({*members, *fallback}))
+    seats = ",".join(f"{r}=" + (person_seat(members[r]) if r in members else f"fallback:{fallback[r]}") for r in sorted({*members, *fallback}))
     return hashlib.sha256(f"{base_id}:group:{seats}".encode()).hexdigest()[:24]
 
 
@@ -250,7 +251,7 @@ class Manager:
             return None
         models = self.study.models
         entry = models.get(name) or next((m for m in models.values() if m.spec == name), None)
-        if entry is None and name.startswith("strategy/"):
+        if entry is None and seat_kind(name).scripted:
             entry = ModelEntry(name=name, spec=name)
         if entry is None:
             known = ", ".join(sorted(m for m, e in models.items() if not e.is_human))
@@ -325,9 +326,9 @@ class Manager:
         info = row.get("group_info")
         if info:  # a formed group: its members' pseudonyms and the fallback in the empty seats
             members, fallback = info["members"], info["fallback"]
-            seats = {r: (f"human:{members[r]}" if r in members else fallback.get(r, m)) for r, m in base.seats.items()}
+            seats = {r: (person_seat(members[r]) if r in members else fallback.get(r, m)) for r, m in base.seats.items()}
         else:
-            seats = {r: (f"human:{row['pid_hash']}" if r == row["role"] else m) for r, m in base.seats.items()}
+            seats = {r: (person_seat(row["pid_hash"]) if r == row["role"] else m) for r, m in base.seats.items()}
         return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed, base.nature_seed)
 
     async def start(self, row: dict[str, Any], play: bool = True) -> Live:

@@ -255,22 +255,17 @@ def import_logs(folder: Path, study: str) -> Records:
             continue
         yield from (f"{where}: {p}" for p in result["problems"])
         yield GameRecord(
-            {
-                "id": f"glee-{result['family']}-{game_dir.name}",
-                "study": study,
-                "game": result["game"],
-                "config": result["config"],
-                "seats": result["seats"],
-                "repeat": 0,
-                "seed": 0,
-                "prompt_version": result["prompt_version"],
-                "status": "done",
-                "outcome": result["outcome"],
-                "metrics": result["metrics"],
-                "error": None,
-                "turn_records": result["turns"],
-                "source": "import:glee",
-            }
+            id=f"glee-{result['family']}-{game_dir.name}",
+            study=study,
+            game=result["game"],
+            config=result["config"],
+            seats=result["seats"],
+            seed=0,
+            prompt_version=result["prompt_version"],
+            outcome=result["outcome"],
+            metrics=result["metrics"],
+            turn_records=result["turns"],
+            source="import:glee",
         )
         imported.add(result["game"])
     if imported:
