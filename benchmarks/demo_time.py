@@ -15,10 +15,8 @@ answer, action and validity are hashed: the variants must store the same answers
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -26,6 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from embedded_load import replies_digest  # beside this script: one digest of the stored answers
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "studies" / "demo.toml"
@@ -103,15 +103,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> Usage:
 
 def answers_digest(db: Path) -> tuple[str, int]:
     """SHA-256 over every stored turn's game, index, raw answer, action and validity."""
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute("SELECT game_id, idx, raw, action, valid FROM turns ORDER BY game_id, idx").fetchall()
-    finally:
-        con.close()
-    h = hashlib.sha256()
-    for row in rows:
-        h.update(repr(row).encode())
-    return h.hexdigest()[:12], len(rows)
+    return replies_digest(db, "raw, action, valid")
 
 
 def extract_src(rev: str, tmp: Path) -> Path:

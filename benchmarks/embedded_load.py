@@ -93,11 +93,12 @@ def stop(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
-def replies_digest(db: Path) -> tuple[str, int]:
-    """SHA-256 over every stored turn's game, index, raw reply and parsed action."""
+def replies_digest(db: Path, columns: str = "raw, action") -> tuple[str, int]:
+    """SHA-256 over every stored turn's game, index and ``columns`` (the raw reply and parsed
+    action unless told otherwise), and the number of turns."""
     con = sqlite3.connect(db)
     try:
-        rows = con.execute("SELECT game_id, idx, raw, action FROM turns ORDER BY game_id, idx").fetchall()
+        rows = con.execute(f"SELECT game_id, idx, {columns} FROM turns ORDER BY game_id, idx").fetchall()
     finally:
         con.close()
     h = hashlib.sha256()

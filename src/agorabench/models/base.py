@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -180,3 +182,20 @@ class BufferedCache(ResponseCache, Protocol):
     before a finished game is stored, so that no stored game needs an answer the cache lost)."""
 
     def flush(self) -> None: ...
+
+
+class OnWorkerThread:
+    """An in-process embedder (``__call__(texts)`` blocks) awaited on its worker thread, so the
+    event loop runs meanwhile: a subclass names the thread in :meth:`worker`."""
+
+    def worker(self) -> ThreadPoolExecutor:
+        raise NotImplementedError
+
+    async def aembed(self, texts: list[str]) -> list[list[float]]:
+        """``self(texts)`` on :meth:`worker`; no texts, no call."""
+        if not texts:
+            return []
+        return await asyncio.get_running_loop().run_in_executor(self.worker(), self, list(texts))  # type: ignore[arg-type]
+
+    async def aclose(self) -> None:
+        return None

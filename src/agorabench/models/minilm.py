@@ -20,7 +20,6 @@ else 1.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib.util
 import os
@@ -33,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..text import storable
-from .base import BackendError
+from .base import BackendError, OnWorkerThread
 
 #: The model, as the vectors' identity names it.
 MODEL_ID = "all-MiniLM-L6-v2"
@@ -187,7 +186,7 @@ def batches(lengths: list[int], size: int = BATCH, cells: int = BATCH_CELLS) -> 
     return groups
 
 
-class MiniLMEmbeddings:
+class MiniLMEmbeddings(OnWorkerThread):
     """all-MiniLM-L6-v2 (module doc): 384-dimensional unit vectors, in-process and offline."""
 
     def __init__(self, model_path: str | Path | None = None, n_threads: int | None = None, batch_size: int = BATCH) -> None:
@@ -214,14 +213,8 @@ class MiniLMEmbeddings:
                 out[i] = vector.astype(np.float64).tolist()
         return out
 
-    async def aembed(self, texts: list[str]) -> list[list[float]]:
-        """:meth:`__call__` on the embeddings worker thread, so the event loop runs meanwhile."""
-        if not texts:
-            return []
-        return await asyncio.get_running_loop().run_in_executor(_executor(), self, list(texts))
-
-    async def aclose(self) -> None:
-        return None
+    def worker(self) -> ThreadPoolExecutor:
+        return _executor()
 
 
 __all__ = ["BATCH", "DIMENSIONS", "MAX_TOKENS", "MODEL_ID", "MiniLMEmbeddings", "batches", "onnx_path"]
