@@ -23,8 +23,9 @@ import pandas as pd
 
 from ...analysis import metagame as mg
 from ...analysis.anchoring import anchoring
-from ...analysis.stats import Bounds, row_clusters
 from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, fit_ols, level, pair_labels
+from ...analysis.stats import Bounds, row_clusters
+from ...core.seats import SeatKind, seat_kind
 
 OUTCOMES = ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")
 OUTCOME_NAMES = {"efficiency": "efficiency", "fairness": "fairness", "self_gain_alice": "Alice's self-gain", "self_gain_bob": "Bob's self-gain"}
@@ -80,6 +81,11 @@ REFERENCE_RULE = (
 )
 
 
+
+def _not_scripted_or_person(entry: dict[str, Any]) -> bool:
+    """Whether a study file's model entry is played by a model (not a strategy, not a person)."""
+    return seat_kind(entry) not in (SeatKind.STRATEGY, SeatKind.PERSON)
+
 def study_reference(spec: dict[str, Any] | None) -> list[str]:
     """The study file's candidates for the reference model in the order of
     :data:`REFERENCE_RULE`: ``[analysis] reference_model``, its LLMs in file order, then its
@@ -88,7 +94,7 @@ def study_reference(spec: dict[str, Any] | None) -> list[str]:
     models = spec.get("models") or []
     setting = (spec.get("analysis") or {}).get("reference_model")
     out = [setting] if setting else []
-    out += [m["name"] for m in models if not str(m.get("spec", "")).startswith(("strategy/", "human"))]
+    out += [m["name"] for m in models if _not_scripted_or_person(m)]
     out += [m["name"] for m in models]
     return list(dict.fromkeys(out))
 
@@ -185,7 +191,7 @@ def reference_choice(games: pd.DataFrame, spec: dict[str, Any] | str | Path | No
         skipped.append(f"{model} ({source}) did not play these games")
     entries = file.get("models") or []
     steps = [
-        ("the first language model of the study file's list that played", [m["name"] for m in entries if not str(m.get("spec", "")).startswith(("strategy/", "human"))]),
+        ("the first language model of the study file's list that played", [m["name"] for m in entries if _not_scripted_or_person(m)]),
         ("the first model of the study file's list that played", [m["name"] for m in entries]),
     ]
     people = "the first model name in sorted order that is no person's seat"
