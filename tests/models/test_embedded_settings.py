@@ -12,7 +12,7 @@ import pytest
 from agorabench.core.study import ModelEntry
 from agorabench.models import embedded
 from agorabench.models.base import BackendError, GenerationSettings
-from agorabench.models.embedded import DEFAULT_STATE_CACHE_MB, EmbeddedBackend, default_threads, shared_embedded_backend, state_cache_limit
+from agorabench.models.embedded import DEFAULT_STATE_CACHE_MB, EmbeddedBackend, FreeCores, default_threads, shared_embedded_backend, state_cache_limit, thread_range
 from support.helpers import run_agora
 from support.studies import envy_points, model, paper_grid, scripted
 
@@ -29,6 +29,73 @@ def test_thread_count_follows_the_usable_cores(monkeypatch, cores, threads):
     monkeypatch.delenv("AGORA_THREADS", raising=False)
     monkeypatch.setattr(embedded.os, "sched_getaffinity", lambda pid: set(range(cores)))
     assert default_threads() == threads
+
+
+@pytest.mark.parametrize(("cores", "fewest", "most"), [(1, 1, 1), (2, 1, 2), (3, 1, 3), (4, 2, 4), (8, 4, 4), (64, 4, 4)])
+def test_a_call_may_take_the_free_cores_unless_a_count_is_set(monkeypatch, cores, fewest, most):
+    monkeypatch.delenv("AGORA_THREADS", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(embedded.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert thread_range() == (fewest, most)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")  # sleeping threads: more of them are slower
+    assert thread_range() == (fewest, fewest)
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("AGORA_THREADS", "3")
+    assert thread_range() == (3, 3)
+    assert EmbeddedBackend(n_threads=2, state_cache_bytes=0).thread_range == (2, 2)
+
+
+def test_free_cores_are_the_cores_less_the_other_processes_cpu(monkeypatch):
+    """Others' CPU = the machine's busy CPU time less this process's own, over the wall time."""
+    monkeypatch.setattr(embedded.os, "sched_getaffinity", lambda pid: set(range(2)))
+    readings = iter([(100.0, 10.0, 0.0), (101.5, 10.5, 1.0), (101.5, 10.5, 1.01), (103.5, 11.5, 2.0), (103.5, 13.5, 3.0)])
+    monkeypatch.setattr(FreeCores, "_reading", lambda self: next(readings))
+    gauge = FreeCores()
+    assert gauge.free() == pytest.approx(1.0)  # 1.5 s busy, 0.5 s of it ours: one core taken
+    assert gauge.free() is None  # 10 ms later: too short to say
+    assert gauge.free() == pytest.approx(1.0)  # measured from the older reading: 2 s busy, 1 s ours
+    assert gauge.free() == pytest.approx(2.0)  # all the busy time was ours (never below zero)
+
+
+def test_each_call_takes_the_threads_the_free_cores_allow(monkeypatch):
+    backend = EmbeddedBackend(state_cache_bytes=0)
+    backend.thread_range = (1, 2)
+
+    class Gauge:
+        def __init__(self, values):
+            self.values = iter(values)
+
+        def free(self):
+            return next(self.values)
+
+    backend._free_cores = Gauge([1.95, 1.5, None, 0.2, 2.0, 7.0])
+    assert [backend._threads_now() for _ in range(6)] == [2, 1, 1, 1, 2, 2]
+
+
+@pytest.mark.llm
+def test_answers_do_not_depend_on_the_thread_count():
+    """One call on one thread, the next on two, and back: the texts are those of a backend fixed
+    at one thread (each llama.cpp thread computes whole rows), and the switch is counted."""
+    settings = GenerationSettings(temperature=0.0, max_tokens=24, seed=0)
+    fixed = EmbeddedBackend(n_threads=1, state_cache_bytes=0)
+    moving = EmbeddedBackend(n_threads=1, state_cache_bytes=0)
+    moving.thread_range = (1, 2)
+
+    class Gauge:
+        values = iter([2.0, 1.0, 2.0])
+
+        def free(self):
+            return next(self.values)
+
+    moving._model()
+    moving._free_cores = Gauge()
+    for turns in (1, 2, 3):
+        assert moving._run(_messages(turns), settings).text == fixed._run(_messages(turns), settings).text
+    stats = moving.decode_stats()
+    assert (stats["calls_on_2_threads"], stats["calls_on_1_threads"]) == (2, 1)
+    import llama_cpp.llama_cpp as lc
+
+    assert lc.llama_n_threads(moving._llama._ctx.ctx) == 2
 
 
 def test_agora_threads_overrides_and_a_bad_value_is_one_line(monkeypatch):
@@ -87,21 +154,26 @@ def test_cache_bound_from_the_study_file_reaches_llama_cpp():
 
 
 WAITS = """
-from agorabench.models.embedded import EmbeddedBackend
-EmbeddedBackend(n_threads=1, state_cache_bytes=0)._model()
+from agorabench.models import embedded
+embedded.usable_cores = lambda: 2
+embedded.EmbeddedBackend(state_cache_bytes=0)._model()
 """
 
 
 @pytest.mark.llm
-@pytest.mark.parametrize(("policy", "spins"), [(None, "0"), ("ACTIVE", "30000000000")])
-def test_waiting_threads_sleep_unless_the_environment_says_otherwise(policy, spins):
+@pytest.mark.parametrize(("policy", "threads", "spins"), [(None, "1", "0"), ("ACTIVE", "1", "30000000000"), (None, None, "300000")])
+def test_waiting_threads_sleep_unless_the_environment_says_otherwise(policy, threads, spins):
     """llama.cpp's OpenMP runtime reads its waiting policy once, when llama_cpp is first
-    imported: it must see PASSIVE (spin count 0) unless the user chose a policy. OpenMP's own
-    default spins for about 300,000 rounds, which stalls the demo on a busy machine."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    imported: with a thread count fixed (here ``AGORA_THREADS=1``) it must see PASSIVE (spin
+    count 0) unless the user chose a policy; where a call may take a free core (no count set, two
+    cores), OpenMP's own default (about 300,000 spins, then sleep): threads woken from sleep at
+    every step made two threads slower than one."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "AGORA_THREADS")}
     env["OMP_DISPLAY_ENV"] = "VERBOSE"  # the runtime prints its settings when it loads
     if policy:
         env["OMP_WAIT_POLICY"] = policy
+    if threads:
+        env["AGORA_THREADS"] = threads
     out = subprocess.run([sys.executable, "-c", WAITS], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert f"GOMP_SPINCOUNT = '{spins}'" in out.stderr, out.stderr

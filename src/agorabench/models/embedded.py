@@ -59,16 +59,64 @@ def _whole_number(name: str, text: object, least: int) -> int:
 
 
 def default_threads() -> int:
-    """llama.cpp threads: ``AGORA_THREADS`` if set; else 1 on a machine with up to 2 usable
-    cores, else half the usable cores, at most 4.
+    """llama.cpp threads a call starts from: ``AGORA_THREADS`` if set; else 1 on a machine with up
+    to 2 usable cores, else half the usable cores, at most 4 (see :func:`thread_range` for the
+    most a call may use).
 
     llama.cpp's threads meet at a barrier after every step of a token: when other work takes
-    one thread's core, the others wait for it, so on 2 shared cores a second thread gains
-    little when the machine is idle and costs many times over when it is busy."""
+    one thread's core, the others wait for it, so on 2 shared cores a second thread costs many
+    times over when the machine is busy."""
     if "AGORA_THREADS" in os.environ:
         return _whole_number("AGORA_THREADS", os.environ["AGORA_THREADS"], 1)
     cores = usable_cores()
     return 1 if cores <= 2 else min(4, cores // 2)
+
+
+def thread_range() -> tuple[int, int]:
+    """Fewest and most llama.cpp threads a call of the chat model uses when no count is set:
+    from :func:`default_threads` up to every usable core (at most 4); ``AGORA_THREADS`` or an
+    ``OMP_WAIT_POLICY=PASSIVE`` in the environment fixes it at :func:`default_threads` (threads
+    that sleep at every barrier made two threads slower than one, see benchmarks/README.md).
+    Between the two, each call takes as many as the machine's other work leaves free
+    (:class:`FreeCores`). The count never changes an answer: each thread computes whole rows."""
+    low = default_threads()
+    if "AGORA_THREADS" in os.environ or os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE":
+        return low, low
+    return low, max(low, min(4, usable_cores()))
+
+
+class FreeCores:
+    """Cores the machine's other processes left free since the previous reading: the usable
+    cores less (busy CPU time of the whole machine, from ``/proc/stat``, minus this process's
+    own CPU time) over the wall time between the readings. ``None`` where ``/proc/stat`` cannot
+    be read or the readings are too close together to say (under :data:`MIN_SPAN` seconds)."""
+
+    MIN_SPAN = 0.05
+
+    def __init__(self) -> None:
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._last = self._reading()
+
+    def _reading(self) -> tuple[float, float, float] | None:
+        """(machine busy CPU seconds, this process's CPU seconds, monotonic seconds)."""
+        try:
+            with open("/proc/stat", "rb") as f:
+                fields = [int(x) for x in f.readline().split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + fields[4]  # idle and iowait
+        return (sum(fields) - idle) / self._tick, time.process_time(), time.monotonic()
+
+    def free(self) -> float | None:
+        """Free cores over the span since the previous call (or since this gauge was made)."""
+        now = self._reading()
+        last, self._last = self._last, now
+        if now is None or last is None or now[2] - last[2] < self.MIN_SPAN:
+            if now is not None and last is not None:
+                self._last = last  # too short: measure from the older reading next time
+            return None
+        others = max(0.0, (now[0] - last[0]) - (now[1] - last[1])) / (now[2] - last[2])
+        return usable_cores() - others
 
 
 def state_cache_limit(mib: int | None = None) -> int:
@@ -82,10 +130,15 @@ def state_cache_limit(mib: int | None = None) -> int:
 
 
 def _passive_waits() -> None:
-    """Threads waiting for each other sleep rather than spin: ``OMP_WAIT_POLICY=PASSIVE`` for
-    llama.cpp's OpenMP runtime unless the user set it. The runtime reads it once, when it loads
-    (on the first import of llama_cpp), so this runs before that import."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    """How llama.cpp's waiting threads wait, unless the user set ``OMP_WAIT_POLICY``: where a call
+    may take more threads when cores are free (:func:`thread_range`), OpenMP's own default (spin
+    a short while, then sleep: a sleeping thread woken at every step made two threads slower
+    than one); else ``PASSIVE`` (sleep at once: a thread count fixed above 1 then costs little
+    on a busy machine). The runtime reads it once, when it loads (on the first import of
+    llama_cpp), so this runs before that import."""
+    low, high = thread_range()
+    if high == low:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def bounded_state_cache(capacity_bytes: int):
@@ -227,6 +280,15 @@ def embedded_llama_class() -> type:
                 self.stats["prompt_tokens_evaluated"] += len(tokens)
             super().eval(tokens)
 
+        def use_threads(self, n: int) -> None:
+            """Run the next evaluations on ``n`` threads (prompt and generation alike); counted."""
+            if n != self.context_params.n_threads:
+                lc.llama_set_n_threads(self._ctx.ctx, n, n)
+                self.context_params.n_threads = self.context_params.n_threads_batch = n
+                self.n_threads = self.n_threads_batch = n
+            key = f"calls_on_{n}_threads"
+            self.stats[key] = self.stats.get(key, 0) + 1
+
         def load_state(self, state) -> None:
             """llama-cpp-python's restore, counted."""
             self.stats["states_restored"] += 1
@@ -277,7 +339,10 @@ class EmbeddedBackend:
 
     def __init__(self, model_path: str | Path | None = None, n_threads: int | None = None, n_ctx: int = 4096, state_cache_bytes: int | None = None) -> None:
         self.model_path = Path(model_path) if model_path else embedded_model_path()
-        self.n_threads = _whole_number("n_threads", n_threads, 1) if n_threads is not None else default_threads()
+        #: Fewest and most threads a call uses (:func:`thread_range`); the same where ``n_threads`` is given.
+        self.thread_range = (_whole_number("n_threads", n_threads, 1),) * 2 if n_threads is not None else thread_range()
+        self.n_threads = self.thread_range[0]
+        self._free_cores: FreeCores | None = None
         self.n_ctx = n_ctx
         self.identity = f"embedded:{self.model_path.name}"
         self._llama = None
@@ -306,6 +371,8 @@ class EmbeddedBackend:
                     seed=0,
                     verbose=False,
                 )
+                if self.thread_range[1] > self.thread_range[0]:
+                    self._free_cores = FreeCores()
                 if self.state_cache_bytes:
                     # Saved model states keyed by token prefix: when games interleave, a
                     # transcript's earlier turns are not evaluated again.
@@ -323,8 +390,20 @@ class EmbeddedBackend:
             self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
 
+    def _threads_now(self) -> int:
+        """Threads for the next call: the most of :attr:`thread_range` that the cores the other
+        processes left free since the previous call allow (each call runs on the cores its
+        threads had last time: a core taken by other work makes the others wait at every step),
+        at least the fewest; the last count when the gauge cannot say."""
+        low, high = self.thread_range
+        free = self._free_cores.free() if self._free_cores is not None else None
+        if free is not None:
+            self.n_threads = max(low, min(high, int(free + 0.25)))
+        return self.n_threads
+
     def _run(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         llama = self._model()
+        llama.use_threads(self._threads_now())
         started = time.perf_counter()
         kwargs = {}
         if settings.grammar is not None:  # our compact grammar, also for JSON answers
@@ -377,7 +456,7 @@ class EmbeddedBackend:
         return None
 
 
-_SHARED: dict[tuple[str, int, int, int], EmbeddedBackend] = {}
+_SHARED: dict[tuple[str, int | tuple[int, int], int, int], EmbeddedBackend] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -390,8 +469,8 @@ def shared_embedded_backend(model_path: str | Path | None = None, n_threads: int
     /dev/null). Sharing one instance with one worker thread avoids both.
     """
     path = Path(model_path) if model_path else embedded_model_path()
-    threads = _whole_number("n_threads", n_threads, 1) if n_threads is not None else default_threads()
-    key = (str(path.resolve()), threads, n_ctx, state_cache_limit(state_cache_mb))
+    threads = _whole_number("n_threads", n_threads, 1) if n_threads is not None else None
+    key = (str(path.resolve()), threads or thread_range(), n_ctx, state_cache_limit(state_cache_mb))
     with _SHARED_LOCK:
         if key not in _SHARED:
             _SHARED[key] = EmbeddedBackend(path, n_threads=threads, n_ctx=n_ctx, state_cache_bytes=key[3])
