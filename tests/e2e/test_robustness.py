@@ -379,29 +379,36 @@ def test_two_processes_share_a_study_instead_of_both_playing_it(tmp_path, write_
     assert sqlite3.connect(shared).execute("select count(*) from claims").fetchone()[0] == 0
 
 
+#: Opens ``fresh0.db`` ... in the folder argv[1], the i-th at argv[2] + 0.5 i seconds (sleeping
+#: until just before, then spinning, so that two processes open each one together).
 OPEN_AT = """
 import sys, time
+from pathlib import Path
 from agorabench.store.store import Store
-start = float(sys.argv[2])
-while time.time() < start:
-    pass
-Store(sys.argv[1])
+folder, start, rounds = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+for i in range(rounds):
+    at = start + 0.5 * i
+    time.sleep(max(0.0, at - time.time() - 0.02))
+    while time.time() < at:
+        pass
+    Store(folder / f"fresh{i}.db").dispose()
 """
 
 
 def test_processes_opening_one_fresh_database_at_the_same_moment_all_succeed(tmp_path):
     """Switching a new SQLite file to WAL does not wait for a lock: two runs started together
-    on a new database used to fail about one time in four with "database is locked"."""
+    on a new database used to fail about one time in four with "database is locked". Two
+    processes open ten new databases, each at the same moment as the other process."""
     import time
 
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    for i in range(10):
-        db = tmp_path / f"fresh{i}.db"
-        start = f"{time.time() + 1.5:.3f}"  # after both interpreters have imported the store
-        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(db), start], env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-        errors = [p.communicate(timeout=60)[1] for p in procs]
-        assert all(p.returncode == 0 for p in procs), errors
-        assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    rounds = 10
+    start = f"{time.time() + 1.5:.3f}"  # after both interpreters have imported the store
+    procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(tmp_path), start, str(rounds)], env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errors
+    for i in range(rounds):
+        assert sqlite3.connect(tmp_path / f"fresh{i}.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_a_live_claim_is_left_alone_and_a_crashed_one_expires(tmp_path, write_study, capsys):
