@@ -11,7 +11,10 @@ flight:
 4. ``lean``: the default transport (our HTTP/1.1 client, orjson bodies) called directly;
 5. ``model``: ``Model.complete`` over the lean transport (limits, retries, accounting; no cache);
 6. ``study``: a whole envy study (table, prompts, parsing, response cache, SQLite store) with
-   C games in flight, every game three model calls, on each of the three transports.
+   C games in flight, every game three model calls, on each of the three transports;
+7. ``study_processes``: the same study (lean transport) played by ``run_processes`` (``agora run
+   --executor processes``): 2 local processes with C / 2 games in flight each, one database.
+   Its client CPU counts the worker processes' too.
 
 Each line gives calls/s (counted by the server) and the share of the ideal C / 100 ms. All
 traffic goes to 127.0.0.1; each measurement is bounded (a fixed number of calls, and a time cap).
@@ -30,6 +33,10 @@ the other N times at each C (each play in a fresh process, against the same serv
 median of each: calls/s, client CPU per call (the process) and the event loop thread's own CPU per
 call (``time.thread_time``: what every response waits behind; the group commit's worker thread is
 the difference). On a machine others share, this compares two versions under the same load.
+
+``--split N [N ...] [--ab-runs R]``: only the whole study, played at each C by one process and by
+N processes at once (each with C / N in flight and its own database), R times each; medians of
+calls/s over the slowest process's wall time.
 """
 
 from __future__ import annotations
@@ -202,6 +209,20 @@ def whole_study(url: str, c: int, games: int, tmp: Path, transport: str = "lean"
     return loop_cpu
 
 
+def whole_study_processes(url: str, c: int, games: int, tmp: Path, workers: int = 2) -> float:
+    """Play the study (lean transport) in ``workers`` local processes, C / workers games in flight
+    each, into one SQLite database (:func:`agorabench.core.executors.run_processes`); returns 0
+    (the event loops run in the workers)."""
+    from agorabench.core.executors import run_processes
+
+    path = tmp / f"client_{c}_processes.toml"
+    path.write_text(STUDY.format(url=url, c=c, repeats=max(1, games // 48), transport="lean"))
+    counts, _ = run_processes(str(path), str(tmp / f"client_{c}_processes_{time.time_ns()}.db"), workers=workers, concurrency=max(1, c // workers))
+    if counts["failed"] or counts["errors"]:
+        sys.exit(f"the study in processes failed: {counts}")
+    return 0.0
+
+
 def study_only(port: int, c: int, games: int) -> None:
     """One whole study (lean transport) in this process, as ``--ab``'s child: prints one JSON line
     (calls counted by the server, wall seconds, process and loop-thread CPU seconds)."""
@@ -249,6 +270,37 @@ def ab(old_src: str, port: int, cs: list[int], rounds: int, runs: int, loop_name
     print("\n".join(lines))
 
 
+def split(port: int, cs: list[int], rounds: int, parts: list[int], runs: int, loop_name: str = "uvloop") -> None:
+    """The whole study at C in flight played by one process and by N processes at once, each
+    with C / N in flight and its own database (about the same calls in all), alternately,
+    ``runs`` times; prints the medians of calls/s counted by the server over the slowest
+    process's wall time. Whether a second process (a second core for the client) closes the
+    gap to raw sockets."""
+    import statistics
+
+    lines = []
+    for c in cs:
+        for n in parts:
+            rates = []
+            for _ in range(runs):
+                env = {**os.environ, event_loop.ENV: loop_name}
+                before = server_count(port)
+                cmd = [sys.executable, __file__, "--study-only", str(port), "--c", str(c // n), "--rounds", str(rounds)]
+                procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
+                outs = [p.communicate() for p in procs]
+                if any(p.returncode for p in procs):
+                    sys.exit("a study process failed:\n" + "\n".join(err.strip()[-1500:] for _, err in outs))
+                walls = [json.loads(out.strip().splitlines()[-1])["wall"] for out, _ in outs]
+                rates.append((server_count(port) - before) / max(walls))
+                print(f"C={c} in {n} process(es): {rates[-1]:.0f}/s", file=sys.stderr)
+            rate = statistics.median(rates)
+            lines.append(f"| {c} | {n} x {c // n} | {rate:.0f}/s ({rate / (c / LATENCY):.0%}) |")
+    print(f"\n{load_line()}; medians of {runs} runs; {loop_name}; fast server\n")
+    print("| in flight | processes x games in flight each | calls/s (share of C/L) |")
+    print("|---|---|---|")
+    print("\n".join(lines))
+
+
 SERVER_PID = 0
 
 
@@ -261,13 +313,20 @@ def server_cpu() -> float:
         return 0.0
 
 
+def _client_cpu() -> float:
+    """CPU seconds of this process and of its ended, waited-for children (the worker processes
+    of ``study_processes``; the server is waited for only at the end)."""
+    t = os.times()
+    return time.process_time() + t.children_user + t.children_system
+
+
 def measure(port: int, fn) -> tuple[float, float, float]:
     """(calls/s counted by the server, client CPU milliseconds per call, server CPU
     milliseconds per call)."""
     before, server_before = server_count(port), server_cpu()
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu = time.perf_counter(), _client_cpu()
     fn()
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    wall, cpu = time.perf_counter() - started, _client_cpu() - cpu
     calls = server_count(port) - before
     return calls / wall, 1000 * cpu / max(calls, 1), 1000 * (server_cpu() - server_before) / max(calls, 1)
 
@@ -309,7 +368,7 @@ def breakdown(profile: Path) -> list[tuple[str, float]]:
     return sorted(totals.items(), key=lambda kv: -kv[1])
 
 
-COLUMNS = ("raw", "sdk", "aiohttp", "lean", "model", "study", "study_aiohttp", "study_sdk")
+COLUMNS = ("raw", "sdk", "aiohttp", "lean", "model", "study", "study_aiohttp", "study_sdk", "study_processes")
 
 
 def main() -> None:
@@ -322,6 +381,7 @@ def main() -> None:
     p.add_argument("--columns", nargs="+", choices=COLUMNS, default=list(COLUMNS), help="the columns measured (the others are shown as nan)")
     p.add_argument("--ab", metavar="OLD_SRC", help="compare the whole study of OLD_SRC (a copy of src/) with this checkout's, alternately")
     p.add_argument("--ab-runs", type=int, default=5, help="plays of each version per C with --ab")
+    p.add_argument("--split", type=int, nargs="+", metavar="N", help="only the whole study, in 1 and in each N processes sharing C (see split())")
     p.add_argument("--study-only", type=int, metavar="PORT", help=argparse.SUPPRESS)  # --ab's child
     args = p.parse_args()
     if args.study_only:
@@ -341,6 +401,10 @@ def main() -> None:
             sys.exit(f"the {name} event loop is not available here")
         runs[name] = event_loop.run
     try:
+        if args.split:
+            asyncio.run(lean_direct(url, 64, 64))  # warm the server
+            split(port, args.c, args.rounds, sorted({1, *args.split}), args.ab_runs, args.loop[0])
+            return
         if args.ab:
             asyncio.run(lean_direct(url, 64, 64))  # warm the server
             ab(args.ab, port, args.c, args.rounds, args.ab_runs, args.loop[0])
@@ -365,6 +429,7 @@ def main() -> None:
                         "study": lambda: whole_study(url, c, games, tmp, run=run),
                         "study_aiohttp": lambda: whole_study(url, c, games, tmp, transport="aiohttp", run=run),
                         "study_sdk": lambda: whole_study(url, c, games, tmp, transport="sdk", run=run),
+                        "study_processes": lambda: whole_study_processes(url, c, games, tmp),
                     }
                     cells = {k: measure(port, play) if k in args.columns else (float("nan"),) * 3 for k, play in plays.items()}
                     rows.append((c, name, ideal, cells))
@@ -388,11 +453,11 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    keys = ("raw", "sdk", "aiohttp", "lean", "model", "study", "study_aiohttp", "study_sdk")
+    keys = COLUMNS
     kind = "plain" if args.plain_server else "fast (uvloop, orjson bodies)"
     print(f"\n{load_line()}; 100 ms server ({kind}) in its own process; calls/s counted by the server (share of ideal C/L); client CPU ms per call; {args.rounds} rounds\n")
-    print("| in flight | event loop | ideal C/L | raw sockets | bare `openai` SDK | aiohttp transport | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (aiohttp) | whole study (SDK) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| in flight | event loop | ideal C/L | raw sockets | bare `openai` SDK | aiohttp transport | lean transport | `Model.complete` (lean) | whole study (lean) | whole study (aiohttp) | whole study (SDK) | whole study (lean, 2 processes) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c, name, ideal, cells in rows:
         print(f"| {c} | {name} | {ideal:.0f}/s | " + " | ".join(f"{cells[k][0]:.0f}/s ({cells[k][0] / ideal:.0%})" for k in keys) + " |")
         print(f"| {c}: client CPU per call | {name} | | " + " | ".join(f"{cells[k][1]:.2f} ms" for k in keys) + " |")

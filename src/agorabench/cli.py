@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import signal
 import sqlite3
 import sys
@@ -85,10 +86,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens)
     study.check_keys()
     budget = Budget(args.budget, args.budget_tokens, args.output_tokens, args.samples) if args.budget is not None or args.budget_tokens is not None else None
-    if args.executor == "ray":
+    if args.executor in ("ray", "processes"):
         if budget is not None:
-            raise StudyError("--budget and --budget-tokens work with the async executor only (leave out --executor ray)")
-        return _run_ray(args, study.name, db)
+            raise StudyError(f"--budget and --budget-tokens work with the async executor only (leave out --executor {args.executor})")
+        return _run_shares(args, study.name, db)
     if args.no_cache and args.cache:
         raise StudyError("--no-cache and --cache exclude each other")
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget)
@@ -125,26 +126,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if stats.errors == 0 else 1
 
 
-def _run_ray(args: argparse.Namespace, name: str, db: str) -> int:
-    from .core.executors import run_ray
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_shares(args: argparse.Namespace, name: str, db: str) -> int:
+    """A run spread over shares: Ray workers (``--executor ray``) or local processes
+    (``--executor processes``); one summary line, and exit status 1 when a share failed."""
+    from .core.executors import run_processes, run_ray
     from .redact import redact
 
-    if args.workers < 1:
+    ray = args.executor == "ray"
+    workers = args.workers if args.workers is not None else (4 if ray else _usable_cores())
+    if workers < 1:
         raise StudyError("--workers must be at least 1")
-    if args.worker_retries < 0:
-        raise StudyError("--worker-retries must be 0 or more")
-    counts, info = run_ray(args.study, db, models=args.model, workers=args.workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache, retries=args.worker_retries)
+    if ray:
+        if args.worker_retries < 0:
+            raise StudyError("--worker-retries must be 0 or more")
+        counts, info = run_ray(args.study, db, models=args.model, workers=workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache, retries=args.worker_retries)
+    else:
+        counts, info = run_processes(args.study, db, models=args.model, workers=workers, concurrency=args.concurrency, cache_db=args.cache)
     elsewhere = f", {counts['elsewhere']} being played by another process" if counts["elsewhere"] else ""
     print(
         f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors{elsewhere}; "
         f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {redact(db)}; "
-        f"ray workers {info['workers']}"
+        + (f"ray workers {info['workers']}" if ray else f"processes {info['workers']}")
     )
     for message in info["error_messages"][:5]:
         print(f"  error: {message}", file=sys.stderr)
     if counts["failed"]:
         print(
-            f"agora: error: {len(counts['failed'])} Ray share(s) failed ({redact(counts['failed'][0])}); "
+            f"agora: error: {len(counts['failed'])} {'Ray' if ray else 'process'} share(s) failed ({redact(counts['failed'][0])}); "
             f"{counts['not_played']} game(s) not played, the finished ones are stored: run the same command again to play the rest",
             file=sys.stderr,
         )
@@ -498,7 +514,7 @@ class _Help(argparse.RawDescriptionHelpFormatter):
 
 #: Examples shown under each command's ``--help``.
 EXAMPLES = {
-    "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --budget 5.00   # no new game once the next could take the study past $5\nagora run study.toml --dry-run      # what it would play and cost; plays nothing\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8",
+    "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --budget 5.00   # no new game once the next could take the study past $5\nagora run study.toml --dry-run      # what it would play and cost; plays nothing\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8\nagora run study.toml --executor processes --workers 4   # four local processes, --concurrency games in flight each",
     "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet\nagora export studies/web_bargaining.toml --table participants --out people.csv   # joins games on model_<role> = pseudonym",
@@ -526,14 +542,14 @@ def build_parser() -> argparse.ArgumentParser:
     r = _sub(sub, "run", "play a study's missing games")
     r.add_argument("study", help="study file (TOML or YAML)")
     r.add_argument("--db", help=DB_HELP)
-    r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once")
+    r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once (per worker with --executor processes or ray)")
     r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
     r.add_argument("--no-cache", action="store_true", help="read and write no response cache: every decision is a model call")
     r.add_argument("--quiet", action="store_true", help="no progress line")
     r.add_argument("--no-probe", action="store_true", help="skip the check that each hosted model answers before the study starts")
-    r.add_argument("--executor", choices=["async", "ray"], default="async", help="one process (async) or Ray workers")
-    r.add_argument("--workers", type=int, default=4, help="Ray workers (shares of the games), with --executor ray")
+    r.add_argument("--executor", choices=["async", "processes", "ray"], default="async", help="one process (async), local worker processes (processes) or Ray workers (ray)")
+    r.add_argument("--workers", type=int, help="shares of the games, one worker each: Ray workers with --executor ray (default 4), local processes with --executor processes (default: the usable cores); --concurrency is then games in flight per worker. A local process that dies is not started again: its games are left for the next run")
     r.add_argument("--address", help="an existing Ray cluster (default: a local one for the run)")
     r.add_argument("--worker-retries", type=int, default=3, help="with --executor ray: times a share whose worker died is started again")
     r.add_argument("--dry-run", action="store_true", help="print what the run would play and use (as `agora plan`) and play nothing")

@@ -6,6 +6,10 @@
   cache (a database URL, or an SQLite file when the cluster is this machine). Nobody lists the
   design: the driver counts the games and adds up the results, and each task generates the
   study's games one at a time and plays those of its share that are not stored yet.
+- ``processes``: the same shares, each played by a local process (multiprocessing, "spawn")
+  running the same :func:`play_share` (:func:`run_processes`): Ray's fan-out for one machine
+  without Ray, using its cores (one event loop per process). A process that dies is not started
+  again: its share is reported as failed, and a resume plays its games.
 
 Nothing is lost to a kill: every task commits its finished games as the one-process runner does.
 A task whose worker dies is started again by Ray (``retries`` times); the new attempt takes over
@@ -186,6 +190,68 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}"[:300] if detail else type(exc).__name__
 
 
+def _begin(study_path: str, db: str, models: list[str] | None) -> tuple[Study, dict[str, Any], dict[str, Any]]:
+    """Load the study, save its row in the store and count the games stored as done before the
+    run: (study, counts, summary) with the run's counters at zero. The design is counted, never
+    listed (no list as long as the design, here or in a share)."""
+    from ..store.store import Store
+
+    study = load_study(study_path, models=models)
+    total = study.check_size()
+    store = Store(db)
+    try:
+        store.save_study(study.name, "+".join(study.file.games), study.file.model_dump(mode="json"))
+        done = store.done_ids(study.name)
+    finally:
+        store.dispose()
+    skipped = sum(1 for s in study.iter_specs() if s.id in done) if done else 0
+    del done
+    counts: dict[str, Any] = {"total": total, "skipped": skipped, "played": 0, "errors": 0, "elsewhere": 0, "not_played": 0, "failed": []}
+    summary: dict[str, Any] = {"calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
+    return study, counts, summary
+
+
+def _absolute(db: str | None) -> str | None:
+    """A database as every worker must name it: a URL as given, an SQLite path made absolute."""
+    return db if db is None or "://" in db else str(Path(db).resolve())
+
+
+def _finish(study: Study, db: str, shares: int, results: list[dict[str, Any]], failed: list[tuple[int, str, str]], counts: dict[str, Any], summary: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """After every share ended: release the claims of the ``failed`` shares ((share, tag, why)),
+    count in the store what the run played and what the failed shares left, and add up the
+    ``results`` of the shares that finished (:func:`play_share`) into ``counts`` and ``summary``."""
+    from ..store.store import Store
+
+    store = Store(db)
+    try:
+        for _, tag, _ in failed:
+            store.release_tag(tag)
+        done_now = store.done_ids(study.name)
+    finally:
+        store.dispose()
+    # played = the games of the design now stored as done less those done before, counted in the
+    # store: a share started again skips what its killed attempt stored, and those games count
+    # here too; a failed share's games not stored are not played (one pass, dealt again)
+    lost = {i for i, _, _ in failed}
+    stored = 0
+    for share, spec in dealt(study, shares) if lost else ((0, s) for s in study.iter_specs()):
+        if spec.id in done_now:
+            stored += 1
+        elif share in lost and not study.has_human(spec):
+            counts["not_played"] += 1
+    counts["played"] = stored - counts["skipped"]
+    counts["failed"] = [why for _, _, why in failed]
+    for r in results:
+        counts["errors"] += r["errors"]
+        counts["elsewhere"] += r["elsewhere"]
+        for key in ("calls", "cache_hits", "tokens", "cost"):
+            summary[key] += r[key]
+        summary["error_messages"] += r["error_messages"]
+    summary["workers"] = len({r["pid"] for r in results})
+    summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]
+    return counts, summary
+
+
 def run_ray(
     study_path: str,
     db: str,
@@ -210,24 +276,12 @@ def run_ray(
         import ray
     except ModuleNotFoundError:
         raise StudyError("--executor ray needs Ray: pip install 'agorabench[ray]'") from None
-    from ..store.store import Store
 
-    study = load_study(study_path, models=models)
-    total = study.check_size()  # counted, never listed: no list as long as the design, here or in a task
-    store = Store(db)
-    try:
-        store.save_study(study.name, "+".join(study.file.games), study.file.model_dump(mode="json"))
-        done = store.done_ids(study.name)
-    finally:
-        store.dispose()
-    skipped = sum(1 for s in study.iter_specs() if s.id in done) if done else 0
-    del done
-    counts: dict[str, Any] = {"total": total, "skipped": skipped, "played": 0, "errors": 0, "elsewhere": 0, "not_played": 0, "failed": []}
-    summary: dict[str, Any] = {"calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
-    if skipped == total:
+    study, counts, summary = _begin(study_path, db, models)
+    total = counts["total"]
+    if counts["skipped"] == total:
         return counts, summary
-    db = db if "://" in db else str(Path(db).resolve())
-    cache_db = cache_db if cache_db is None or "://" in cache_db else str(Path(cache_db).resolve())
+    db, cache_db = _absolute(db), _absolute(cache_db)
     env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")) if p)}}
     started_here, temp = not ray.is_initialized(), None
     if started_here:
@@ -255,31 +309,101 @@ def run_ray(
             ray.shutdown()
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
-    store = Store(db)
+    return _finish(study, db, shares, results, failed, counts, summary)
+
+
+def _share_process(conn: Any, args: tuple[Any, ...]) -> None:
+    """The body of one local worker process: :func:`play_share` with ``args``, its result (or the
+    one line of what it raised) sent back on ``conn``."""
     try:
-        for _, tag, _ in failed:
-            store.release_tag(tag)
-        done_now = store.done_ids(study.name)
+        result: tuple[str, Any] = ("ok", play_share(*args))
+    except BaseException as exc:  # noqa: BLE001 (the driver reports it; the process ends anyway)
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        result = ("error", f"{type(exc).__name__}: {lines[0]}"[:300] if lines else type(exc).__name__)
+    try:
+        conn.send(result)
     finally:
-        store.dispose()
-    # played = the games of the design now stored as done less those done before, counted in the
-    # store: a share that Ray started again skips what its killed attempt stored, and those games
-    # count here too; a failed share's games not stored are not played (one pass, dealt again)
-    lost = {i for i, _, _ in failed}
-    stored = 0
-    for share, spec in dealt(study, shares) if lost else ((0, s) for s in study.iter_specs()):
-        if spec.id in done_now:
-            stored += 1
-        elif share in lost and not study.has_human(spec):
-            counts["not_played"] += 1
-    counts["played"] = stored - skipped
-    counts["failed"] = [why for _, _, why in failed]
-    for r in results:
-        counts["errors"] += r["errors"]
-        counts["elsewhere"] += r["elsewhere"]
-        for key in ("calls", "cache_hits", "tokens", "cost"):
-            summary[key] += r[key]
-        summary["error_messages"] += r["error_messages"]
-    summary["workers"] = len({r["pid"] for r in results})
-    summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]
-    return counts, summary
+        conn.close()
+
+
+def _death(exitcode: int | None) -> str:
+    """One line for a worker process that ended without a result."""
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"the worker process was killed ({name})"
+    return f"the worker process exited with status {exitcode} without a result"
+
+
+def run_processes(
+    study_path: str,
+    db: str,
+    *,
+    models: list[str] | None = None,
+    workers: int = 2,
+    concurrency: int = 8,
+    cache_db: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Play a study's missing games in ``workers`` local processes; returns (counts, summary)
+    as :func:`run_ray` does.
+
+    The games are dealt as for Ray (:func:`dealt`, one :class:`Share` per process), and each
+    process ("spawn": a fresh interpreter) plays its share with :func:`play_share`,
+    ``concurrency`` games in flight each, all writing one store and one response cache (an
+    SQLite file or a database URL). A process that dies or whose share raised is not started
+    again: its share is listed in ``counts["failed"]`` (one line), its claims are released, its
+    games not stored are counted in ``counts["not_played"]``, and the other processes finish.
+    """
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    if workers < 1:
+        raise StudyError("--workers must be at least 1")
+    study, counts, summary = _begin(study_path, db, models)
+    total = counts["total"]
+    if counts["skipped"] == total:
+        return counts, summary
+    db, cache_db = _absolute(db), _absolute(cache_db)
+    shares = min(workers, total)  # as with Ray: the deal depends on the design and workers only
+    run_id = uuid.uuid4().hex[:8]
+    tags = [f"proc{run_id}s{i}" for i in range(shares)]
+    ctx = multiprocessing.get_context("spawn")
+    path = str(Path(study_path).resolve())
+    running: dict[int, tuple[Any, Any]] = {}
+    results: list[dict[str, Any]] = []
+    failed: list[tuple[int, str, str]] = []
+    try:
+        for i, tag in enumerate(tags):
+            here, there = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_share_process, args=(there, (path, models, db, i, shares, concurrency, cache_db, tag)), name=f"agora-share-{i}", daemon=True)
+            proc.start()
+            there.close()  # the child holds its end: a dead child reads as end of file here
+            running[i] = (proc, here)
+        while running:
+            ready = set(wait([c for _, c in running.values()] + [p.sentinel for p, _ in running.values()]))
+            for i, (proc, conn) in list(running.items()):
+                if conn not in ready and proc.sentinel not in ready:
+                    continue
+                try:
+                    kind, value = conn.recv()
+                except (EOFError, OSError):  # ended without a word: killed or crashed
+                    proc.join()
+                    kind, value = "error", _death(proc.exitcode)
+                proc.join()
+                conn.close()
+                del running[i]
+                if kind == "ok":
+                    results.append(value)
+                else:
+                    failed.append((i, tags[i], f"share {i + 1} of {shares}: {value}"))
+    finally:
+        for proc, conn in running.values():  # the driver was interrupted: end the rest
+            proc.terminate()
+            proc.join()
+            conn.close()
+    failed.sort()
+    return _finish(study, db, shares, results, failed, counts, summary)
