@@ -15,7 +15,7 @@ import pytest
 from support.helpers import FAKE_OPENAI, ROOT, free_port, run_agora, wait_http  # noqa: F401
 
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
-#: pytest-xdist's worker count in a worker process (``make test`` runs ``-n 2``); 0 without xdist.
+#: pytest-xdist's worker count in a worker process (``make test`` runs ``-n 3``); 0 without xdist.
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
 #: The embedded model's threads unless AGORA_THREADS is set: 2 in one test process, 1 in each of
 #: several workers (llama.cpp's threads wait for each other, so two 2-thread models on 2 cores
