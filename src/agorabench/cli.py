@@ -542,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = _sub(sub, "run", "play a study's missing games")
     r.add_argument("study", help="study file (TOML or YAML)")
     r.add_argument("--db", help=DB_HELP)
-    r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once (per worker with --executor processes or ray)")
+    r.add_argument("--concurrency", type=_positive, default=8, help="games in flight at once")
     r.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
     r.add_argument("--cache", help="database holding the response cache (default: --db)")
     r.add_argument("--no-cache", action="store_true", help="read and write no response cache: every decision is a model call")

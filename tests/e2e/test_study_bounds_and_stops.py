@@ -35,9 +35,16 @@ def _stored(db: Path) -> int:
         return 0
 
 
+def _ctrl_c_reaches() -> None:
+    """In the child before it starts: Ctrl-C (SIGINT) at its default, as in a terminal. A test
+    run started in the background of a non-interactive shell (``make test &``) has SIGINT
+    ignored, every child inherits that, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _agora_process(*args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen([sys.executable, "-m", "agorabench", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-m", "agorabench", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_reaches)
 
 
 # item 5: Ctrl-C and SIGTERM stop a study of scripted players ---------------------------------
@@ -280,7 +287,7 @@ def test_a_large_allowed_study_streams_instead_of_expanding_first(tmp_path):
         "from agorabench.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", code, "run", str(study), "--db", str(db), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code, "run", str(study), "--db", str(db), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_reaches)
     deadline = time.monotonic() + 120  # generous: the first games are stored within seconds
     while _stored(db) < 100 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
