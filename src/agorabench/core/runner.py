@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import gc
 import itertools
 import sys
 import time
@@ -56,6 +58,29 @@ from .table import BackendFailure, Player, Table, shared_embedder
 
 #: Games claimed per store transaction (a run claims ahead in batches; claims last until it ends).
 CLAIM_BATCH = 64
+
+
+#: Container objects allocated (less those freed) before a young garbage collection, while games
+#: are played (Python's default: 700).
+PLAY_GC_THRESHOLD = 10_000
+
+
+@contextlib.contextmanager
+def rarer_collections() -> Iterator[None]:
+    """While a study's games are played: what the process held before (modules, the study, the
+    models) is left out of the garbage collector's passes (``gc.freeze``), and a young
+    collection waits for :data:`PLAY_GC_THRESHOLD` new objects; both are put back afterwards.
+    A game's objects are short-lived, and no result depends on when the collector runs; the
+    collector took about 15 % of the loop's CPU per model call at 256 games in flight."""
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    gc.freeze()
+    gc.set_threshold(max(PLAY_GC_THRESHOLD, before[0]), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        if not frozen:  # a freeze the process made itself is left to it
+            gc.unfreeze()
 
 
 def build_backend(entry: ModelEntry) -> Backend:
@@ -492,7 +517,7 @@ class Runner:
         committer = asyncio.create_task(self._commit_periodically())
         try:
             try:
-                with self.writer.grouped():  # group commit while the study runs; the rest on leaving
+                with self.writer.grouped(), rarer_collections():  # group commit while the study runs; the rest on leaving
                     await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, n_todo)))))
             except StoreError as exc:
                 self.failure = self.failure or exc
