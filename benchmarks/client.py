@@ -252,7 +252,7 @@ def ab(old_src: str, port: int, cs: list[int], rounds: int, runs: int, loop_name
         for _ in range(runs):
             for name, tree in trees.items():
                 env = {**os.environ, "AGORABENCH_BENCH_SRC": tree, event_loop.ENV: loop_name}
-                out = subprocess.run([sys.executable, __file__, "--study-only", str(port), "--c", str(c), "--rounds", str(rounds)], env=env, capture_output=True, text=True)
+                out = subprocess.run(study_child(port, c, rounds), env=env, capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.exit(f"the study with {tree} failed:\n{out.stderr.strip()[-2000:]}")
                 got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -270,6 +270,11 @@ def ab(old_src: str, port: int, cs: list[int], rounds: int, runs: int, loop_name
     print("\n".join(lines))
 
 
+def study_child(port: int, c: int, rounds: int) -> list[str]:
+    """The command of a child process playing one whole study (:func:`study_only`)."""
+    return [sys.executable, __file__, "--study-only", str(port), "--c", str(c), "--rounds", str(rounds)]
+
+
 def split(port: int, cs: list[int], rounds: int, parts: list[int], runs: int, loop_name: str = "uvloop") -> None:
     """The whole study at C in flight played by one process and by N processes at once, each
     with C / N in flight and its own database (about the same calls in all), alternately,
@@ -278,22 +283,22 @@ def split(port: int, cs: list[int], rounds: int, parts: list[int], runs: int, lo
     gap to raw sockets."""
     import statistics
 
+    env = {**os.environ, event_loop.ENV: loop_name}
     lines = []
     for c in cs:
-        for n in parts:
-            rates = []
-            for _ in range(runs):
-                env = {**os.environ, event_loop.ENV: loop_name}
+        rates: dict[int, list[float]] = {n: [] for n in parts}
+        for _ in range(runs):
+            for n in parts:
                 before = server_count(port)
-                cmd = [sys.executable, __file__, "--study-only", str(port), "--c", str(c // n), "--rounds", str(rounds)]
-                procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
+                procs = [subprocess.Popen(study_child(port, c // n, rounds), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
                 outs = [p.communicate() for p in procs]
                 if any(p.returncode for p in procs):
                     sys.exit("a study process failed:\n" + "\n".join(err.strip()[-1500:] for _, err in outs))
                 walls = [json.loads(out.strip().splitlines()[-1])["wall"] for out, _ in outs]
-                rates.append((server_count(port) - before) / max(walls))
-                print(f"C={c} in {n} process(es): {rates[-1]:.0f}/s", file=sys.stderr)
-            rate = statistics.median(rates)
+                rates[n].append((server_count(port) - before) / max(walls))
+                print(f"C={c} in {n} process(es): {rates[n][-1]:.0f}/s", file=sys.stderr)
+        for n in parts:
+            rate = statistics.median(rates[n])
             lines.append(f"| {c} | {n} x {c // n} | {rate:.0f}/s ({rate / (c / LATENCY):.0%}) |")
     print(f"\n{load_line()}; medians of {runs} runs; {loop_name}; fast server\n")
     print("| in flight | processes x games in flight each | calls/s (share of C/L) |")

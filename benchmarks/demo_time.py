@@ -19,13 +19,12 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedded_load import replies_digest  # beside this script: one digest of the stored answers
+from embedded_load import extract_src, replies_digest  # beside this script: the older sources, one digest of the stored answers
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "studies" / "demo.toml"
@@ -104,17 +103,6 @@ def timed(cmd: list[str], env: dict[str, str]) -> Usage:
 def answers_digest(db: Path) -> tuple[str, int]:
     """SHA-256 over every stored turn's game, index, raw answer, action and validity."""
     return replies_digest(db, "raw, action, valid")
-
-
-def extract_src(rev: str, tmp: Path) -> Path:
-    """The ``src`` folder of git revision ``rev``, unpacked under ``tmp``."""
-    out = tmp / "src_before"
-    out.mkdir()
-    archive = tmp / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), rev, "src"], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(out, filter="data")
-    return out / "src"
 
 
 def one_demo(label: str, src: Path, tmp: Path, n: int) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import signal
 import sqlite3
 import sys
@@ -126,22 +125,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if stats.errors == 0 else 1
 
 
-def _usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no affinity on this platform
-        return max(1, os.cpu_count() or 1)
-
-
 def _run_shares(args: argparse.Namespace, name: str, db: str) -> int:
     """A run spread over shares: Ray workers (``--executor ray``) or local processes
     (``--executor processes``); one summary line, and exit status 1 when a share failed."""
     from .core.executors import run_processes, run_ray
+    from .models.embedded import usable_cores
     from .redact import redact
 
     ray = args.executor == "ray"
-    workers = args.workers if args.workers is not None else (4 if ray else _usable_cores())
+    workers = args.workers if args.workers is not None else (4 if ray else usable_cores())
     if workers < 1:
         raise StudyError("--workers must be at least 1")
     if ray:

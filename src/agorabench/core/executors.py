@@ -182,10 +182,15 @@ def _failure(exc: BaseException) -> str:
     folder removed by then)."""
     cause = getattr(exc, "cause", None)
     own = isinstance(cause, BaseException)
-    exc = cause if own else exc
+    return _one_line(cause if own else exc, first_sentence=not own)
+
+
+def _one_line(exc: BaseException, first_sentence: bool = False) -> str:
+    """``Type: first line of the message`` (its first sentence only if asked; a traceback's
+    lines skipped), at most 300 characters; the type alone for an empty message."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith(("Traceback", "  "))]
     detail = lines[0] if lines else ""
-    if not own:
+    if first_sentence:
         detail = detail.split(". ")[0].rstrip(".")
     return f"{type(exc).__name__}: {detail}"[:300] if detail else type(exc).__name__
 
@@ -318,8 +323,7 @@ def _share_process(conn: Any, args: tuple[Any, ...]) -> None:
     try:
         result: tuple[str, Any] = ("ok", play_share(*args))
     except BaseException as exc:  # noqa: BLE001 (the driver reports it; the process ends anyway)
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        result = ("error", f"{type(exc).__name__}: {lines[0]}"[:300] if lines else type(exc).__name__)
+        result = ("error", _one_line(exc))
     try:
         conn.send(result)
     finally:
