@@ -13,7 +13,7 @@ from agorabench.analysis.report import build_report
 from agorabench.core.table import TIMEOUT
 from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
-from support.web import TOKEN, AppServer, browser, journey, ServeProcess, study_text  # noqa: F401  (browser: fixture)
+from support.web import TOKEN, AppServer, browser, journey, ServeProcess, study_text, submit  # noqa: F401  (browser: fixture)
 
 def served(game: str) -> tuple:
     """How a person plays ``game`` here, from its family's manifest (``families.journey``): the
@@ -101,7 +101,7 @@ def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
         if n == 0:
             page.fill("input[name='alice_gain']", "70")
             page.fill("input[name='bob_gain']", "70")
-            page.click("#submit-turn")
+            submit(page, "#submit-turn")
             assert "must add up to $100" in page.inner_text("#form-errors")
             # what was typed stays, so the person corrects one number instead of retyping both
             assert page.input_value("input[name='alice_gain']") == "70" and page.input_value("input[name='bob_gain']") == "70"
@@ -163,13 +163,13 @@ def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
     page = browser.new_page()
     try:
         page.goto(f"{server.url}/start?participant=resume1")
-        page.click("#agree")
-        page.click("#continue")
+        submit(page, "#agree")
+        submit(page, "#continue")
         page.check("input[name='q0'][value='Yes']")
-        page.click("#submit-quiz")
+        submit(page, "#submit-quiz")
         page.fill("input[name='alice_gain']", "55")
         page.fill("input[name='bob_gain']", "45")
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         page.wait_for_selector("input[name='decision']")
         before = page.inner_text("#prompt"), page.inner_text("#transcript")
         assert "Round 2" in before[0]
@@ -183,12 +183,12 @@ def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
         page.wait_for_selector("input[name='decision']")
         assert (page.inner_text("#prompt"), page.inner_text("#transcript")) == before
         page.check("input[name='decision'][value='reject']")
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         page.wait_for_selector("input[name='alice_gain']")
         assert "Round 3" in page.inner_text("#prompt")
         page.fill("input[name='alice_gain']", "50")
         page.fill("input[name='bob_gain']", "50")
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         page.wait_for_selector("#submit-results")
     finally:
         page.close()
@@ -254,8 +254,8 @@ def test_a_resume_link_continues_the_game_in_a_new_browser_context(browser, tmp_
         first = browser.new_context()
         page = first.new_page()
         page.goto(f"{server.url}/start?PROLIFIC_PID=RELINK&STUDY_ID=s&SESSION_ID=x")
-        page.click("#agree")
-        page.click("#continue")
+        submit(page, "#agree")
+        submit(page, "#continue")
         page.wait_for_selector("input[name='alice_gain']")
         token = page.url.rsplit("/", 1)[-1]
         first.close()  # the device is gone
@@ -268,7 +268,7 @@ def test_a_resume_link_continues_the_game_in_a_new_browser_context(browser, tmp_
         page.wait_for_selector("input[name='alice_gain']")
         page.fill("input[name='alice_gain']", "50")
         page.fill("input[name='bob_gain']", "50")
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         page.wait_for_selector("input[name='decision']")
         assert "Round 2" in page.inner_text("#prompt")
         second.close()

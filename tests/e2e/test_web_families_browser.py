@@ -32,7 +32,7 @@ from agorabench import families
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT
-from support.web import CHROMIUM, CHROMIUM_ARGS, AppServer, browser  # noqa: F401  (browser: fixture)
+from support.web import CHROMIUM, CHROMIUM_ARGS, AppServer, browser, submit  # noqa: F401  (browser: fixture)
 
 SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
 
@@ -126,15 +126,15 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
 
     page.goto(f"{base}/start?PROLIFIC_PID={pid}&STUDY_ID=st1&SESSION_ID=se1")
     seen()
-    page.click("#agree")
+    submit(page, "#agree")
     instructions = page.inner_text("#instructions")
     seen()
-    page.click("#continue")
+    submit(page, "#continue")
     if page.query_selector("#submit-quiz"):
         seen()
         for i, item in enumerate(web.get("quiz", [])):
             page.check(f"input[name='q{i}'][value={json.dumps(item['answer'])}]")
-        page.click("#submit-quiz")
+        submit(page, "#submit-quiz")
     attention = {c["question"]: c["answer"] for c in web.get("attention_checks", [])}
     turns = 0
     result = bonus_rule = ""
@@ -148,11 +148,11 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
         if page.query_selector("#submit-attention"):
             question = next(q for q in attention if q in text)
             page.check(f"input[name='answer'][value={json.dumps(attention[question])}]")
-            page.click("#submit-attention")
+            submit(page, "#submit-attention")
             continue
         if page.query_selector("#submit-results"):
             result, bonus_rule = page.inner_text("#result"), page.inner_text("#bonus-rule")
-            page.click("#submit-results")
+            submit(page, "#submit-results")
             page.wait_for_selector("#submit-questionnaire")
             continue
         if page.query_selector("#submit-questionnaire"):
@@ -161,7 +161,7 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
         if on_turn:
             on_turn(page, turns)
         _fill(page, note)
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         turns += 1
         assert turns <= max_turns, "the game did not end"
     questionnaire = page.content()
@@ -173,7 +173,7 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
             page.check(f"input[name='a_{q['name']}'][value={json.dumps(q['options'][0])}]")
         else:
             page.fill(f"textarea[name='a_{q['name']}']", "It seemed sensible.")
-    page.click("#submit-questionnaire")
+    submit(page, "#submit-questionnaire")
     seen()
     return {"instructions": instructions, "turns": turns, "result": result, "bonus_rule": bonus_rule, "texts": texts, "code": page.inner_text("#code"), "bonus": page.inner_text("#bonus"), "waits": waits, "questionnaire": questionnaire}
 
@@ -251,7 +251,7 @@ def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(browse
         if page.query_selector("input[name='amount']") and "refused" not in checked:
             page.fill("input[name='amount']", "99999")
             page.evaluate("document.querySelector('input[name=amount]').removeAttribute('max')")  # past the browser's own check
-            page.click("#submit-turn")
+            submit(page, "#submit-turn")
             page.wait_for_selector("#form-errors")
             checked["refused"] = page.inner_text("#form-errors")
             checked["max"] = page.get_attribute("input[name='amount']", "max")

@@ -9,15 +9,15 @@ import time
 
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
-from support.web import AppServer, browser, fill_turn, study_text  # noqa: F401  (browser: fixture)
+from support.web import AppServer, browser, fill_turn, study_text, submit  # noqa: F401  (browser: fixture)
 
 COMMONS_POLICY = lambda f, prompt, opts: {"amount": "3", "message": "Let us each take a little.", "proposed_limit": "4"}.get(f)  # noqa: E731
 
 
 def _enter(page, base: str, pid: str) -> None:
     page.goto(f"{base}/start?PROLIFIC_PID={pid}&STUDY_ID=st&SESSION_ID=se")
-    page.click("#agree")
-    page.click("#continue")
+    submit(page, "#agree")
+    submit(page, "#continue")
 
 
 def _step(page, seen: dict) -> bool:
@@ -39,15 +39,15 @@ def _act(page, seen: dict) -> bool:
         return True
     if page.query_selector("#submit-attention"):
         page.check("input[name='answer'][value='Blue']")
-        page.click("#submit-attention")
+        submit(page, "#submit-attention")
         seen["attention"] += 1
     elif page.query_selector("#submit-results"):
         seen["result"] = page.inner_text("#result")
-        page.click("#submit-results")
+        submit(page, "#submit-results")
     elif page.query_selector("#turn-form"):
         prompt = page.inner_text("#prompt") if page.query_selector("#prompt") else ""
         fill_turn(page, COMMONS_POLICY)
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         seen["turns"] += 1
         seen["prompts"].append(prompt)
         page.wait_for_load_state()
@@ -86,7 +86,7 @@ def test_a_commons_group_of_two_people_and_three_models(browser, tmp_path):
             for p in (p1, p2):
                 p.fill("textarea[name='a_why']", "It seemed sensible.")
                 p.check("input[name='a_fair'][value='4']")
-                p.click("#submit-questionnaire")
+                submit(p, "#submit-questionnaire")
                 assert p.inner_text("#bonus") == "$1.00"
     finally:
         first.close(), second.close()
@@ -126,10 +126,10 @@ def test_a_lone_participant_waits_then_plays_with_the_fallback(browser, tmp_path
             assert time.time() - started >= 1.0
             page.fill("input[name='alice_gain']", "60")
             page.fill("input[name='bob_gain']", "40")
-            page.click("#submit-turn")
+            submit(page, "#submit-turn")
             page.wait_for_selector("input[name='decision']")
             page.check("input[name='decision'][value='reject']")
-            page.click("#submit-turn")
+            submit(page, "#submit-turn")
             page.wait_for_selector("#submit-results")
             assert "the computer played the missing parts" in page.inner_text("#result")
     finally:

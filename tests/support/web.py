@@ -187,6 +187,14 @@ def browser():
 Policy = Callable[[str, str, list[str]], str | None]
 
 
+def submit(page, selector: str, timeout: float = 120_000) -> None:
+    """Click the button that sends a form and wait until the page it leads to has been parsed:
+    a click alone returns before the new page is there, and a look at the page just after it
+    could read the old one (its turn form) or a half-parsed new one (no quiz yet)."""
+    with page.expect_navigation(wait_until="domcontentloaded", timeout=timeout):
+        page.click(selector)
+
+
 def fill_turn(page, policy: Policy | None = None) -> None:
     """Fill the open turn's form the way a participant would: ``policy(field, prompt, options)``
     may name a value; otherwise the first option, a number within the bounds, or short text."""
@@ -219,15 +227,15 @@ def fill_turn(page, policy: Policy | None = None) -> None:
 def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer: str = "Yes", max_turns: int = 40, on_turn: Callable[[Any, int], None] | None = None) -> dict[str, Any]:
     """One participant from the entry link to the completion code; returns what was seen."""
     page.goto(f"{base}/start?PROLIFIC_PID={pid}&STUDY_ID=st1&SESSION_ID=se1")
-    page.click("#agree")
+    submit(page, "#agree")
     instructions = page.inner_text("#instructions")
-    page.click("#continue")
+    submit(page, "#continue")
     if page.query_selector("#submit-quiz"):
         page.check("input[name='q0'][value='No']")
-        page.click("#submit-quiz")
+        submit(page, "#submit-quiz")
         page.wait_for_selector("#quiz-error")
         page.check(f"input[name='q0'][value='{quiz_answer}']")
-        page.click("#submit-quiz")
+        submit(page, "#submit-quiz")
     turns = attention = 0
     prompts: list[str] = []
     steps: list[str] = []
@@ -239,14 +247,14 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
             raise AssertionError(f"no turn after {turns} turns at {page.url}: {page.inner_text('body')[:1500]!r}") from exc
         if page.query_selector("#submit-attention"):
             page.check("input[name='answer'][value='Blue']")
-            page.click("#submit-attention")
+            submit(page, "#submit-attention")
             attention += 1
             continue
         if page.query_selector("#progress"):
             steps.append(page.inner_text("#progress"))
         if page.query_selector("#submit-results"):
             result, bonus_rule = page.inner_text("#result"), page.inner_text("#bonus-rule")
-            page.click("#submit-results")
+            submit(page, "#submit-results")
             page.wait_for_selector("#submit-questionnaire")
             break
         if page.query_selector("#submit-questionnaire"):
@@ -255,11 +263,11 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
         if on_turn:
             on_turn(page, turns)
         fill_turn(page, policy)
-        page.click("#submit-turn")
+        submit(page, "#submit-turn")
         turns += 1
         assert turns <= max_turns, "the game did not end"
     page.fill("textarea[name='a_why']", "It seemed sensible.")
     page.check("input[name='a_fair'][value='4']")
-    page.click("#submit-questionnaire")
+    submit(page, "#submit-questionnaire")
     code = page.inner_text("#code")
     return {"instructions": instructions, "turns": turns, "attention": attention, "code": code, "bonus": page.inner_text("#bonus"), "prompts": prompts, "result": result, "bonus_rule": bonus_rule, "steps": steps}
