@@ -85,12 +85,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens)
     study.check_keys()
     budget = Budget(args.budget, args.budget_tokens, args.output_tokens, args.samples) if args.budget is not None or args.budget_tokens is not None else None
+    if args.no_cache and args.cache:
+        raise StudyError("--no-cache and --cache exclude each other")
     if args.executor in ("ray", "processes"):
         if budget is not None:
             raise StudyError(f"--budget and --budget-tokens work with the async executor only (leave out --executor {args.executor})")
         return _run_shares(args, study.name, db)
-    if args.no_cache and args.cache:
-        raise StudyError("--no-cache and --cache exclude each other")
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
@@ -139,9 +139,9 @@ def _run_shares(args: argparse.Namespace, name: str, db: str) -> int:
     if ray:
         if args.worker_retries < 0:
             raise StudyError("--worker-retries must be 0 or more")
-        counts, info = run_ray(args.study, db, models=args.model, workers=workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache, retries=args.worker_retries)
+        counts, info = run_ray(args.study, db, models=args.model, workers=workers, address=args.address, concurrency=args.concurrency, cache_db=args.cache, retries=args.worker_retries, use_cache=not args.no_cache, probe=not args.no_probe)
     else:
-        counts, info = run_processes(args.study, db, models=args.model, workers=workers, concurrency=args.concurrency, cache_db=args.cache)
+        counts, info = run_processes(args.study, db, models=args.model, workers=workers, concurrency=args.concurrency, cache_db=args.cache, use_cache=not args.no_cache, probe=not args.no_probe)
     elsewhere = f", {counts['elsewhere']} being played by another process" if counts["elsewhere"] else ""
     print(
         f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors{elsewhere}; "

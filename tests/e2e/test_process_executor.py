@@ -18,7 +18,7 @@ from pathlib import Path
 from agorabench.core.executors import Share
 from agorabench.core.study import load_study
 from agorabench.store.store import Store
-from support.helpers import ROOT, one_line_error, run_agora
+from support.helpers import ROOT, free_port, one_line_error, run_agora, server_requests
 from support.studies import envy_points, model, paper_grid, scripted
 
 #: The outcome columns: everything a game stored except when it finished.
@@ -144,15 +144,110 @@ def test_bad_process_options_get_one_line(tmp_path):
 
 
 def test_shares_that_raise_are_reported_and_leave_their_games(tmp_path):
-    """A share whose process raised (here: the response cache named is a folder) is listed with
-    its exception in one line; its games are counted as not played and nothing is claimed."""
+    """A share whose process raised is listed with its exception in one line; its games are
+    counted as not played and nothing is claimed. The fault is planted in the worker processes
+    only: a ``sitecustomize`` on their path makes the runner raise (the driver never runs it)."""
     path = tmp_path / "s.toml"
     path.write_text(envy_points("raise", [scripted("self-max"), scripted("random")]))
-    db, folder = tmp_path / "s.db", tmp_path / "cache"
-    folder.mkdir()
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", "--executor", "processes", "--workers", "2", "--cache", str(folder), timeout=120)
+    db, plant = tmp_path / "s.db", tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(
+        "import agorabench.core.runner as r\n"
+        "async def broken(self, *a, **k):\n"
+        "    raise RuntimeError('planted in the worker')\n"
+        "r.Runner.run = broken\n"
+    )
+    env = {"PYTHONPATH": os.pathsep.join(x for x in (str(plant), os.environ.get("PYTHONPATH", "")) if x)}
+    res = run_agora("run", str(path), "--db", str(db), "--quiet", "--executor", "processes", "--workers", "2", timeout=120, env=env)
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert "96 games, 0 already done, 0 played, 0 errors" in res.stdout and "; processes 0" in res.stdout, res.stdout
-    assert "agora: error: 2 process share(s) failed (share 1 of 2: StoreError: " in res.stderr and "is a folder" in res.stderr, res.stderr
+    assert "agora: error: 2 process share(s) failed (share 1 of 2: RuntimeError: planted in the worker" in res.stderr, res.stderr
     assert "96 game(s) not played" in res.stderr, res.stderr
     assert games(db) == [] and claims(str(db)) == 0
+
+
+def test_a_bad_cache_is_refused_before_any_worker_starts(tmp_path):
+    """``--cache`` naming a folder or a file that is no database: one line and exit status 2,
+    as with one process, before a worker process starts (none of them says anything)."""
+    path = tmp_path / "s.toml"
+    path.write_text(envy_points("badcache", [scripted("self-max"), scripted("random")]))
+    db, folder, text = tmp_path / "s.db", tmp_path / "cache", tmp_path / "notes.db"
+    folder.mkdir()
+    text.write_text("these are my notes, not a database\n" * 200)
+    for cache in (folder, text):
+        for executor in ("async", "processes"):
+            res = run_agora("run", str(path), "--db", str(db), "--quiet", "--executor", executor, "--workers", "2", "--cache", str(cache), timeout=120)
+            assert "share" not in one_line_error(res.returncode, res.stderr, cache.name), executor
+    assert text.read_text().startswith("these are my notes")  # never written over
+    assert not db.exists() or games(db) == []
+    res = run_agora("run", str(path), "--db", str(db), "--executor", "processes", "--no-cache", "--cache", str(tmp_path / "c.db"), timeout=60)
+    one_line_error(res.returncode, res.stderr, "--no-cache", "--cache")
+
+
+def test_no_cache_and_no_probe_reach_the_worker_processes(tmp_path, fake_openai):
+    """``--no-cache``: the workers store no response and read none (every decision a call, as
+    with one process); ``--no-probe``: a model that is down is not probed before the first
+    game, so each game records the failure instead of the run stopping at the probe."""
+    url, stats = fake_openai()
+    remote = model("remote", "openai/fake", base_url=url, max_concurrency=16)
+    path = tmp_path / "s.toml"
+    path.write_text(envy_points("nocache", [remote, scripted("random")]))
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    res = run_agora("run", str(path), "--db", str(first), "--quiet", "--executor", "processes", "--workers", "2", "--no-cache", timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert " 0 cache hits" in res.stdout, res.stdout
+    assert query(first, "select count(*) from cache") == [(0,)]
+    calls = server_requests(stats)
+    assert calls >= 96
+    # the same study into another store, naming the first store as cache: nothing to reuse
+    res = run_agora("run", str(path), "--db", str(second), "--quiet", "--executor", "processes", "--workers", "2", "--cache", str(first), timeout=120)
+    assert res.returncode == 0 and " 0 cache hits" in res.stdout, res.stdout
+    assert server_requests(stats) >= 2 * calls - 8  # (a probe call or two aside)
+
+    down = model("down", "openai/fake", base_url=f"http://127.0.0.1:{free_port()}/v1", max_concurrency=4)
+    one_cell = paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=["A"])
+    path.write_text(envy_points("down", [down, scripted("random")], grid=one_cell))
+    probed = run_agora("run", str(path), "--db", str(tmp_path / "c.db"), "--quiet", "--executor", "processes", "--workers", "2", timeout=120)
+    one_line_error(probed.returncode, probed.stderr, "model 'down'", "no game was started; --no-probe skips this check")
+    assert games(tmp_path / "c.db") == []
+    unprobed = run_agora("run", str(path), "--db", str(tmp_path / "d.db"), "--quiet", "--executor", "processes", "--workers", "2", "--no-probe", timeout=120)
+    assert unprobed.returncode == 1 and "Traceback" not in unprobed.stderr, unprobed.stderr
+    stored = games(tmp_path / "d.db")
+    assert any(g[1] == "error" for g in stored) and "connection refused" in unprobed.stderr, (stored, unprobed.stderr)
+
+
+def test_an_interrupted_driver_ends_its_workers_and_frees_their_games(tmp_path, fake_openai):
+    """Ctrl-C (here SIGTERM, which stops a command the same way) to the driver alone: it ends the
+    worker processes still playing, releases their claims (the next run plays those games at
+    once, not after the claims expire), says how to resume, and exits with status 130."""
+    url, _ = fake_openai("--latency", "0.3")
+    remote = model("remote", "openai/fake", base_url=url, max_concurrency=8)
+    path = tmp_path / "s.toml"
+    path.write_text(envy_points("stop", [remote, scripted("random")], grid=paper_grid(peer_move=["A", "B"])))  # 48 games
+    db = tmp_path / "s.db"
+    cmd = [sys.executable, "-m", "agorabench", "run", str(path), "--db", str(db), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "2"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        while True:  # both workers hold claims
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()[1][-3000:]
+            time.sleep(0.2)
+            try:
+                if len({o for (o,) in query(db, "select owner from claims")}) == 2:
+                    break
+            except sqlite3.OperationalError:
+                continue
+        workers = children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, (proc.returncode, err)
+    assert workers and not any(Path(f"/proc/{pid}").exists() and "agora" in Path(f"/proc/{pid}/cmdline").read_text() for pid in workers)
+    assert claims(str(db)) == 0
+    done = len(finished(db))
+    assert done < 48
+    res = run_agora("run", str(path), "--db", str(db), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "8", timeout=120)
+    assert res.returncode == 0 and f"48 games, {done} already done, {48 - done} played, 0 errors" in res.stdout, (res.stdout, res.stderr)

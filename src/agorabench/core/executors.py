@@ -147,22 +147,25 @@ class Share:
         return (spec for share, spec in dealt(study, self.count) if share == self.index)
 
 
-def play_share(study_path: str, models: list[str] | None, db: str, share: int, shares: int, concurrency: int, cache_db: str | None, tag: str | None = None) -> dict[str, Any]:
+def play_share(study_path: str, models: list[str] | None, db: str, share: int, shares: int, concurrency: int, cache_db: str | None, tag: str | None = None, use_cache: bool = True, probe: bool = True) -> dict[str, Any]:
     """Play the games :func:`dealt` gives share ``share`` of ``shares`` that are not stored yet,
     with the async runner (the body of one Ray task); the study is generated here, game by game.
+    ``use_cache`` False: no response cache (``--no-cache``); ``probe`` False: the models are not
+    probed before the first game (``--no-probe``).
 
     ``tag`` names this share's claims; an attempt releases the claims an earlier attempt of
     the same share left (Ray starts a task again only once its worker is dead)."""
     from ..store.cache import SQLCache
     from ..store.claims import claim_owner
     from ..store.store import Store
-    from .runner import Runner
+    from .runner import NoCache, Runner
 
     started = time.time()
     study = load_study(study_path, models=models)
     store = Store(db)
-    cache_store = Store(cache_db) if cache_db else store
-    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store), progress=False, select=Share(share, shares))
+    cache_store = Store(cache_db) if cache_db and use_cache else store
+    cache = SQLCache(cache_store) if use_cache else NoCache()
+    runner = Runner(study, store, concurrency=concurrency, cache=cache, progress=False, probe=probe, select=Share(share, shares))
     try:
         if tag:
             runner.owner = claim_owner(tag)
@@ -195,25 +198,65 @@ def _one_line(exc: BaseException, first_sentence: bool = False) -> str:
     return f"{type(exc).__name__}: {detail}"[:300] if detail else type(exc).__name__
 
 
-def _begin(study_path: str, db: str, models: list[str] | None) -> tuple[Study, dict[str, Any], dict[str, Any]]:
-    """Load the study, save its row in the store and count the games stored as done before the
-    run: (study, counts, summary) with the run's counters at zero. The design is counted, never
-    listed (no list as long as the design, here or in a share)."""
+def _begin(study_path: str, db: str, models: list[str] | None, cache_db: str | None = None, probe: bool = True) -> tuple[Study, dict[str, Any], dict[str, Any]]:
+    """Load the study, check the response cache ``cache_db`` (as ``agora run`` does: a file that
+    is no database, or a damaged one, is refused here), save the study's row in the store, count
+    the games stored as done before the run and, as one process does before its first game,
+    check the models the missing games seat and probe the hosted ones (``probe``): a mistake in
+    any of these stops the run here, in one line, before a worker starts. Returns (study,
+    counts, summary) with the run's counters at zero. The design is counted, never listed (no
+    list as long as the design, here or in a share)."""
     from ..store.store import Store
 
     study = load_study(study_path, models=models)
     total = study.check_size()
+    if cache_db:
+        Store(cache_db, check_integrity="full").dispose()
     store = Store(db)
     try:
         store.save_study(study.name, "+".join(study.file.games), study.file.model_dump(mode="json"))
         done = store.done_ids(study.name)
+        skipped, seated = 0, set()
+        for s in study.iter_specs():
+            if s.id in done:
+                skipped += 1
+            else:
+                seated.update(s.seats.values())
+        del done
+        if skipped < total:
+            run_loop(_check_models(study, store, seated, probe))
     finally:
         store.dispose()
-    skipped = sum(1 for s in study.iter_specs() if s.id in done) if done else 0
-    del done
     counts: dict[str, Any] = {"total": total, "skipped": skipped, "played": 0, "errors": 0, "elsewhere": 0, "not_played": 0, "failed": []}
     summary: dict[str, Any] = {"calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
     return study, counts, summary
+
+
+async def _check_models(study: Study, store: Any, names: set[str], probe: bool) -> None:
+    """The one-process run's checks before its first game (:meth:`Runner.check_models`, and
+    :meth:`Runner.probe_models` for ``names`` when ``probe``), made once by the driver."""
+    from .runner import NoCache, Runner
+
+    runner = Runner(study, store, cache=NoCache(), progress=False)
+    try:
+        runner.check_models()
+        if probe:
+            await runner.probe_models(names=names)
+    finally:
+        for model in runner.models.values():
+            await model.aclose()
+
+
+def _release(db: str, tags: list[str]) -> None:
+    """Release the claims held under ``tags`` (shares whose processes were ended)."""
+    from ..store.store import Store
+
+    store = Store(db)
+    try:
+        for tag in tags:
+            store.release_tag(tag)
+    finally:
+        store.dispose()
 
 
 def _absolute(db: str | None) -> str | None:
@@ -267,6 +310,8 @@ def run_ray(
     concurrency: int = 8,
     cache_db: str | None = None,
     retries: int = 3,
+    use_cache: bool = True,
+    probe: bool = True,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Play a study's missing games over Ray; returns (counts, model summary) like the CLI prints.
 
@@ -276,13 +321,17 @@ def run_ray(
     ``retries``: how often Ray starts a share again whose worker died. Shares that still fail
     are listed in ``counts["failed"]`` (one line each) and their games not stored as done are
     counted in ``counts["not_played"]``; their claims are released so a resume plays them.
+    ``use_cache`` as for :func:`play_share`; ``probe``: the hosted models are probed once, here,
+    before any share starts (:func:`_begin`), and the shares do not probe again; on a cluster
+    named by ``address`` each share probes instead (its machines may reach other servers).
     """
     try:
         import ray
     except ModuleNotFoundError:
         raise StudyError("--executor ray needs Ray: pip install 'agorabench[ray]'") from None
 
-    study, counts, summary = _begin(study_path, db, models)
+    # a cluster named by ``address`` may reach servers this machine cannot: its workers probe
+    study, counts, summary = _begin(study_path, db, models, cache_db if use_cache else None, probe and not address)
     total = counts["total"]
     if counts["skipped"] == total:
         return counts, summary
@@ -303,7 +352,7 @@ def run_ray(
     failed: list[tuple[int, str, str]] = []  # (share, tag, why) of shares Ray gave up on
     try:
         task = ray.remote(max_retries=max(0, retries), num_cpus=1)(play_share)
-        refs = [task.remote(str(Path(study_path).resolve()), models, db, i, shares, concurrency, cache_db, tag) for i, tag in enumerate(tags)]
+        refs = [task.remote(str(Path(study_path).resolve()), models, db, i, shares, concurrency, cache_db, tag, use_cache, probe and bool(address)) for i, tag in enumerate(tags)]
         for i, (ref, tag) in enumerate(zip(refs, tags)):
             try:
                 results.append(ray.get(ref))
@@ -351,6 +400,8 @@ def run_processes(
     workers: int = 2,
     concurrency: int = 8,
     cache_db: str | None = None,
+    use_cache: bool = True,
+    probe: bool = True,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Play a study's missing games in ``workers`` local processes; returns (counts, summary)
     as :func:`run_ray` does.
@@ -361,13 +412,15 @@ def run_processes(
     SQLite file or a database URL). A process that dies or whose share raised is not started
     again: its share is listed in ``counts["failed"]`` (one line), its claims are released, its
     games not stored are counted in ``counts["not_played"]``, and the other processes finish.
+    A driver interrupted (Ctrl-C) ends the processes still running and releases their claims,
+    so the next run plays their games at once. ``use_cache`` and ``probe`` as for :func:`run_ray`.
     """
     import multiprocessing
     from multiprocessing.connection import wait
 
     if workers < 1:
         raise StudyError("--workers must be at least 1")
-    study, counts, summary = _begin(study_path, db, models)
+    study, counts, summary = _begin(study_path, db, models, cache_db if use_cache else None, probe)
     total = counts["total"]
     if counts["skipped"] == total:
         return counts, summary
@@ -383,7 +436,7 @@ def run_processes(
     try:
         for i, tag in enumerate(tags):
             here, there = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_share_process, args=(there, (path, models, db, i, shares, concurrency, cache_db, tag)), name=f"agora-share-{i}", daemon=True)
+            proc = ctx.Process(target=_share_process, args=(there, (path, models, db, i, shares, concurrency, cache_db, tag, use_cache, False)), name=f"agora-share-{i}", daemon=True)
             proc.start()
             there.close()  # the child holds its end: a dead child reads as end of file here
             running[i] = (proc, here)
@@ -405,9 +458,12 @@ def run_processes(
                 else:
                     failed.append((i, tags[i], f"share {i + 1} of {shares}: {value}"))
     finally:
-        for proc, conn in running.values():  # the driver was interrupted: end the rest
-            proc.terminate()
-            proc.join()
-            conn.close()
+        if running:  # the driver was interrupted: end the rest, and free the games they held
+            for proc, conn in running.values():
+                proc.terminate()
+            for proc, conn in running.values():
+                proc.join()
+                conn.close()
+            _release(db, [tags[i] for i in running])
     failed.sort()
     return _finish(study, db, shares, results, failed, counts, summary)
