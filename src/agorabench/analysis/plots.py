@@ -306,10 +306,11 @@ def grid_table(long: pd.DataFrame, index: str | list[str], *, name: str, column:
 def forest(df: pd.DataFrame, label: str, panel: str, title: str, xlabel: str, est: str = "estimate", low: str = "low", high: str = "high", ref: float | None = 0.0) -> str:
     """Estimates with interval whiskers, one row per ``label`` and one panel per ``panel`` value
     (e.g. outcome, role or measure; each panel its own x axis), a dashed line at ``ref`` (the
-    reference; None: no line)."""
+    reference; None: no line). The figure is at least 2 inches high: with one or two rows the
+    titles and the axis label would not fit and the layout would be left undone."""
     panels = list(dict.fromkeys(df[panel]))
     labels = list(dict.fromkeys(df[label]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 2.5, 0.8 + 0.32 * len(labels)), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 2.5, max(2.0, 0.8 + 0.32 * len(labels))), sharey=True, squeeze=False)
     y = np.arange(len(labels))[::-1]
     for ax, key in zip(axes[0], panels):
         sub = df[df[panel] == key].set_index(label).reindex(labels)
