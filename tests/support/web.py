@@ -188,11 +188,14 @@ Policy = Callable[[str, str, list[str]], str | None]
 
 
 def submit(page, selector: str, timeout: float = 120_000) -> None:
-    """Click the button that sends a form and wait until the page it leads to has been parsed:
-    a click alone returns before the new page is there, and a look at the page just after it
-    could read the old one (its turn form) or a half-parsed new one (no quiz yet)."""
-    with page.expect_navigation(wait_until="domcontentloaded", timeout=timeout):
-        page.click(selector)
+    """Click the button that sends a form and wait until a new page has been parsed: a click
+    alone returns before the new page is there, so a look just after it could read the old page
+    (its turn form) or none yet (no quiz). The old page is marked and the wait is for a document
+    without the mark, which holds however the browser got there (the form's answer, or a reload
+    by the page's own polling that cut the answer's navigation short: ERR_ABORTED)."""
+    page.evaluate("() => { window.__agoraLeft = true; }")
+    page.click(selector)
+    page.wait_for_function("() => !window.__agoraLeft && document.readyState !== 'loading'", timeout=timeout, polling=50)
 
 
 def fill_turn(page, policy: Policy | None = None) -> None:
