@@ -142,3 +142,26 @@ def test_a_lone_participant_waits_then_plays_with_the_fallback(browser, tmp_path
         store.dispose()
     assert game["status"] == "done" and game["seats"]["bob"] == "strategy/always-reject"
     assert row["group_info"]["fallback"] == {"bob": "strategy/always-reject"} and row["group_info"]["waited"] >= 2
+
+
+def test_a_page_sending_its_form_does_not_reload_itself(browser, tmp_path):
+    """A page that polls (here the waiting room) reloads itself when the game moves on, unless a
+    form of it is being sent: that reload would cut the form's own navigation short. The wait
+    ends by the fallback after 2 s; the page that began sending stays as it is, a reload by
+    hand shows the turn."""
+    path = tmp_path / "study.toml"
+    seats = [{"alice": "participant", "bob": "participant"}]
+    web = {"quiz": [], "attention_checks": [], "group_wait": 2, "group_fallback": "strategy/always-reject"}
+    path.write_text(study_text("web_group_sending", "glee.bargaining", seats, {"money": 100, "horizon": 2}, [{"name": "spe", "spec": "strategy/spe"}], web))
+    page = browser.new_page()
+    try:
+        with AppServer(path, tmp_path / "web.db") as server:
+            _enter(page, server.url, "SENDING")
+            page.wait_for_selector("#group-waiting")
+            page.evaluate("() => { window.__sameDocument = true; document.dispatchEvent(new Event('submit')); }")
+            page.wait_for_timeout(4_000)  # the fallback took over after 2 s; polls every 0.7 s
+            assert page.evaluate("() => window.__sameDocument === true") and page.query_selector("#group-waiting")
+            page.reload()
+            page.wait_for_selector("input[name='alice_gain']", timeout=15_000)
+    finally:
+        page.close()

@@ -1,12 +1,17 @@
 // Polls the participant's state while the other player moves, and counts down a turn's time.
+// Once a form is being sent the page never reloads itself: the reload would cut the form's
+// navigation short (the answer's page replaced by a reload racing it, or the request dropped).
 (function () {
   var body = document.body;
   var url = body.dataset.state;
+  var sending = false;
+  document.addEventListener("submit", function () { sending = true; });
   if (url && body.dataset.poll === "yes") {
     var version = body.dataset.version, stage = body.dataset.stage;
     setInterval(function () {
+      if (sending) { return; }
       fetch(url, {credentials: "same-origin"}).then(function (r) { return r.json(); }).then(function (s) {
-        if (String(s.version) !== version || s.stage !== stage) { location.reload(); }
+        if (!sending && (String(s.version) !== version || s.stage !== stage)) { location.reload(); }
       }).catch(function () {});
     }, 700);
   }
@@ -21,7 +26,7 @@
       if (n <= 10) { document.getElementById("timer-box").classList.add("low"); }
       // screen readers hear the time only when it matters: at 30 and 10 seconds left
       if (alert && (n === 30 || n === 10)) { alert.textContent = n + " seconds left to answer."; }
-      if (n === 0) { setTimeout(function () { location.reload(); }, 1200); }
+      if (n === 0) { setTimeout(function () { if (!sending) { location.reload(); } }, 1200); }
     }, 1000);
   }
   var elapsed = document.getElementById("elapsed");
