@@ -146,22 +146,25 @@ def test_a_lone_participant_waits_then_plays_with_the_fallback(browser, tmp_path
 
 def test_a_page_sending_its_form_does_not_reload_itself(browser, tmp_path):
     """A page that polls (here the waiting room) reloads itself when the game moves on, unless a
-    form of it is being sent: that reload would cut the form's own navigation short. The wait
-    ends by the fallback after 2 s; the page that began sending stays as it is, a reload by
-    hand shows the turn."""
+    form of it is being sent: that reload would cut the form's own navigation short. The first
+    person's page begins sending; the second person completes the group; the first page stays
+    as it is, and a reload by hand shows the game."""
     path = tmp_path / "study.toml"
     seats = [{"alice": "participant", "bob": "participant"}]
-    web = {"quiz": [], "attention_checks": [], "group_wait": 2, "group_fallback": "strategy/always-reject"}
+    web = {"quiz": [], "attention_checks": [], "group_wait": 120, "group_fallback": "strategy/always-reject"}
     path.write_text(study_text("web_group_sending", "glee.bargaining", seats, {"money": 100, "horizon": 2}, [{"name": "spe", "spec": "strategy/spe"}], web))
-    page = browser.new_page()
+    first, second = browser.new_context(), browser.new_context()
     try:
         with AppServer(path, tmp_path / "web.db") as server:
-            _enter(page, server.url, "SENDING")
-            page.wait_for_selector("#group-waiting")
-            page.evaluate("() => { window.__sameDocument = true; document.dispatchEvent(new Event('submit')); }")
-            page.wait_for_timeout(4_000)  # the fallback took over after 2 s; polls every 0.7 s
-            assert page.evaluate("() => window.__sameDocument === true") and page.query_selector("#group-waiting")
-            page.reload()
-            page.wait_for_selector("input[name='alice_gain']", timeout=15_000)
+            p1, p2 = first.new_page(), second.new_page()
+            _enter(p1, server.url, "SENDING1")
+            p1.wait_for_selector("#group-waiting")
+            p1.evaluate("() => { window.__sameDocument = true; document.dispatchEvent(new Event('submit')); }")
+            _enter(p2, server.url, "SENDING2")  # the group is complete: the game starts
+            p2.wait_for_selector("#turn-form, #thinking", timeout=15_000)
+            p1.wait_for_timeout(2_500)  # the page polls every 0.7 s
+            assert p1.evaluate("() => window.__sameDocument === true") and p1.query_selector("#group-waiting")
+            p1.reload()
+            p1.wait_for_selector("#turn-form, #thinking", timeout=15_000)
     finally:
-        page.close()
+        first.close(), second.close()
