@@ -464,6 +464,11 @@ def run_processes(
             for proc, conn in running.values():
                 proc.join()
                 conn.close()
-            _release(db, [tags[i] for i in running])
+            from ..store.errors import StoreError
+
+            try:
+                _release(db, [tags[i] for i in running])
+            except StoreError:  # the store out of reach: the claims expire with their owners, and the interrupt is what the user hears
+                pass
     failed.sort()
     return _finish(study, db, shares, results, failed, counts, summary)
