@@ -72,6 +72,20 @@ def test_each_call_takes_the_threads_the_free_cores_allow(monkeypatch):
     assert [backend._threads_now() for _ in range(6)] == [2, 1, 1, 1, 2, 2]
 
 
+def test_the_first_call_already_takes_the_free_cores(monkeypatch):
+    """The gauge's first reading is made with the backend, so the first call (after the model's
+    loading, all of it this process's own CPU time) can say how many cores are free; read only
+    after loading, it came too soon after and the first call ran on the fewest threads."""
+    monkeypatch.delenv("AGORA_THREADS", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(embedded.os, "sched_getaffinity", lambda pid: set(range(2)))
+    readings = iter([(100.0, 1.0, 0.0), (100.4, 1.4, 0.4)])  # 0.4 s of loading, all ours
+    monkeypatch.setattr(FreeCores, "_reading", lambda self: next(readings))
+    backend = EmbeddedBackend(state_cache_bytes=0)
+    assert backend.thread_range == (1, 2)
+    assert backend._threads_now() == 2
+
+
 @pytest.mark.llm
 def test_answers_do_not_depend_on_the_thread_count():
     """One call on one thread, the next on two, and back: the texts are those of a backend fixed

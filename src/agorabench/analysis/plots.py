@@ -25,6 +25,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -85,14 +86,47 @@ def _file(title: str, suffix: str) -> tuple[Path, str] | None:
     return folder / name, name
 
 
+_SVG_SIZE = re.compile(rb'<svg ([^>]*?)width="[0-9.]+pt" height="([0-9.]+)pt" viewBox="0 0 [0-9.]+ [0-9.]+"')
+
+
+def _pt(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def tight_svg(fig) -> bytes:
+    """The figure as SVG, cropped to the box around everything it draws plus
+    ``savefig.pad_inches``, as ``savefig(bbox_inches="tight")`` crops it, but in one drawing
+    instead of two: the box is measured when the drawing ends (with the text sizes that drawing
+    just computed) and becomes the image's ``viewBox`` (SVG units are points, y downwards); the
+    figure's background colour fills the whole box, as it does in the cropped figure."""
+    boxes = []
+    cid = fig.canvas.mpl_connect("draw_event", lambda event: boxes.append(fig.get_tightbbox(event.renderer)))
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="svg")
+    finally:
+        fig.canvas.mpl_disconnect(cid)
+    svg = buf.getvalue()
+    found = _SVG_SIZE.search(svg)
+    body = svg.find(b'<g id="figure_1">')
+    if not boxes or found is None or body < found.end():  # pragma: no cover - another matplotlib's layout: the two drawings
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        return buf.getvalue()
+    box = boxes[-1].padded(matplotlib.rcParams["savefig.pad_inches"])
+    x, y, w, h = (_pt(v) for v in (box.x0 * 72, float(found.group(2)) - box.y1 * 72, box.width * 72, box.height * 72))
+    head = f'<svg {found.group(1).decode()}width="{w}pt" height="{h}pt" viewBox="{x} {y} {w} {h}"'.encode()
+    r, g, b, a = fig.get_facecolor()
+    fill = f' <rect x="{x}" y="{y}" width="{w}" height="{h}" style="fill: {to_hex((r, g, b))}; fill-opacity: {_pt(a)}"/>\n'.encode() if a > 0 else b""
+    return svg[: found.start()] + head + svg[found.end(): body] + fill + svg[body:]
+
+
 def figure_html(fig, alt: str, note: str = "") -> str:
     """The figure as an inline SVG image (rendered once; also written as a file beside the
     report when one is being written, named after ``alt``) with ``alt`` and ``note`` as its
     caption."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    svg = tight_svg(fig)
     plt.close(fig)
-    svg = buf.getvalue()
     link = ""
     target = _file(alt, "svg")
     if target is not None:

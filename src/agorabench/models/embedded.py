@@ -362,7 +362,9 @@ class EmbeddedBackend:
         #: Fewest and most threads a call uses (:func:`thread_range`); the same where ``n_threads`` is given.
         self.thread_range = (_whole_number("n_threads", n_threads, 1),) * 2 if n_threads is not None else thread_range()
         self.n_threads = self.thread_range[0]
-        self._free_cores: FreeCores | None = None
+        # Made now, so that the first call's reading spans the model's loading and the call can
+        # already take the free cores (made after loading, it was too close to say: one thread).
+        self._free_cores: FreeCores | None = FreeCores() if self.thread_range[1] > self.thread_range[0] else None
         self.n_ctx = n_ctx
         self.identity = f"embedded:{self.model_path.name}"
         self._llama = None
@@ -391,8 +393,6 @@ class EmbeddedBackend:
                     seed=0,
                     verbose=False,
                 ))
-                if self.thread_range[1] > self.thread_range[0]:
-                    self._free_cores = FreeCores()
                 if self.state_cache_bytes:
                     # Saved model states keyed by token prefix: when games interleave, a
                     # transcript's earlier turns are not evaluated again.
