@@ -70,3 +70,13 @@ def test_a_transparent_figure_gets_no_background():
     svg = tight_svg(fig)
     plt.close(fig)
     assert b"<rect" not in svg.split(b'<g id="figure_1">')[0]
+
+
+def test_a_figure_drawn_again_is_the_same_file():
+    """No date and no random element ids: a report made again from the same games is the same."""
+    first, second = _figure(), _figure()
+    a, b = tight_svg(first), tight_svg(second)
+    plt.close(first)
+    plt.close(second)
+    assert b"clip-path=" in a and b"<dc:date>" not in a
+    assert a == b

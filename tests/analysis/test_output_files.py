@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import errno
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -148,6 +149,22 @@ def test_a_report_whose_page_cannot_be_written_keeps_the_earlier_page(envy_db, t
     assert line == f"agora: error: could not write {out / 'index.html'}: {FULL}"
     assert _snapshot(out) == before
     _no_temporary_files(out)
+
+
+def test_a_report_made_again_from_the_same_games_is_the_same_files(envy_db, tmp_path, capsys):
+    """No clock or random id in a report but its provenance line's minute of making: made twice,
+    every figure and table is the same file byte for byte and the page the same but for that
+    minute (the figures' SVG metadata once carried the time and random element ids)."""
+    study, db = envy_db
+    made = []
+    for name in ("first", "second"):
+        assert agora(capsys, "report", str(study), "--db", str(db), "--out", str(tmp_path / name))[0] == 0
+        files = _snapshot(tmp_path / name)
+        page = files.pop("index.html")
+        made.append((files, re.subn(rb"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", b"Generated (minute) UTC", page)))
+    assert any(n.endswith(".svg") for n in made[0][0])
+    assert made[0][1][1] == 1  # the one line that says when
+    assert made[0] == made[1]
 
 
 @pytest.mark.parametrize("name", ["profile.csv", "profile.html"])

@@ -93,6 +93,16 @@ def _pt(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+def _svg(fig, **options) -> bytes:
+    """The figure as SVG bytes that depend on the figure alone: no date in the metadata, and
+    element ids hashed from their content with a fixed salt (matplotlib's default salt is
+    random), so a report made again from the same games is the same file."""
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "agorabench"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None}, **options)
+    return buf.getvalue()
+
+
 def tight_svg(fig) -> bytes:
     """The figure as SVG, cropped to the box around everything it draws plus
     ``savefig.pad_inches``, as ``savefig(bbox_inches="tight")`` crops it, but in one drawing
@@ -101,18 +111,14 @@ def tight_svg(fig) -> bytes:
     figure's background colour fills the whole box, as it does in the cropped figure."""
     boxes = []
     cid = fig.canvas.mpl_connect("draw_event", lambda event: boxes.append(fig.get_tightbbox(event.renderer)))
-    buf = io.BytesIO()
     try:
-        fig.savefig(buf, format="svg")
+        svg = _svg(fig)
     finally:
         fig.canvas.mpl_disconnect(cid)
-    svg = buf.getvalue()
     found = _SVG_SIZE.search(svg)
     body = svg.find(b'<g id="figure_1">')
     if not boxes or found is None or body < found.end():  # pragma: no cover - another matplotlib's layout: the two drawings
-        buf = io.BytesIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-        return buf.getvalue()
+        return _svg(fig, bbox_inches="tight")
     box = boxes[-1].padded(matplotlib.rcParams["savefig.pad_inches"])
     x, y, w, h = (_pt(v) for v in (box.x0 * 72, float(found.group(2)) - box.y1 * 72, box.width * 72, box.height * 72))
     head = f'<svg {found.group(1).decode()}width="{w}pt" height="{h}pt" viewBox="{x} {y} {w} {h}"'.encode()
