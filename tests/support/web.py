@@ -188,13 +188,13 @@ Policy = Callable[[str, str, list[str]], str | None]
 
 
 def submit(page, selector: str, timeout: float = 120_000) -> None:
-    """Click the button that sends a form and wait until a new page has been parsed: a click
-    alone returns before the new page is there, so a look just after it could read the old page
-    (its turn form) or none yet (no quiz). The old page is marked and the wait is for a document
+    """Click the button that sends a form and wait until a new page has loaded: a click alone
+    returns before the new page is there, so a look just after it could read the old page (its
+    turn form) or none yet (no quiz). The old page is marked and the wait is for a document
     without the mark, which holds however the browser got there (the form's answer, or a reload
-    by the page's own polling that cut the answer's navigation short: ERR_ABORTED). The wait
-    lasts until the new document has loaded (``complete``), its stylesheet included: text read
-    while the stylesheet is still on its way has its line breaks folded into spaces."""
+    by the page's own polling that cut the answer's navigation short: ERR_ABORTED), in the state
+    ``complete``, its stylesheet included: text read while the stylesheet is still on its way has
+    its line breaks folded into spaces."""
     page.evaluate("() => { window.__agoraLeft = true; }")
     page.click(selector)
     page.wait_for_function("() => !window.__agoraLeft && document.readyState === 'complete'", timeout=timeout, polling=50)
