@@ -60,7 +60,11 @@ class Family:
       ``answers`` form field -> value typed, ``turns`` the person's turns the game then takes,
       ``phases`` phase -> how many of them have it). Everything is optional: a game without one
       is played with its example configuration, its first role and first strategy, and each
-      form filled with its first choice or a number within its bounds (:func:`journey`).
+      form filled with its first choice or a number within its bounds (:func:`journey`);
+    - ``references``: game name -> a :class:`~agorabench.analysis.yardstick.Yardstick`: the
+      human reference data of the game (distributions of people's decisions and published
+      values, each with its source and licence) and the measures that compare models with them;
+      reports and ``agora profile`` add the comparison for every game that has one.
     """
 
     name: str
@@ -76,6 +80,7 @@ class Family:
     examples: dict[str, dict[str, Any]] = field(default_factory=dict)
     journeys: dict[str, dict[str, Any]] = field(default_factory=dict)
     embeddings: dict[str, str] = field(default_factory=dict)
+    references: dict[str, str] = field(default_factory=dict)
     #: Package the manifest lives in (set by discovery; resolves relative module names).
     package: str = ""
 
@@ -201,6 +206,12 @@ def definitions(*games: str) -> str:
 def profile_hook(game: str) -> Callable[..., Any] | None:
     """``profile_rows(games, turns)`` of the game's family for ``agora profile``, or None."""
     return _hook(game, "profiles")
+
+
+def references(game: str) -> Any | None:
+    """The game's :class:`~agorabench.analysis.yardstick.Yardstick` (human reference data and
+    the measures compared with it), or None."""
+    return _hook(game, "references")
 
 
 def _named(table: str) -> dict[str, tuple[Family, str]]:
