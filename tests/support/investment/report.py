@@ -1,4 +1,4 @@
-"""Report sections of the trust game: what each model sends and returns in its seat (means with
+"""Report sections of the investment game (a trust game): what each model sends and returns in its seat (means with
 95% intervals), the payoffs of each pairing, and how often each seat's answers were rejected."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The trust game of ``tests/support/trust`` (the second worked example of
+"""The investment game of ``tests/support/investment`` (a trust game, the second worked example of
 ``docs/adding-a-game.md``), registered for these tests only as a family from another
 distribution would be: through an entry point of the group ``agorabench.families``. It passes
 every conformance check, its scripted players meet the theory (a selfish trustee returns 0, so
@@ -21,27 +21,27 @@ from agorabench.conformance import CHECKS, run
 from agorabench.core.actions import Action
 from agorabench.core.game import Prompts
 from agorabench.core.table import Reply, Table, TurnRequest
-from support.trust.report import pairing_table, seat_table, sections
-from support.trust.strategies import Reciprocal, Selfish, SubgamePerfect, Trusting, UniformRandom
-from support.trust.trust import Trust, TrustConfig, investment_type, repayment_type
+from support.investment.report import pairing_table, seat_table, sections
+from support.investment.strategies import Reciprocal, Selfish, SubgamePerfect, Trusting, UniformRandom
+from support.investment.investment import InvestmentConfig, InvestmentGame, investment_type, repayment_type
 
 #: The stand-in entry point: what a distribution shipping the family would declare.
-ENTRY = EntryPoint(name="trust", value="support.trust.family:FAMILY", group=families.ENTRY_POINTS)
+ENTRY = EntryPoint(name="investment", value="support.investment.family:FAMILY", group=families.ENTRY_POINTS)
 
 
 @contextmanager
-def registered_trust() -> Iterator[None]:
-    """The trust family registered while inside: ``families.entry_points`` also yields
+def registered_investment() -> Iterator[None]:
+    """The investment family registered while inside: ``families.entry_points`` also yields
     :data:`ENTRY`, and the registry's cache is cleared on the way in and out (``families()`` is
     ``lru_cache``d), so every other test sees the registry as it was."""
     real = families.entry_points
 
-    def with_trust(*, group: str):
+    def with_investment(*, group: str):
         found = list(real(group=group))
         return found + [ENTRY] if group == families.ENTRY_POINTS else found
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(families, "entry_points", with_trust)
+        patch.setattr(families, "entry_points", with_investment)
         families.families.cache_clear()
         try:
             yield
@@ -51,8 +51,8 @@ def registered_trust() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def trust() -> Iterator[None]:
-    with registered_trust():
+def investment() -> Iterator[None]:
+    with registered_investment():
         yield
 
 
@@ -69,7 +69,7 @@ class Says:
 
 
 def play(investor, trustee, **config):
-    game = Trust(TrustConfig(**config), Prompts(Trust.prompt_dir))
+    game = InvestmentGame(InvestmentConfig(**config), Prompts(InvestmentGame.prompt_dir))
     table = Table({"investor": investor, "trustee": trustee}, seed=1)
     outcome = asyncio.run(game.play(table))
     return outcome, game.metrics(outcome), table
@@ -78,31 +78,31 @@ def play(investor, trustee, **config):
 # --- registration and conformance -------------------------------------------------------------
 
 
-def test_trust_is_registered_only_inside_the_fixture():
-    assert "trust" not in families.game_names()
-    with registered_trust():
-        assert "trust" in families.game_names()
-        family = families.family_of("trust")
-        assert family.package == "support.trust"  # the relative names resolve inside the fixture
-        assert families.load_game("trust") is Trust
-        assert list(families.strategies("trust")) == ["trusting", "reciprocal", "selfish", "subgame-perfect", "random"]
-        assert "sent_share" in families.definitions("trust")
-    assert "trust" not in families.game_names()
+def test_investment_is_registered_only_inside_the_fixture():
+    assert "investment" not in families.game_names()
+    with registered_investment():
+        assert "investment" in families.game_names()
+        family = families.family_of("investment")
+        assert family.package == "support.investment"  # the relative names resolve inside the fixture
+        assert families.load_game("investment") is InvestmentGame
+        assert list(families.strategies("investment")) == ["trusting", "reciprocal", "selfish", "subgame-perfect", "random"]
+        assert "sent_share" in families.definitions("investment")
+    assert "investment" not in families.game_names()
     with pytest.raises(families.UnknownGame):
-        families.family_of("trust")
-    with pytest.raises(RuntimeError), registered_trust():  # a failing test leaves no family behind
-        assert "trust" in families.game_names()
+        families.family_of("investment")
+    with pytest.raises(RuntimeError), registered_investment():  # a failing test leaves no family behind
+        assert "investment" in families.game_names()
         raise RuntimeError("the test failed")
-    assert "trust" not in families.game_names()
+    assert "investment" not in families.game_names()
 
 
-def test_trust_conformance_passes_every_check(trust):
+def test_investment_conformance_passes_every_check(investment):
     assert list(CHECKS) == ["roles", "strategies", "instructions", "prompts", "random", "deterministic", "outcome", "actions", "report"]
-    assert run(["trust"]) == []
+    assert run(["investment"]) == []
 
 
-def test_trust_journey_defaults_fill_from_the_manifest(trust):
-    journey = families.journey("trust")
+def test_investment_journey_defaults_fill_from_the_manifest(investment):
+    journey = families.journey("investment")
     assert journey["role"] == "investor" and journey["opponent"] == "reciprocal"
     assert journey["config"] == {"endowment": 10, "multiplier": 3}
 
@@ -148,7 +148,7 @@ def test_a_reciprocal_trustee_turns_the_best_reply_around():
 
 def test_random_strategy_stays_within_the_bounds():
     for seed in range(20):
-        game = Trust(TrustConfig(endowment=5), Prompts(Trust.prompt_dir))
+        game = InvestmentGame(InvestmentConfig(endowment=5), Prompts(InvestmentGame.prompt_dir))
         table = Table({"investor": UniformRandom(), "trustee": UniformRandom()}, seed=seed)
         outcome = asyncio.run(game.play(table))
         assert 0 <= outcome["sent"] <= 5 and 0 <= outcome["returned"] <= outcome["received"]
@@ -203,8 +203,8 @@ def test_a_persons_form_carries_the_bound_and_refuses_beyond_it():
 
 
 STUDY = """
-name = "trust_params"
-game = "trust"
+name = "investment_params"
+game = "investment"
 matchups = "seats"
 repeats = 2
 seats = [{{ investor = "generous", trustee = "halver" }}]
@@ -225,19 +225,19 @@ params = {{ share = {share} }}
 """
 
 
-def test_strategy_parameters_come_from_the_study_file(trust, tmp_path):
+def test_strategy_parameters_come_from_the_study_file(investment, tmp_path):
     from agorabench.analysis.frames import games_df
     from agorabench.core.runner import StudyError, run_study
     from agorabench.core.study import load_study
     from agorabench.store.store import Store
 
-    path = tmp_path / "trust.toml"
+    path = tmp_path / "investment.toml"
     path.write_text(STUDY.format(share=0.5), encoding="utf-8")
     stats, _ = run_study(load_study(path), tmp_path / "t.db", progress=False)
     assert stats.done == 2 and stats.errors == 0
     store = Store(str(tmp_path / "t.db"), read_only=True)
     try:
-        games = games_df(store, "trust_params")
+        games = games_df(store, "investment_params")
     finally:
         store.dispose()
     assert list(games["sent"]) == [6, 6] and list(games["returned"]) == [9, 9]  # ⌊0.5 · 18⌋
@@ -286,7 +286,7 @@ def test_a_person_reads_no_word_of_models_and_the_same_text_as_a_model():
     format part, which the form replaces)."""
     texts = {}
     for people in (frozenset(), frozenset({"investor", "trustee"})):
-        game = Trust(TrustConfig(), Prompts(Trust.prompt_dir), people=people)
+        game = InvestmentGame(InvestmentConfig(), Prompts(InvestmentGame.prompt_dir), people=people)
         table = Table({"investor": Trusting(), "trustee": Reciprocal()}, seed=1)
         outcome = asyncio.run(game.play(table))
         texts[people] = [m["content"] for role in ("investor", "trustee") for m in table.transcripts[role]]

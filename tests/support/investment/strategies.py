@@ -1,4 +1,4 @@
-"""Scripted players of the trust game. Each reads ``request.prompt.observation`` (the facts the
+"""Scripted players of the investment game (a trust game). Each reads ``request.prompt.observation`` (the facts the
 game put in the prompt: ``endowment``, ``multiplier``, and for the trustee ``sent`` and
 ``received``) and answers with ``request.action_type``, the bounded type the game asked for.
 
@@ -13,7 +13,7 @@ from agorabench.core.actions import Action
 from agorabench.core.agents import Strategy
 from agorabench.core.table import TurnRequest
 
-from .trust import INVESTOR, TRUSTEE
+from .investment import INVESTOR, TRUSTEE
 
 
 def _share(name: str, value: object) -> float:

@@ -1,4 +1,4 @@
-"""Trust game (Berg, Dickhaut & McCabe 1995), one round.
+"""Investment game: the trust game of Berg, Dickhaut & McCabe (1995), one round (a test fixture).
 
 Rules. The investor holds ``endowment`` points and sends a whole number ``send`` of them,
 0 ≤ send ≤ endowment (JSON ``{"send": N}``). The trustee receives ``multiplier · send`` and, when
@@ -42,7 +42,7 @@ INVESTOR, TRUSTEE = "investor", "trustee"
 ROLES = (INVESTOR, TRUSTEE)
 
 
-class TrustConfig(GameConfig):
+class InvestmentConfig(GameConfig):
     """``endowment``: the investor's points (1 to 1,000,000); ``multiplier``: what each point
     sent becomes for the trustee (1 to 10)."""
 
@@ -94,9 +94,9 @@ def points(endowment: int, multiplier: int, send: int, repay: int) -> tuple[int,
     return endowment - send + repay, multiplier * send - repay
 
 
-class Trust(Game):
-    name = "trust"
-    Config = TrustConfig
+class InvestmentGame(Game):
+    name = "investment"
+    Config = InvestmentConfig
     prompt_dir = Path(__file__).parent / "prompts"
 
     @classmethod
