@@ -6,8 +6,10 @@ one measure of one model (or of a theory baseline):
 
     family, section, measure, role, model, effort, estimate, low, high, n, kind, source, note
 
-``kind`` is ``model`` for a played model and ``theory`` for a reference row (self-maximiser,
-inequity-averse, subgame-perfect, Bayesian, sustainable); ``source`` names the database and
+``kind`` is ``model`` for a played model, ``theory`` for a reference row (self-maximiser,
+inequity-averse, subgame-perfect, Bayesian, sustainable) and ``reference`` for human reference data
+shipped with agorabench (``human (reference)``: the human-likeness section of the games that have
+such data, :mod:`~.likeness`, with each model's mean likeness across the battery); ``source`` names the database and
 studies the row comes from. Models are matched across databases by their study name: the page
 has one table per section with a row per model, so a model's envy, GLEE and commons numbers
 line up. The CSV keeps the long rows. ``effort`` is the reasoning effort the model was run with,
@@ -33,11 +35,15 @@ import pandas as pd
 
 from ..families import families, profile_hook
 from ..store.store import Store
+from . import likeness
 from .files import staged, write_csv, write_text
 from .frames import HUMAN, games_df, people_line, study_spec, turns_df
 from .plots import forest, with_interval
 from .reasoning import efforts
 from .report import STYLE
+
+#: Kinds of rows: a played model, a theory baseline, human reference data shipped with agorabench.
+KINDS = ["model", "theory", "reference"]
 
 COLUMNS = ["family", "section", "measure", "role", "model", "effort", "estimate", "low", "high", "n", "kind", "source", "note"]
 
@@ -111,10 +117,14 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
                 rows.loc[people, "note"] = [f"{pooled}; {n}" if isinstance(n, str) and n else pooled for n in rows.loc[people, "note"]]
             rows["effort"] = [found.get(str(m), "") if k == "model" else "" for m, k in zip(rows["model"], rows["kind"])]
             parts.append(rows)
+        parts += _likeness(label, games, turns, found)
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
     rows = pd.concat(parts, ignore_index=True)[COLUMNS]
     extra = []
+    across = likeness.battery_rows(rows)
+    if not across.empty:
+        extra.append(across.assign(source="all databases", effort=""))
     for relate in related:  # across databases and families: after every family's rows are in
         try:
             more = relate(rows)
@@ -123,6 +133,22 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
         if more is not None and not more.empty:
             extra.append(more.assign(source="all databases", effort=""))
     return pd.concat([rows, *extra], ignore_index=True)[COLUMNS] if extra else rows
+
+
+def _likeness(label: str, games: pd.DataFrame, turns: pd.DataFrame, found: dict[str, str]) -> list[pd.DataFrame]:
+    """The human-likeness rows of one database's games that have human reference data
+    (:func:`~.likeness.profile_rows`), or a row saying why they could not be computed."""
+    if not likeness.has_references(games["game"].astype(str).unique()):
+        return []
+    try:
+        rows = likeness.profile_rows(games, turns)
+    except Exception as exc:  # noqa: BLE001 - a failed comparison is a row saying so, not a lost profile
+        rows = pd.DataFrame([row(likeness.LIKENESS_FAMILY, "not computed", "human-likeness", "", math.nan, note=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])])
+    if rows.empty:
+        return []
+    rows = rows.assign(source=f"{label} ({', '.join(sorted(games['study'].unique()))})")
+    rows["effort"] = [found.get(str(m), "") if k == "model" else "" for m, k in zip(rows["model"], rows["kind"])]
+    return [rows]
 
 
 def _cell(r: pd.Series) -> str:
@@ -145,7 +171,7 @@ def section_forest(rows: pd.DataFrame, title: str) -> str:
     if shown.empty:
         return ""
     shown["who"] = shown["model"].astype(str) + shown["role"].map(lambda r: f" ({r})" if isinstance(r, str) and r else "")
-    shown["who"] = shown["who"] + shown["kind"].map(lambda k: " [theory]" if k == "theory" else "")
+    shown["who"] = shown["who"] + shown["kind"].map(lambda k: " [theory]" if k == "theory" else "")  # a reference row's name says it
     for c in ("estimate", "low", "high"):
         shown[c] = pd.to_numeric(shown[c], errors="coerce")
     # an interval cut to the metric's range can miss an estimate a rounding error outside it
@@ -169,7 +195,7 @@ def section_table(rows: pd.DataFrame) -> pd.DataFrame:
     grid = cells.pivot_table(index=keys, columns="measure", values="cell", aggfunc=lambda v: " / ".join(v))
     order = list(dict.fromkeys(rows["measure"]))
     grid = grid.reindex(columns=order).reset_index()
-    grid["kind"] = pd.Categorical(grid["kind"], ["model", "theory"])
+    grid["kind"] = pd.Categorical(grid["kind"], KINDS)
     grid = grid.sort_values(["kind", "model", "role"]).fillna("–")
     grid.columns.name = None
     return grid
@@ -194,7 +220,7 @@ def _page(rows: pd.DataFrame, title: str) -> str:
     models = sorted(set(rows.loc[rows["kind"] == "model", "model"]))
     parts = [
         f"<p>{len(models)} models: {html.escape(', '.join(models))}. Each cell: estimate [95% interval]. "
-        "Rows marked <em>theory</em> are reference baselines computed for the same designs. The CSV beside this page holds every row with its source.</p>"
+        "Rows marked <em>theory</em> are reference baselines computed for the same designs; <em>reference</em> rows are human data shipped with agorabench (sources in each game's report). The CSV beside this page holds every row with its source.</p>"
     ]
     for (family, section), sub in rows.groupby(["family", "section"], sort=False):
         notes = sorted({n for n in sub["note"] if isinstance(n, str) and n})

@@ -206,6 +206,28 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = N
     return Section("Overview", "\n".join(parts))
 
 
+def family_sections(done: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+    """The sections of every family whose games the study played, each family's report given
+    only its own games (a study of several families, e.g. the classic battery, gets each in
+    turn; a family reporting several games gets them together), in the order the games come."""
+    hooks: dict[Callable, list[str]] = {}
+    for game in dict.fromkeys(done["game"].astype(str)):
+        hook = report_sections(game)
+        if hook is not None:
+            hooks.setdefault(hook, []).append(game)
+    out: list[Section] = []
+    for hook, names in hooks.items():
+        if len(hooks) == 1:  # one family: its games as they are (its report reads the study's attrs)
+            sub_games, sub_turns = done, turns
+        else:
+            sub_games = done[done["game"].isin(names)].dropna(axis=1, how="all").copy()
+            sub_games.attrs = dict(done.attrs)
+            sub_turns = turns[turns["game_id"].isin(sub_games["game_id"])].dropna(axis=1, how="all") if len(turns) else turns
+        title = f"{names[0]} analyses" if len(names) == 1 else f"{', '.join(names)} analyses"
+        out += guarded(title, lambda: hook(sub_games, sub_turns))
+    return out
+
+
 def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | None = None, ids: set[str] | None = None, left_out: int = 0) -> Path:
     """Write ``out_dir/index.html`` (plus SVG/CSV files; all renamed into place together when the
     report is whole, so a failed write keeps an earlier report and raises
@@ -231,18 +253,21 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     turns = turns_df(store, study, ids=ids, transcripts=False, games=stored)
     del stored
     turns = turns[turns["game_id"].isin(all_games["game_id"])] if len(turns) else turns
-    game = str(all_games["game"].iloc[0])
     present = [str(g) for g in dict.fromkeys(all_games["game"])]  # the games stored, first seen first
     path = out / "index.html"
     # every file goes to a temporary name and all are renamed into place once the page is
     # written (files.staged): a report that fails midway (a full disk) leaves the earlier one whole
     with artifacts(out), efforts_shown(efforts(spec)):
-        sections = [introduction(study, spec, all_games, definitions(*present)), overview(all_games, turns, spec)]
+        from . import likeness  # imports this module's Section
+
+        compared = likeness.has_references(present)
+        sections = [introduction(study, spec, all_games, definitions(*present) + (likeness.DEFINITIONS if compared else "")), overview(all_games, turns, spec)]
         if left_out:
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
-        family = report_sections(game)
-        if family is not None and not done.empty:
-            sections += guarded(f"{game} analyses", lambda: family(done, turns))
+        if not done.empty:
+            sections += family_sections(done, turns)
+            if compared:
+                sections += likeness.report_sections(done, turns)
         body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
         page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
         write_text(path, page)

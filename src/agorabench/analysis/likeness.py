@@ -1,0 +1,294 @@
+"""Models beside people: the comparison of a game's stored decisions with its human reference
+data (:mod:`agorabench.analysis.yardstick`), as report sections and profile rows.
+
+For every measure of a game's :class:`~agorabench.analysis.yardstick.Yardstick` and every human
+sample of it, :func:`compare` gives one row per model that made such decisions (the lab's own
+participants pooled as ``human``, clustered by participant) and one ``human (reference)`` row:
+decisions and clusters, the mean with its 95 % interval, the behavioural Turing shares (win,
+tie, lose) and the likeness (win + tie/2, 0.5 = as people do), each with its interval, the
+Wasserstein distance and the Kolmogorov–Smirnov test. A model's decisions are those of its
+valid turns of the measure's phase in the games the sample is a yardstick for (the sample's and
+the measure's ``where``); each game is one cluster (a person's decisions are clustered by
+participant).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..families import family_of, references
+from .frames import HUMAN
+from .plots import figure_html, grid_table, number, table_html, with_interval
+from .report import guarded, Section
+from .stats import mean_ci
+from .yardstick import (bin_shares, HumanSample, human_baseline, ks_test, Measure, Published, REFERENCE, turing, wasserstein, Yardstick)
+
+#: Kinds of comparison rows: a played model, the lab's own people (pooled), the shipped human data.
+MODEL, PEOPLE, REFERENCE_KIND = "model", "people", "reference"
+
+DEFINITIONS = """
+<h4>People as the yardstick</h4>
+<p>Games with human reference data (decisions people made in published experiments, shipped
+inside agorabench with their source and licence) compare every model with people, decision by
+decision, on the game's first round unless a measure says otherwise:</p>
+<ul>
+<li><b>human (reference)</b>: the shipped human decisions (its source and licence are listed
+under the table); <b>human</b> (pooled): the people who played this study, clustered by participant.</li>
+<li><b>Turing win / tie / lose</b> (Mei, Xie, Yuan &amp; Jackson 2024, PNAS 121(9) e2313925121): one
+human and one model decision are drawn and both placed in the bins of the human histogram (10 equal
+bins over the measure's range, 2 for a yes/no choice); the model <i>wins</i> when its decision's bin
+holds a larger share of the human decisions, <i>ties</i> when the shares are equal, <i>loses</i> otherwise.
+Computed exactly from the two histograms; 95 % intervals from 2,000 bootstrap resamples of the model's
+games and of the human decisions. The <b>human (reference)</b> row is people against people.</li>
+<li><b>likeness</b> = win + tie / 2: 0.5 for decisions distributed as the people's (the human
+baseline), lower for a model people would tell apart, up to 1 for one that always picks the
+most common human choice.</li>
+<li><b>W1</b>: the Wasserstein (earth mover's) distance between the model's and the people's
+decisions, in the measure's units; <b>KS D</b> and <b>KS p</b>: the two-sample
+Kolmogorov–Smirnov statistic and its p-value (conservative for whole-number decisions with ties).</li>
+<li><b>published</b>: values a publication reports where its decisions are not public, with the
+publication's n, beside the same statistic of each model on the same games.</li>
+</ul>
+"""
+
+
+def _matches(column: pd.Series, value: Any) -> pd.Series:
+    """Rows whose ``column`` equals ``value`` (numbers within 1e-3: ``p = 0.667`` is 2/3)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        numbers = pd.to_numeric(column, errors="coerce")
+        return pd.Series(np.isclose(numbers.to_numpy(dtype=float), float(value), rtol=0.0, atol=1e-3), index=column.index)
+    return column.astype(object) == value
+
+
+def decisions(measure: Measure, turns: pd.DataFrame, where: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The decisions of ``measure`` in ``turns``: columns ``model``, ``value``, ``cluster`` (the
+    game, or the participant for a person's turn). Only valid turns of the measure's phase whose
+    ``where`` columns (the measure's and the sample's) match; none when a column is missing."""
+    empty = pd.DataFrame(columns=["model", "value", "cluster"])
+    if turns is None or turns.empty or measure.column not in turns or "phase" not in turns:
+        return empty
+    keep = (turns["phase"] == measure.phase) & turns["valid"].astype(bool)
+    for column, value in {**dict(measure.where), **dict(where or {})}.items():
+        if column not in turns:
+            return empty
+        keep &= _matches(turns[column], value)
+    t = turns[keep]
+    values = pd.to_numeric(t[measure.column], errors="coerce")
+    t, values = t[values.notna()], values[values.notna()]
+    cluster = t["game_id"].astype(str)
+    if "participant" in t:
+        cluster = t["participant"].where(t["participant"].notna(), cluster).astype(str)
+    return pd.DataFrame({"model": t["model"].astype(str).to_numpy(), "value": values.to_numpy(dtype=float), "cluster": cluster.to_numpy()})
+
+
+def _row(measure: Measure, sample: HumanSample, who: str, kind: str, n: int, clusters: int, mean: tuple[float, float, float], score: Any, w1: float, ks: tuple[float, float]) -> dict[str, Any]:
+    return {
+        "measure": measure.name, "sample": sample.source.key, "condition": sample.condition, "who": who, "kind": kind,
+        "decisions": n, "clusters": clusters, "mean": mean[0], "mean_low": mean[1], "mean_high": mean[2],
+        "win": score.win, "win_low": score.win_ci[0], "win_high": score.win_ci[1],
+        "tie": score.tie, "tie_low": score.tie_ci[0], "tie_high": score.tie_ci[1],
+        "lose": score.lose, "lose_low": score.lose_ci[0], "lose_high": score.lose_ci[1],
+        "likeness": score.likeness, "likeness_low": score.likeness_ci[0], "likeness_high": score.likeness_ci[1],
+        "wasserstein": w1, "ks_d": ks[0], "ks_p": ks[1],
+    }
+
+
+def reference_mean(sample: HumanSample, bounds: tuple[float, float]) -> tuple[float, float, float]:
+    """The human sample's mean with its 95 % t interval (its decisions independent)."""
+    v, c = sample.array()
+    n = c.sum()
+    m = float((v * c).sum() / n)
+    if n < 2:
+        return (m, math.nan, math.nan)
+    sd = math.sqrt(float((c * (v - m) ** 2).sum() / (n - 1)))
+    from scipy import special
+
+    half = float(special.stdtrit(n - 1, 0.975) * sd / math.sqrt(n))
+    return (m, max(bounds[0], m - half), min(bounds[1], m + half))
+
+
+def compare(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
+    """One row per (measure, human sample, model or reference) as described in the module doc;
+    a sample whose games none of the study played gives no rows."""
+    rows = []
+    for measure in yardstick.measures:
+        for sample in yardstick.samples_of(measure.name):
+            found = decisions(measure, turns, sample.where)
+            if found.empty:
+                continue
+            bounds = (measure.lo, measure.hi)
+            base = human_baseline(sample, measure)
+            rows.append(_row(measure, sample, REFERENCE, REFERENCE_KIND, sample.n, sample.n, reference_mean(sample, bounds), base, 0.0, (0.0, 1.0)))
+            for model, sub in found.groupby("model", sort=True):
+                values, clusters = sub["value"].to_numpy(), sub["cluster"].to_numpy()
+                mean = mean_ci(values, bounds=bounds, clusters=clusters)[:3]
+                score = turing(sample, values, measure, clusters=clusters)
+                rows.append(_row(measure, sample, str(model), PEOPLE if model == HUMAN else MODEL, len(values), len(set(clusters)), mean, score, wasserstein(sample, values), ks_test(sample, values)))
+    return pd.DataFrame(rows)
+
+
+def published_table(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
+    """Every published value beside the same statistic of each model on the games it applies to
+    (``mean`` and ``median``; another statistic is shown for people only)."""
+    rows = []
+    for p in yardstick.published:
+        measure = yardstick.measure(p.measure)
+        row: dict[str, Any] = {"measure": p.measure, "condition": p.condition, "statistic": p.statistic, "people (published)": p.value, "n": p.n, "source": p.source.key}
+        found = decisions(measure, turns, p.where)
+        for model, sub in found.groupby("model", sort=True):
+            if p.statistic in ("mean", "median"):
+                row[str(model)] = float(getattr(sub["value"], p.statistic)())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sources_table(yardstick: Yardstick) -> pd.DataFrame:
+    """Each source of the human data once: its key, citation, where in it, licence."""
+    seen: dict[str, Any] = {}
+    for s in [*yardstick.samples, *yardstick.published]:
+        seen.setdefault(s.source.key, s.source)
+    return pd.DataFrame([{"source": s.key, "citation": s.citation, "where": s.where, "licence": s.licence, "url": s.url} for s in seen.values()])
+
+
+def comparison_grid(table: pd.DataFrame) -> pd.DataFrame:
+    """The comparison as the report shows it: one line per (measure, sample, who), cells
+    ``estimate [low, high]``."""
+    out = pd.DataFrame({
+        "measure": table["measure"], "human data": table["sample"], "who": table["who"], "decisions": table["decisions"],
+        "mean": [with_interval(m, lo, hi) for m, lo, hi in zip(table["mean"], table["mean_low"], table["mean_high"])],
+    })
+    for name in ("win", "tie", "lose", "likeness"):
+        out[f"Turing {name}" if name != "likeness" else "likeness"] = [with_interval(e, lo, hi) for e, lo, hi in zip(table[name], table[f"{name}_low"], table[f"{name}_high"])]
+    out["W1"] = [number(v) if k != REFERENCE_KIND else "–" for v, k in zip(table["wasserstein"], table["kind"])]
+    out["KS D"] = [number(v) if k != REFERENCE_KIND else "–" for v, k in zip(table["ks_d"], table["kind"])]
+    out["KS p"] = [number(v) if k != REFERENCE_KIND else "–" for v, k in zip(table["ks_p"], table["kind"])]
+    return out
+
+
+def distributions_figure(game: str, yardstick: Yardstick, turns: pd.DataFrame) -> str:
+    """One panel per (measure, human sample): the human decisions' bin shares as bars and each
+    model's as a line with markers; '' when no sample applies to the stored games."""
+    import matplotlib.pyplot as plt
+
+    panels = []
+    for measure in yardstick.measures:
+        for sample in yardstick.samples_of(measure.name):
+            found = decisions(measure, turns, sample.where)
+            if not found.empty:
+                panels.append((measure, sample, found))
+    if not panels:
+        return ""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.6, 3.2), squeeze=False)
+    for ax, (measure, sample, found) in zip(axes[0], panels):
+        edges = np.linspace(measure.lo, measure.hi, measure.bins + 1)
+        centres = (edges[:-1] + edges[1:]) / 2
+        width = (measure.hi - measure.lo) / measure.bins
+        hv, hc = sample.array()
+        ax.bar(centres, bin_shares(hv, hc, measure.lo, measure.hi, measure.bins), width=width * 0.9, color="#c8c8c8", edgecolor="#888888", label=f"{REFERENCE} ({sample.source.key}, n = {sample.n:,})")
+        for model, sub in found.groupby("model", sort=True):
+            ax.plot(centres, bin_shares(sub["value"].to_numpy(), None, measure.lo, measure.hi, measure.bins), marker="o", linewidth=1.2, label=f"{model} (n = {len(sub):,})")
+        ax.set_title(f"{measure.label}\n{sample.condition}", fontsize=9)
+        ax.set_xlabel(measure.label)
+        ax.set_ylabel("share of decisions")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{game}: each model's decisions over the people's")
+    fig.tight_layout()
+    return figure_html(fig, f"{game} decisions against human reference data")
+
+
+def sections(game: str, yardstick: Yardstick, games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+    """The report section of one game with human reference data: the comparison table, the
+    published values, the distributions figure and the sources; a note instead when none of
+    the data applies to the stored games."""
+
+    def build() -> Section:
+        table = compare(yardstick, turns)
+        parts = []
+        if table.empty:
+            parts.append("<p class='note'>No decision of these games is comparable with the human data (the data's conditions are listed below): nothing compared.</p>")
+        else:
+            parts.append(table_html(comparison_grid(table), name=f"{game} against people", note="Each model's decisions beside the people's (module definitions above); the human (reference) row is people against people."))
+            parts.append(figure_html_or_empty(distributions_figure(game, yardstick, turns)))
+        published = published_table(yardstick, turns)
+        if not published.empty:
+            parts.append("<h3>Published values</h3>" + table_html(published, name=f"{game} published human values", note="Values publications report (their decisions are not public), with the publication's n; a model's column holds the same statistic of its decisions in the games each value applies to."))
+        parts.append("<h3>Sources</h3>" + table_html(sources_table(yardstick), name=f"{game} human data sources"))
+        return Section(f"People as the yardstick: {game}", "\n".join(parts))
+
+    return guarded(f"People as the yardstick: {game}", build)
+
+
+def figure_html_or_empty(fig: str) -> str:
+    return fig or ""
+
+
+def report_sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+    """The people-as-yardstick sections of every game of the study that declares human
+    reference data (in the order the games come)."""
+    out: list[Section] = []
+    if games is None or games.empty:
+        return out
+    for game in dict.fromkeys(games["game"].astype(str)):
+        stick = references(game)
+        if stick is None:
+            continue
+        ids = set(games.loc[games["game"] == game, "game_id"])
+        sub = turns[turns["game_id"].isin(ids)] if turns is not None and len(turns) else turns
+        out += sections(game, stick, games[games["game"] == game], sub)
+    return out
+
+
+def has_references(games: Iterable[str]) -> bool:
+    """Whether some of the games declares human reference data."""
+    return any(references(g) is not None for g in games)
+
+
+#: Profile section of the human-likeness rows (one table across the battery).
+LIKENESS_FAMILY, LIKENESS_SECTION = "people as the yardstick", "human-likeness (behavioural Turing score)"
+
+
+def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Profile rows of human-likeness: per model and game measure (``GAME: MEASURE (SOURCE)``)
+    its likeness with its interval, and the reference's 0.5 (:func:`battery_rows` adds each
+    model's mean over the battery once every database is read)."""
+    from .profile import row
+
+    rows = []
+    for game in dict.fromkeys(games["game"].astype(str)):
+        stick = references(game)
+        if stick is None:
+            continue
+        ids = set(games.loc[games["game"] == game, "game_id"])
+        table = compare(stick, turns[turns["game_id"].isin(ids)] if len(turns) else turns)
+        for _, r in table.iterrows():
+            label = f"{game}: {r['measure']} ({r['sample']})"
+            kind = "reference" if r["kind"] == REFERENCE_KIND else "model"
+            rows.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, label, str(r["who"]), r["likeness"], r["likeness_low"], r["likeness_high"], r["decisions"], kind=kind))
+    return pd.DataFrame(rows)
+
+
+#: The measure of each model's mean likeness over every game measure it was compared on.
+ACROSS = "across the battery"
+
+
+def battery_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the mean likeness over every game measure of ``rows`` (the likeness rows of
+    every database) it was compared on, without an interval (its note lists the measures), and
+    the reference's 0.5; empty when ``rows`` holds no likeness row."""
+    from .profile import row
+
+    mine = rows[(rows["family"] == LIKENESS_FAMILY) & (rows["measure"] != ACROSS)]
+    if mine.empty:
+        return pd.DataFrame()
+    out = []
+    for model, sub in mine[mine["kind"] == "model"].groupby("model", sort=True):
+        values = pd.to_numeric(sub["estimate"], errors="coerce")
+        out.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, ACROSS, str(model), float(values.mean()), n=int(values.notna().sum()), note="mean likeness over " + "; ".join(dict.fromkeys(sub["measure"]))))
+    out.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, ACROSS, REFERENCE, 0.5, kind="reference", note="people against people: 0.5 by symmetry"))
+    return pd.DataFrame(out)
