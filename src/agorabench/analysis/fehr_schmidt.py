@@ -304,6 +304,17 @@ class Estimate:
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def k(self) -> int:
+        """Free parameters of the fit: α, β and λ less those the choices fix."""
+        return len(PARAMS) - len(self.fixed)
+
+    @property
+    def bic(self) -> float:
+        """Schwarz's criterion k·ln(n) − 2·ℓ̂ (lower is better; comparable across models of the
+        same decisions)."""
+        return self.k * math.log(self.n) - 2 * self.loglik if self.n > 0 else math.nan
+
+    @property
     def pseudo_r2(self) -> float:
         """McFadden's 1 − ℓ̂/ℓ_uniform (0: no better than chance, 1: perfect)."""
         return 1 - self.loglik / self.loglik_uniform if self.loglik_uniform < 0 else math.nan
@@ -313,7 +324,7 @@ class Estimate:
         for p in PARAMS:
             lo, hi = self.ci.get(p, (math.nan, math.nan))
             out.update({p: getattr(self, p), f"{p}_low": lo, f"{p}_high": hi})
-        out.update({"loglik": self.loglik, "pseudo_r2": self.pseudo_r2, "identification": self.identification, "warning": "; ".join(self.warnings)})
+        out.update({"loglik": self.loglik, "bic": self.bic, "pseudo_r2": self.pseudo_r2, "identification": self.identification, "warning": "; ".join(self.warnings)})
         return out
 
 

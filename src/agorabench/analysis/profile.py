@@ -52,6 +52,22 @@ def row(family: str, section: str, measure: str, model: str, estimate: float, lo
     return {"family": family, "section": section, "measure": measure, "role": role, "model": model, "effort": "", "estimate": estimate, "low": low, "high": high, "n": n, "kind": kind, "source": "", "note": note}
 
 
+#: The profile section where every family's structural estimates stand side by side.
+STRUCTURAL_FAMILY, STRUCTURAL_SECTION = "structural estimates", "models of choice fitted by maximum likelihood"
+
+
+def structural_rows(model_name: str, model: str, params: dict[str, tuple[float, float, float]], loglik: float, bic: float, n: int | float, note: str = "") -> list[dict]:
+    """Rows of one structural model fitted to one model's decisions (``model_name``: the game and
+    the model of choice, e.g. ``prisoners_dilemma: logit QRE``): each parameter as (estimate,
+    low, high), then its log-likelihood and BIC (k·ln n − 2ℓ̂), so that the families' fits
+    (Fehr–Schmidt, logit QRE, cognitive hierarchy, level-k) stand in one table and fits of the
+    same decisions can be compared."""
+    out = [row(STRUCTURAL_FAMILY, STRUCTURAL_SECTION, f"{model_name} {name}", model, est, low, high, n, note=note) for name, (est, low, high) in params.items()]
+    out.append(row(STRUCTURAL_FAMILY, STRUCTURAL_SECTION, f"{model_name} log-likelihood", model, loglik, n=n, note=note))
+    out.append(row(STRUCTURAL_FAMILY, STRUCTURAL_SECTION, f"{model_name} BIC", model, bic, n=n, note=note))
+    return out
+
+
 def store_efforts(store: Store) -> dict[str, str]:
     """Model name -> reasoning effort over every study the database holds (its stored study
     files and recorded runs); a name seated with two efforts in two studies keeps the first."""

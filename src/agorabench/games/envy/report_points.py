@@ -76,7 +76,10 @@ games with a valid choice at both; Wilson 95 % interval.</li>
 P(option) ∝ exp(λ·U), U = P<sub>self</sub> − α·max(P<sub>comp</sub> − P<sub>self</sub>, 0) −
 β·max(P<sub>self</sub> − P<sub>comp</sub>, 0). <b>α</b>: envy (cost of being behind), <b>β</b>:
 guilt (cost of being ahead), <b>λ</b>: precision (0 = random, large = always the best option);
-a self-maximiser has α = β = 0. <b>pseudo_r2</b> = 1 − ℓ̂/ℓ<sub>uniform</sub> (McFadden).</li>
+a self-maximiser has α = β = 0. <b>loglik</b> = ℓ̂, the maximised log-likelihood; <b>bic</b> =
+k·ln(n) − 2ℓ̂ with k the free parameters (3, fewer when the choices fix one) and n the decisions
+(lower is better: comparable with the other structural models of the same decisions);
+<b>pseudo_r2</b> = 1 − ℓ̂/ℓ<sub>uniform</sub> (McFadden).</li>
 </ul>
 """
 
@@ -235,7 +238,7 @@ def baseline_choice(matrix: str, alpha: float, beta: float) -> str:
 def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     """Profile rows (``analysis/profile.py``): mean T1–T3 per focal model and its Fehr–Schmidt
     (α, β, λ) with bootstrap intervals; theory rows for the baselines on the same matrices."""
-    from ...analysis.profile import row
+    from ...analysis.profile import row, structural_rows
     from ...analysis.stats import mean_ci, row_clusters
     from .point_allocation import envy_terms
 
@@ -252,6 +255,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         for _, r in fs_estimates(choices, ("model",), ci="bootstrap").iterrows():
             for p, label in (("alpha", "α (envy)"), ("beta", "β (guilt)"), ("lam", "λ")):
                 rows.append(row(family, section, label, r["model"], r[p], r[f"{p}_low"], r[f"{p}_high"], r["n"], note=f"{r['model']}: {r['warning']}" if r["warning"] else ""))
+            rows += structural_rows("envy.points: Fehr–Schmidt", r["model"], {"α": (r["alpha"], r["alpha_low"], r["alpha_high"]), "β": (r["beta"], r["beta_low"], r["beta_high"]), "λ": (r["lam"], r["lam_low"], r["lam_high"])}, r["loglik"], r["bic"], r["n"])
     for name, (alpha, beta) in BASELINES.items():
         terms = pd.DataFrame([envy_terms(m, baseline_choice(m, alpha, beta)) for m in games["matrix"]])
         for term, label in shown.items():
