@@ -250,7 +250,7 @@ def test_cli_run_report_and_export(tmp_path):
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "Giving and payoffs" in page and "Decisions by kind" in page and "given_share" in page
     assert "People as the yardstick: dictator" in page and "MobLab (Mei et al. 2024)" in page and "Forsythe et al. 1994" in page
-    assert "(not computed)" not in page
+    assert "(not computed)" not in page and "No decision of these games is comparable" not in page
     games_csv, turns_csv = tmp_path / "games.csv", tmp_path / "turns.csv"
     assert main(["export", str(study), "--db", db, "--out", str(games_csv)]) == 0
     assert main(["export", str(study), "--db", db, "--table", "turns", "--out", str(turns_csv)]) == 0
