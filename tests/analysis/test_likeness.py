@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from agorabench import families
-from agorabench.analysis import likeness
+from agorabench.analysis import likeness, profile
 from agorabench.analysis.yardstick import (bin_shares, counted, HumanSample, human_baseline, Measure, Published, REFERENCE, Source, turing, turing_shares, Yardstick)
 from support.helpers import agora
 from support.studies import study_toml
@@ -136,8 +136,8 @@ def test_a_report_and_a_profile_put_models_beside_people(ultimatum_people, tmp_p
     rc, _, err = agora(capsys, "profile", str(db), "--out", str(tmp_path / "prof"))
     assert rc == 0, err
     rows = pd.read_csv(tmp_path / "prof" / "profile.csv")
-    like = rows[rows["family"] == likeness.LIKENESS_FAMILY]
-    across = like[like["measure"] == likeness.ACROSS].set_index("model")
+    like = rows[rows["family"] == profile.LIKENESS_FAMILY]
+    across = like[like["measure"] == profile.ACROSS].set_index("model")
     assert set(across.index) == {"fair", "spe", REFERENCE} and across.loc[REFERENCE, "kind"] == "reference"
     per = like[like["measure"] == "ultimatum: offer_share (made-up)"].set_index("model")
     assert across.loc["fair", "estimate"] == pytest.approx(per.loc["fair", "estimate"])

@@ -24,7 +24,7 @@ import pandas as pd
 from ..families import family_of, references
 from .frames import HUMAN
 from .plots import figure_html, grid_table, number, table_html, with_interval
-from .report import guarded, Section
+from .sections import guarded, Section
 from .stats import mean_ci
 from .yardstick import (bin_shares, HumanSample, human_baseline, ks_test, Measure, Published, REFERENCE, turing, wasserstein, Yardstick)
 
@@ -249,16 +249,11 @@ def has_references(games: Iterable[str]) -> bool:
     return any(references(g) is not None for g in games)
 
 
-#: Profile section of the human-likeness rows (one table across the battery).
-LIKENESS_FAMILY, LIKENESS_SECTION = "people as the yardstick", "human-likeness (behavioural Turing score)"
-
-
-def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Profile rows of human-likeness: per model and game measure (``GAME: MEASURE (SOURCE)``)
-    its likeness with its interval, and the reference's 0.5 (:func:`battery_rows` adds each
-    model's mean over the battery once every database is read)."""
-    from .profile import row
-
+def likeness_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Human-likeness per model and game measure, long: ``measure`` (``GAME: MEASURE (SOURCE)``),
+    ``model``, ``kind`` (``model``, or ``reference`` for the people-against-people 0.5; the
+    lab's pooled people are a model, ``human``), ``estimate`` (likeness), ``low``, ``high``,
+    ``n`` (decisions). The profile turns them into its rows."""
     rows = []
     for game in dict.fromkeys(games["game"].astype(str)):
         stick = references(game)
@@ -267,28 +262,5 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         ids = set(games.loc[games["game"] == game, "game_id"])
         table = compare(stick, turns[turns["game_id"].isin(ids)] if len(turns) else turns)
         for _, r in table.iterrows():
-            label = f"{game}: {r['measure']} ({r['sample']})"
-            kind = "reference" if r["kind"] == REFERENCE_KIND else "model"
-            rows.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, label, str(r["who"]), r["likeness"], r["likeness_low"], r["likeness_high"], r["decisions"], kind=kind))
-    return pd.DataFrame(rows)
-
-
-#: The measure of each model's mean likeness over every game measure it was compared on.
-ACROSS = "across the battery"
-
-
-def battery_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per model, the mean likeness over every game measure of ``rows`` (the likeness rows of
-    every database) it was compared on, without an interval (its note lists the measures), and
-    the reference's 0.5; empty when ``rows`` holds no likeness row."""
-    from .profile import row
-
-    mine = rows[(rows["family"] == LIKENESS_FAMILY) & (rows["measure"] != ACROSS)]
-    if mine.empty:
-        return pd.DataFrame()
-    out = []
-    for model, sub in mine[mine["kind"] == "model"].groupby("model", sort=True):
-        values = pd.to_numeric(sub["estimate"], errors="coerce")
-        out.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, ACROSS, str(model), float(values.mean()), n=int(values.notna().sum()), note="mean likeness over " + "; ".join(dict.fromkeys(sub["measure"]))))
-    out.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, ACROSS, REFERENCE, 0.5, kind="reference", note="people against people: 0.5 by symmetry"))
-    return pd.DataFrame(out)
+            rows.append({"measure": f"{game}: {r['measure']} ({r['sample']})", "model": str(r["who"]), "kind": "reference" if r["kind"] == REFERENCE_KIND else "model", "estimate": r["likeness"], "low": r["likeness_low"], "high": r["likeness_high"], "n": r["decisions"]})
+    return pd.DataFrame(rows, columns=["measure", "model", "kind", "estimate", "low", "high", "n"])

@@ -138,7 +138,7 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     rows = pd.concat(parts, ignore_index=True)[COLUMNS]
     extra = []
-    across = likeness.battery_rows(rows)
+    across = battery_rows(rows)
     if not across.empty:
         extra.append(across.assign(source="all databases", effort=""))
     for relate in related:  # across databases and families: after every family's rows are in
@@ -151,20 +151,43 @@ def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
     return pd.concat([rows, *extra], ignore_index=True)[COLUMNS] if extra else rows
 
 
+#: The profile section of human-likeness (one table across the battery of games with human data).
+LIKENESS_FAMILY, LIKENESS_SECTION = "people as the yardstick", "human-likeness (behavioural Turing score)"
+#: The measure of each model's mean likeness over every game measure it was compared on.
+ACROSS = "across the battery"
+
+
 def _likeness(label: str, games: pd.DataFrame, turns: pd.DataFrame, found: dict[str, str]) -> list[pd.DataFrame]:
     """The human-likeness rows of one database's games that have human reference data
-    (:func:`~.likeness.profile_rows`), or a row saying why they could not be computed."""
+    (:func:`~.likeness.likeness_rows`: a model's likeness per game measure with its interval,
+    the reference's 0.5), or a row saying why they could not be computed."""
     if not likeness.has_references(games["game"].astype(str).unique()):
         return []
     try:
-        rows = likeness.profile_rows(games, turns)
+        table = likeness.likeness_rows(games, turns)
+        rows = pd.DataFrame([row(LIKENESS_FAMILY, LIKENESS_SECTION, r["measure"], r["model"], r["estimate"], r["low"], r["high"], r["n"], kind=r["kind"]) for _, r in table.iterrows()], columns=COLUMNS)
     except Exception as exc:  # noqa: BLE001 - a failed comparison is a row saying so, not a lost profile
-        rows = pd.DataFrame([row(likeness.LIKENESS_FAMILY, "not computed", "human-likeness", "", math.nan, note=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])])
+        rows = pd.DataFrame([row(LIKENESS_FAMILY, "not computed", "human-likeness", "", math.nan, note=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])])
     if rows.empty:
         return []
     rows = rows.assign(source=f"{label} ({', '.join(sorted(games['study'].unique()))})")
     rows["effort"] = [found.get(str(m), "") if k == "model" else "" for m, k in zip(rows["model"], rows["kind"])]
     return [rows]
+
+
+def battery_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the mean likeness over every game measure of ``rows`` (the likeness rows of
+    every database) it was compared on, without an interval (its note lists the measures), and
+    the reference's 0.5; empty when ``rows`` holds no likeness row."""
+    mine = rows[(rows["family"] == LIKENESS_FAMILY) & (rows["section"] == LIKENESS_SECTION) & (rows["measure"] != ACROSS)]
+    if mine.empty:
+        return pd.DataFrame()
+    out = []
+    for model, sub in mine[mine["kind"] == "model"].groupby("model", sort=True):
+        values = pd.to_numeric(sub["estimate"], errors="coerce")
+        out.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, ACROSS, str(model), float(values.mean()), n=int(values.notna().sum()), note="mean likeness over " + "; ".join(dict.fromkeys(sub["measure"]))))
+    out.append(row(LIKENESS_FAMILY, LIKENESS_SECTION, ACROSS, likeness.REFERENCE, 0.5, kind="reference", note="people against people: 0.5 by symmetry"))
+    return pd.DataFrame(out)
 
 
 def _cell(r: pd.Series) -> str:

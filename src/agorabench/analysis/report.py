@@ -10,9 +10,8 @@ import hashlib
 import html
 import json
 from datetime import datetime, timezone
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable
 
 import pandas as pd
 
@@ -23,39 +22,12 @@ from ..core.seats import seat_kind
 from ..core.study import ModelEntry
 from ..redact import redact
 from ..store.store import Store
-from .files import OutputError, write_text
+from .files import write_text
+from .sections import guarded, not_computed, Section  # noqa: F401 - the names the families' reports import from here
+from . import likeness
 from .frames import games_df, people_line, study_spec, turns_df
 from .plots import artifacts, efforts_shown, table_html
 from .reasoning import cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
-
-
-@dataclass
-class Section:
-    title: str
-    body: str
-
-
-def not_computed(title: str, exc: BaseException) -> Section:
-    """The section of an analysis that failed on this data: its title, the reason in one line,
-    and (inside :func:`~agorabench.analysis.plots.artifacts`) a CSV named after it that says so."""
-    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-    link = table_html(pd.DataFrame({"section": [title], "not computed": [reason]}), name=f"{title} not computed")
-    return Section(f"{title} (not computed)", f"<p class='note'>Not computed for these games: {html.escape(reason)}</p>" + link)
-
-
-def guarded(title: str, build: Callable[[], Union[Section, list[Section], None]]) -> list[Section]:
-    """The sections ``build`` makes, or one :func:`not_computed` section if it fails: one
-    estimate that cannot be made on the data (too few games, no variation, a separated choice)
-    never costs the rest of the report."""
-    try:
-        made = build()
-    except OutputError:  # a file of the report could not be written (a full disk): the report fails
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure of one analysis is reported in its place
-        return [not_computed(title, exc)]
-    if made is None:
-        return []
-    return [made] if isinstance(made, Section) else list(made)
 
 
 STYLE = """
@@ -258,8 +230,6 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
     # every file goes to a temporary name and all are renamed into place once the page is
     # written (files.staged): a report that fails midway (a full disk) leaves the earlier one whole
     with artifacts(out), efforts_shown(efforts(spec)):
-        from . import likeness  # imports this module's Section
-
         compared = likeness.has_references(present)
         sections = [introduction(study, spec, all_games, definitions(*present) + (likeness.DEFINITIONS if compared else "")), overview(all_games, turns, spec)]
         if left_out:
