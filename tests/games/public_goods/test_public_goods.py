@@ -22,7 +22,7 @@ from agorabench.core.agents import Strategy
 from agorabench.core.game import Prompts
 from agorabench.core.table import FORMAT, Reply, Table, TurnRequest, without
 from agorabench.games.public_goods.public_goods import (
-    after_punishment, contribution_type, first_stage, listing, PublicGoods, PublicGoodsConfig, punishment_type, tokens,
+    after_punishment, contribution_type, exact, first_stage, listing, PublicGoods, PublicGoodsConfig, punishment_type, tokens,
 )
 from agorabench.games.public_goods.strategies import Conditional, Full, Punisher, Selfish, STRATEGIES, UniformRandom
 from agorabench.web.forms import form_fields, parse_form
@@ -118,6 +118,7 @@ def test_punishment_arithmetic_cost_effect_and_the_floor():
 
 def test_numbers_in_words():
     assert [tokens(x) for x in (12.000000000000002, 15.1, 2.0999999999, 7.5, -4.0, 0.4)] == ["12", "15.1", "2.1", "7.5", "-4", "0.4"]
+    assert [exact(x) for x in (0.4, 1.0, 1 / 3, 1.5)] == ["0.4", "1", "0.333333", "1.5"]
     assert listing([12]) == "12" and listing([12, 5]) == "12 and 5" and listing([12, 5, 0]) == "12, 5 and 0"
 
 

@@ -111,6 +111,11 @@ def tokens(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
+def exact(x: float) -> str:
+    """A parameter as text without rounding it away: 0.4 → "0.4", 1.0 → "1", 1/3 → "0.333333"."""
+    return f"{x:g}"
+
+
 def listing(values: list[int]) -> str:
     """Numbers as a list in words: "12, 5 and 0"."""
     words = [str(v) for v in values]
@@ -193,9 +198,9 @@ class PublicGoods(Game):
     def _rules(self) -> dict[str, Any]:
         c = self.config
         return {
-            "players": c.players, "rounds": c.rounds, "endowment": c.endowment, "mpcr": tokens(c.mpcr),
+            "players": c.players, "rounds": c.rounds, "endowment": c.endowment, "mpcr": exact(c.mpcr),
             "full": tokens(c.mpcr * c.players * c.endowment), "punishment": c.punishment,
-            "punish_cost": tokens(c.punish_cost), "punish_effect": tokens(c.punish_effect), "punish_max": c.punish_max,
+            "punish_cost": exact(c.punish_cost), "punish_effect": exact(c.punish_effect), "punish_max": c.punish_max,
         }
 
     async def play(self, table: Table) -> dict[str, Any]:
@@ -267,7 +272,7 @@ class PublicGoods(Game):
             others = [(label(t), given[roles.index(t)]) for t in targets]
             text = self.text(role).render(
                 "punish", round=r, rounds=c.rounds, others=others, own=given[i], total=total, share=tokens(c.mpcr * total),
-                payoff=tokens(stage1[i]), punish_max=c.punish_max, punish_cost=tokens(c.punish_cost), punish_effect=tokens(c.punish_effect), format=fmt,
+                payoff=tokens(stage1[i]), punish_max=c.punish_max, punish_cost=exact(c.punish_cost), punish_effect=exact(c.punish_effect), format=fmt,
             )
             obs = {
                 "role": role, "round": r, "rounds": c.rounds, "endowment": c.endowment, "own": given[i],

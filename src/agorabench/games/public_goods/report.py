@@ -80,7 +80,7 @@ def model_table(turns: pd.DataFrame) -> pd.DataFrame:
     if seats.empty:
         return seats
     out = summarise(seats, ["model", "condition"], MEASURES, bounds=RANGES)
-    return out[out["n"] > 0].reset_index(drop=True)
+    return _in_order(out[out["n"] > 0], MEASURES)
 
 
 def by_round(turns: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +106,14 @@ def group_table(games: pd.DataFrame) -> pd.DataFrame:
     g["condition"] = _condition(g)
     columns = [c for c in ("efficiency", "contribution_share", "punishment_points", "payoff_share") if c in g]
     out = summarise(g, ["group", "condition"], columns, bounds={"contribution_share": (0.0, 1.0)})
-    return out[out["n"] > 0].reset_index(drop=True)
+    return _in_order(out[out["n"] > 0], columns)
+
+
+def _in_order(long: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """A long table's rows with the metrics in the given order (so a grid's columns keep it
+    when the first group lacks one, as games without punishment lack punishment_points)."""
+    rank = {m: i for i, m in enumerate(metrics)}
+    return long.sort_values("metric", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)
 
 
 def _composition(models: tuple) -> str:
