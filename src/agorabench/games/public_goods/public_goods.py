@@ -1,7 +1,8 @@
 """Public goods game: the linear voluntary contribution mechanism, with an optional punishment
-stage (Fehr & Gächter 2000, "Cooperation and punishment in public goods experiments", American
-Economic Review 90(4):980–994, ran both; its defaults of four players, ten periods, 20 tokens and
-a return of 0.4 are this game's).
+stage as in Fehr & Gächter (2000, "Cooperation and punishment in public goods experiments",
+American Economic Review 90(4):980–994). Defaults: groups of four, 20 tokens a round and a return
+of 0.4 per token, the design of Fehr & Gächter's experiments as the comment cited below
+describes it; ten rounds.
 
 Rules. ``players`` N (2–20) play ``rounds`` T (1–30) rounds in one fixed group. At the start of
 each round every player i receives ``endowment`` E tokens and decides, simultaneously with the
@@ -30,10 +31,10 @@ its own spending on punishment can make its round payoff negative (at most punis
 punish_max · (N − 1) below zero). The defaults (cost 1, effect 3) are the 1:3 rule of Fehr &
 Gächter (2002, "Altruistic punishment in humans", Nature 415:137–140): one token spent on
 punishment took three from the punished, read in the comment on that experiment at
-doi:10.1038/nature03256 (Nature 433(7021), 2005). Fehr & Gächter (2000) used another rule
-(a cost schedule and a reduction of the punished player's income); we could not read it in a
-source, so it is not the default. The bound ``punish_max`` = 10 points per target is our choice
-(the source read gives none).
+doi:10.1038/nature03256 (Nature 433(7021), 2005, "Egalitarian motive and altruistic
+punishment"; PubMed 15637787). Fehr & Gächter's (2000) own rule could not be read in a source we
+could cite, so it is not the default. The bound ``punish_max`` = 10 points per target is our
+choice (the source read gives none).
 
 Feedback. Without punishment, every player is told after each round the others' contributions
 as an anonymous list (largest first), the group total and its own payoff. With punishment, the
