@@ -44,7 +44,9 @@ human and one model decision are drawn and both placed in the bins of the human 
 bins over the measure's range, 2 for a yes/no choice); the model <i>wins</i> when its decision's bin
 holds a larger share of the human decisions, <i>ties</i> when the shares are equal, <i>loses</i> otherwise.
 Computed exactly from the two histograms; 95 % intervals from 2,000 bootstrap resamples of the model's
-games and of the human decisions. The <b>human (reference)</b> row is people against people.</li>
+games (the human data is the yardstick and is held fixed; with a small human sample its bins are
+ranked less surely than the interval says). The <b>human (reference)</b> row is people against
+people: its interval is that of as many decisions drawn from the people's own distribution.</li>
 <li><b>likeness</b> = win + tie / 2: 0.5 for decisions distributed as the people's (the human
 baseline), lower for a model people would tell apart, up to 1 for one that always picks the
 most common human choice.</li>

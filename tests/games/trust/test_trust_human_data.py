@@ -116,11 +116,6 @@ def test_the_human_resampler_sends_like_people_and_a_constant_investor_does_not(
     assert nothing.likeness < like.likeness - 0.25
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "yardstick.turing's bootstrap draws the human decision from, and ranks the bins by, the same resampled "
-    "human histogram, which favours the human side when the sample is small and its bins tie: with Berg's "
-    "32 senders even decisions distributed exactly as theirs (likeness 0.5) get likeness_ci of about "
-    "(0.32, 0.48). Reported to the lead; remove this mark once the interval is centred."))
 def test_the_human_resamplers_likeness_interval_contains_one_half(sent_by_the_resampler):
     measure = YARDSTICK.measure("sent_share")
     sample = samples(NO_HISTORY).sent_share
