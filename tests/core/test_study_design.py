@@ -165,3 +165,49 @@ def test_game_ids_and_nature_seeds_follow_their_stated_formulas(tmp_path):
         assert spec.id == game_digest(study.name, "envy.points", spec.config, seats, spec.repeat, 7, study.file.prompts)
         assert spec.nature_seed == nature_seed("envy.points", spec.config, spec.repeat, 7)
     assert len({s.id for s in specs}) == len(specs)
+
+
+PARTS_WITH_SEATS = """
+name = "parts-seats"
+matchups = "seats"
+seats = [{ "*" = "sp" }]
+
+[[parts]]
+game = "ultimatum"
+fixed = { pie = 10 }
+seats = [{ proposer = "fair", responder = "sp" }, { proposer = "sp", responder = "fair" }]
+
+[[parts]]
+game = "envy.points"
+grid = { matrix = ["M1"], peer_status = ["leading"], margin = ["significant"], peer_move = ["B"] }
+
+[[models]]
+name = "fair"
+spec = "strategy/fair"
+
+[[models]]
+name = "sp"
+spec = "strategy/random"
+"""
+
+
+def test_a_part_may_list_its_own_seats(tmp_path):
+    """Games of a study with parts have their own roles: a part's ``seats`` replace the study's
+    for that game only (the other part keeps the study's), the count agrees with the
+    expansion, a study with other matchups refuses part seats in one line, and ``--model``
+    replaces every part's seats as it replaces the study's."""
+    path = tmp_path / "s.toml"
+    path.write_text(PARTS_WITH_SEATS, encoding="utf-8")
+    study = load_study(path)
+    specs = study.expand()
+    ultimatum = [s.seats for s in specs if s.game == "ultimatum"]
+    assert ultimatum == [{"proposer": "fair", "responder": "sp"}, {"proposer": "sp", "responder": "fair"}]
+    assert {tuple(sorted(set(s.seats.values()))) for s in specs if s.game != "ultimatum"} == {("sp",)}
+    assert study.count_games() == len(specs)
+    assert study.first_games()["ultimatum"][1] == {"fair", "sp"} and study.first_games()["envy.points"][1] == {"sp"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(PARTS_WITH_SEATS.replace('matchups = "seats"', 'matchups = "ordered_pairs"'), encoding="utf-8")
+    with pytest.raises(StudyError, match=r"parts\[0\] \(ultimatum\) lists seats, which only a study with matchups = \"seats\" uses"):
+        load_study(bad)
+    replaced = load_study(path, models=["strategy/random"])
+    assert all(set(s.seats.values()) == {"strategy/random"} for s in replaced.expand())

@@ -317,6 +317,9 @@ class StudyPart(BaseModel):
     configs: list[dict[str, Any]] = Field(default_factory=list)
     #: Configurations per seating for this part (default: the study's ``sample``).
     sample: int | None = Field(None, ge=1)
+    #: This game's seatings when the study's ``matchups = "seats"`` (its roles are its own):
+    #: they replace the study's ``seats`` for this part; empty: the study's.
+    seats: list[dict[str, str]] = Field(default_factory=list)
 
     @field_validator("grid")
     @classmethod
@@ -383,6 +386,9 @@ class StudyFile(BaseModel):
             raise ValueError("a study with parts sets grid, fixed and configs inside each part")
         if not self.parts and not self.game:
             raise ValueError("a study needs a game (or parts, each naming its game)")
+        for i, part in enumerate(self.parts):
+            if part.seats and self.matchups != "seats":
+                raise ValueError(f"parts[{i}] ({part.game}) lists seats, which only a study with matchups = \"seats\" uses (it has {self.matchups!r})")
         return self
 
     @property
@@ -499,16 +505,19 @@ class Study:
         return out
 
     def seatings(self, config: Any, game_cls: type[Game] | None = None) -> list[dict[str, str]]:
-        """Role -> model name assignments for one configuration."""
-        return list(self._seatings((game_cls or self.game_cls).roles(config)))
+        """Role -> model name assignments for one configuration (of the game ``game_cls``,
+        default the study's first; its part's own seats where it lists them)."""
+        cls = game_cls or self.game_cls
+        part = next((p for p in self._parts() if p.game == cls.name), None)
+        return list(self._seatings(cls.roles(config), part))
 
-    def _seatings(self, roles: tuple[str, ...]) -> Iterator[dict[str, str]]:
-        """The seatings of a configuration with these roles, one at a time (10,000 models make
-        10^8 ordered pairs: they are never all in memory)."""
+    def _seatings(self, roles: tuple[str, ...], part: StudyPart | None = None) -> Iterator[dict[str, str]]:
+        """The seatings of a configuration with these roles (of ``part``), one at a time
+        (10,000 models make 10^8 ordered pairs: they are never all in memory)."""
         names = list(self.models)
         mode = self.file.matchups
         if mode == "seats":
-            yield from self._seat_list(roles)
+            yield from self._seat_list(roles, part)
         elif mode == "same_model" or len(names) == 1:
             yield from ({r: n for r in roles} for n in names)
         elif len(roles) == 1:
@@ -518,10 +527,11 @@ class Study:
         else:
             yield from (dict(zip(roles, combo)) for combo in itertools.product(names, repeat=len(roles)))
 
-    def _seat_list(self, roles: tuple[str, ...]) -> list[dict[str, str]]:
-        """The study file's ``seats`` for these roles (``matchups = "seats"``), checked."""
+    def _seat_list(self, roles: tuple[str, ...], part: StudyPart | None = None) -> list[dict[str, str]]:
+        """The study file's ``seats`` (or the part's own, where it lists them) for these roles
+        (``matchups = "seats"``), checked."""
         out = []
-        for seat in self.file.seats:
+        for seat in (part.seats if part is not None and part.seats else self.file.seats):
             expanded = _expand_seats(seat, roles)
             unknown = set(expanded.values()) - set(self.models)
             if unknown:
@@ -529,11 +539,11 @@ class Study:
             out.append(expanded)
         return out
 
-    def _count_seatings(self, roles: tuple[str, ...]) -> int:
+    def _count_seatings(self, roles: tuple[str, ...], part: StudyPart | None = None) -> int:
         """How many seatings :meth:`_seatings` yields, by arithmetic."""
         n, mode = len(self.models), self.file.matchups
         if mode == "seats":
-            return len(self._seat_list(roles))
+            return len(self._seat_list(roles, part))
         if mode == "same_model" or n == 1 or len(roles) == 1:
             return n
         return math.perm(n, len(roles)) if mode == "ordered_pairs" else n ** len(roles)
@@ -563,12 +573,12 @@ class Study:
         cells = 0
         for roles, n_configs in by_roles.items():
             if k is None:
-                cells += n_configs * self._count_seatings(roles)
+                cells += n_configs * self._count_seatings(roles, part)
             elif self.file.matchups == "seats":  # a seating listed twice is sampled from twice the cells
-                seen = collections.Counter(_json(seat) for seat in self._seat_list(roles))
+                seen = collections.Counter(_json(seat) for seat in self._seat_list(roles, part))
                 cells += sum(min(k, m * n_configs) for m in seen.values())
             else:
-                cells += self._count_seatings(roles) * min(k, n_configs)
+                cells += self._count_seatings(roles, part) * min(k, n_configs)
         return cells
 
     def check_keys(self, environ: dict[str, str] | None = None) -> None:
@@ -602,7 +612,7 @@ class Study:
             if self.file.matchups == "seats":
                 game_cls = self.game_class(part.game)
                 roles = {game_cls.roles(c) for c in self.configurations(part)}
-                names = {m for r in roles for seat in self._seat_list(r) for m in seat.values()}
+                names = {m for r in roles for seat in self._seat_list(r, part) for m in seat.values()}
             else:
                 names = set(self.models)
             out.setdefault(part.game, (first, set()))[1].update(names)
@@ -639,7 +649,7 @@ class Study:
         k = self._sample(part)
         if k is None:
             for i, config in enumerate(configs):
-                for seats in self._seatings(game_cls.roles(config)):
+                for seats in self._seatings(game_cls.roles(config), part):
                     yield i, seats
             return
         # a seating's cells: every configuration whose roles it fills, as often as it is listed
@@ -649,7 +659,7 @@ class Study:
         order: dict[str, int] = {}  # seatings in the order they first appear in the unsampled cells
         picked: dict[int, list[tuple[int, dict[str, str]]]] = {}
         for roles, indices in sorted(by_roles.items(), key=lambda item: item[1][0]):
-            listed = list(self._seatings(roles))
+            listed = list(self._seatings(roles, part))
             times = collections.Counter(_json(seat) for seat in listed)
             for seats in listed:
                 key = _json(seats)
@@ -760,6 +770,9 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         data["models"] = [{**parse_model_spec(m).model_dump(exclude_unset=True), **(defaults if spec_kind(split_url(m.strip())[0]) in ("local", "hosted") else {})} for m in models]
         if seats_replaced:
             data["matchups"] = "ordered_pairs"
+            for part in data.get("parts") or []:  # every part's own seats are replaced too
+                if isinstance(part, dict):
+                    part.pop("seats", None)
     elif defaults and isinstance(data.get("models"), list):
         data["models"] = [{**defaults, **m} if isinstance(m, dict) and spec_kind(str(m.get("spec", "")).split("@")[0]) in ("local", "hosted") else m for m in data["models"]]
     try:
