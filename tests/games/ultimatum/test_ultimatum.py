@@ -39,7 +39,7 @@ def play(proposer, responder, seed: int = 1, **config):
 
 def test_the_registry_finds_the_game_and_its_strategies():
     assert families.load_game("ultimatum") is Ultimatum
-    assert set(families.strategies("ultimatum")) == {"subgame-perfect", "fair", "random"}
+    assert set(families.strategies("ultimatum")) == {"subgame-perfect", "fair", "random", "selfish", "human-resampler"}
     assert "offer_share" in families.definitions("ultimatum")
     assert Prompts(Ultimatum.prompt_dir).version == "ultimatum-1"
 

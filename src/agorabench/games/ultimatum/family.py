@@ -4,11 +4,12 @@ from ...families import Family
 
 FAMILY = Family(
     name="ultimatum",
-    description="Ultimatum game: a proposer offers a share of a pie, the responder accepts it or both get nothing (1–10 rounds)",
+    description="Ultimatum game: a proposer offers a share of a pie, the responder accepts it or both get nothing (direct or strategy method; 1–10 rounds)",
     games={"ultimatum": ".ultimatum:Ultimatum"},
     strategies={"ultimatum": ".strategies:STRATEGIES"},
     reports={"ultimatum": ".report:sections"},
     profiles={"ultimatum": ".report:profile_rows"},
+    references={"ultimatum": ".humans:YARDSTICK"},
     examples={"ultimatum": {"pie": 10, "rounds": 2}},
     journeys={"ultimatum": {"role": "proposer", "config": {"pie": 10, "rounds": 2}, "opponent": "fair", "answers": {"offer": "4"}, "turns": 2}},
 )
