@@ -143,3 +143,14 @@ def test_a_report_and_a_profile_put_models_beside_people(ultimatum_people, tmp_p
     assert across.loc["fair", "estimate"] == pytest.approx(per.loc["fair", "estimate"])
     assert per.loc["fair", "estimate"] > per.loc["spe", "estimate"]
     assert "human-likeness" in (tmp_path / "prof" / "profile.html").read_text(encoding="utf-8")
+
+
+def test_a_published_share_stands_beside_each_models_share_of_the_same_decisions():
+    stick = Yardstick("ultimatum", (OFFER,), published=(
+        Published("offer_share", "share offering half or more", 0.65, 43, SOURCE, "round 1", test=lambda v: v >= 0.5),
+        Published("offer_share", "mode", 0.5, 43, SOURCE, "round 1"),
+    ))
+    turns = pd.concat([_turns("a", [0.5, 0.6, 0.1, 0.2]), _turns("b", [0.1] * 3)], ignore_index=True)
+    table = likeness.published_table(stick, turns)
+    assert list(table.loc[0, ["a", "b"]]) == [0.5, 0.0]
+    assert pd.isna(table.loc[1, "a"])  # a statistic without its test: people only

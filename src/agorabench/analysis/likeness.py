@@ -136,14 +136,17 @@ def compare(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
 
 def published_table(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
     """Every published value beside the same statistic of each model on the games it applies to
-    (``mean`` and ``median``; another statistic is shown for people only)."""
+    (``mean``, ``median``, and a share whose value says which decisions it counts: ``test``;
+    another statistic is shown for people only)."""
     rows = []
     for p in yardstick.published:
         measure = yardstick.measure(p.measure)
         row: dict[str, Any] = {"measure": p.measure, "condition": p.condition, "statistic": p.statistic, "people (published)": p.value, "n": p.n, "source": p.source.key}
         found = decisions(measure, turns, p.where)
         for model, sub in found.groupby("model", sort=True):
-            if p.statistic in ("mean", "median"):
+            if p.test is not None:
+                row[str(model)] = float(np.mean(p.test(sub["value"].to_numpy(dtype=float))))
+            elif p.statistic in ("mean", "median"):
                 row[str(model)] = float(getattr(sub["value"], p.statistic)())
         rows.append(row)
     return pd.DataFrame(rows)

@@ -159,6 +159,9 @@ class Published:
     condition: str
     where: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+    #: For a share (``statistic`` "share giving 0", say): which decisions it counts, as a
+    #: vectorised predicate on the measure's values, so a model's share can stand beside it.
+    test: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass(frozen=True)

@@ -115,9 +115,9 @@ def _forsythe_published() -> tuple[Published, ...]:
         Published(GIVEN_SHARE.name, "mean", sum(offers) / n / FORSYTHE_PIE, n, FORSYTHE, condition, ANONYMOUS,
                   note="Computed here from the 45 offers Appendix B lists ($50.00 / 45 = $1.11 of $5); the paper prints no mean."),
         Published(GIVEN_SHARE.name, "share giving 0", 0.36, n, FORSYTHE, condition, ANONYMOUS,
-                  note="p. 362: 36 % of the players are pure gamesmen (offer nothing)."),
+                  note="p. 362: 36 % of the players are pure gamesmen (offer nothing).", test=lambda v: v == 0),
         Published(GIVEN_SHARE.name, "share giving half or more", 0.22, n, FORSYTHE, condition, ANONYMOUS,
-                  note="p. 362: 22 % give their opponents an equal share or better."),
+                  note="p. 362: 22 % give their opponents an equal share or better.", test=lambda v: v >= 0.5),
     )
 
 
