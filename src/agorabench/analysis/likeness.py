@@ -149,7 +149,10 @@ def published_table(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
             elif p.statistic in ("mean", "median"):
                 row[str(model)] = float(getattr(sub["value"], p.statistic)())
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if "n" in out:  # whole numbers, empty where the source gives none
+        out["n"] = out["n"].astype("Int64")
+    return out
 
 
 def sources_table(yardstick: Yardstick) -> pd.DataFrame:
@@ -188,8 +191,8 @@ def distributions_figure(game: str, yardstick: Yardstick, turns: pd.DataFrame) -
                 panels.append((measure, sample, found))
     if not panels:
         return ""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.6, 3.2), squeeze=False)
-    for ax, (measure, sample, found) in zip(axes[0], panels):
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 3.1 * len(panels) + 0.5), squeeze=False)  # one panel per row: fits the page
+    for ax, (measure, sample, found) in zip(axes[:, 0], panels):
         edges = np.linspace(measure.lo, measure.hi, measure.bins + 1)
         centres = (edges[:-1] + edges[1:]) / 2
         width = (measure.hi - measure.lo) / measure.bins
@@ -201,7 +204,7 @@ def distributions_figure(game: str, yardstick: Yardstick, turns: pd.DataFrame) -
         ax.set_xlabel(measure.label)
         ax.set_ylabel("share of decisions")
         ax.set_ylim(0, 1)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)  # beside the axes, never over the bars
     fig.suptitle(f"{game}: each model's decisions over the people's")
     fig.tight_layout()
     return figure_html(fig, f"{game} decisions against human reference data")
@@ -218,7 +221,7 @@ def sections(game: str, yardstick: Yardstick, games: pd.DataFrame, turns: pd.Dat
         if table.empty:
             parts.append("<p class='note'>No decision of these games is comparable with the human data (the data's conditions are listed below): nothing compared.</p>")
         else:
-            parts.append(table_html(comparison_grid(table), name=f"{game} against people", note="Each model's decisions beside the people's (module definitions above); the human (reference) row is people against people."))
+            parts.append(table_html(comparison_grid(table), name=f"{game} against people", note="Each model's decisions beside the people's (see the definitions under Metrics above); the human (reference) row is people against people."))
             parts.append(figure_html_or_empty(distributions_figure(game, yardstick, turns)))
         published = published_table(yardstick, turns)
         if not published.empty:

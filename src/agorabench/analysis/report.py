@@ -178,15 +178,18 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = N
     return Section("Overview", "\n".join(parts))
 
 
-def family_sections(done: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
+def family_sections(done: pd.DataFrame, turns: pd.DataFrame, order: list[str] | None = None) -> list[Section]:
     """The sections of every family whose games the study played, each family's report given
-    only its own games (a study of several families, e.g. the classic battery, gets each in
-    turn; a family reporting several games gets them together), in the order the games come."""
-    hooks: dict[Callable, list[str]] = {}
-    for game in dict.fromkeys(done["game"].astype(str)):
-        hook = report_sections(game)
-        if hook is not None:
-            hooks.setdefault(hook, []).append(game)
+    only its own games and followed by the comparison of those games with people where they
+    have human reference data (:mod:`~.likeness`). A study of several families (the classic
+    battery) gets each in the order of ``order`` (its games as the study file lists them),
+    every title led by the family's games; a family reporting several games gets them
+    together."""
+    present = [str(g) for g in dict.fromkeys(done["game"].astype(str))]
+    games = [g for g in (order or []) if g in present] + [g for g in present if g not in (order or [])]
+    hooks: dict[object, list[str]] = {}
+    for game in games:
+        hooks.setdefault(report_sections(game) or ("none", game), []).append(game)
     out: list[Section] = []
     for hook, names in hooks.items():
         if len(hooks) == 1:  # one family: its games as they are (its report reads the study's attrs)
@@ -196,7 +199,12 @@ def family_sections(done: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
             sub_games.attrs = dict(done.attrs)
             sub_turns = turns[turns["game_id"].isin(sub_games["game_id"])].dropna(axis=1, how="all") if len(turns) else turns
         title = f"{names[0]} analyses" if len(names) == 1 else f"{', '.join(names)} analyses"
-        out += guarded(title, lambda: hook(sub_games, sub_turns))
+        found = guarded(title, lambda: hook(sub_games, sub_turns)) if callable(hook) else []
+        if len(hooks) > 1:
+            lead = ", ".join(names)
+            for section in found:
+                section.title = f"{lead}: {section.title}"
+        out += found + likeness.report_sections(sub_games, sub_turns)
     return out
 
 
@@ -235,9 +243,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
         if left_out:
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
         if not done.empty:
-            sections += family_sections(done, turns)
-            if compared:
-                sections += likeness.report_sections(done, turns)
+            sections += family_sections(done, turns, [p.get("game") for p in spec.get("parts") or []])
         body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
         page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
         write_text(path, page)
