@@ -83,7 +83,7 @@ def earnings(outcome, seat: int = 1) -> float:
 
 def test_the_registry_finds_the_game_its_strategies_and_defaults():
     assert families.load_game("public_goods") is PublicGoods
-    assert set(families.strategies("public_goods")) == {"selfish", "full", "conditional", "punisher", "random"}
+    assert set(families.strategies("public_goods")) == {"selfish", "full", "conditional", "punisher", "random", "human-resampler"}
     assert set(STRATEGIES) == set(families.strategies("public_goods"))
     assert "contribution_share" in families.definitions("public_goods") and "efficiency" in families.definitions("public_goods")
     assert Prompts(PublicGoods.prompt_dir).version == "public_goods-1"

@@ -9,6 +9,7 @@ FAMILY = Family(
     strategies={"public_goods": ".strategies:STRATEGIES"},
     reports={"public_goods": ".report:sections"},
     profiles={"public_goods": ".report:profile_rows"},
+    references={"public_goods": ".humans:YARDSTICK"},
     examples={"public_goods": {"players": 3, "rounds": 2, "punishment": True}},
     journeys={
         "public_goods": {

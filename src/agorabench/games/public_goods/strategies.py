@@ -101,6 +101,24 @@ class UniformRandom(Strategy):
         return request.action_type(contribution=request.rng.randint(0, obs["endowment"]))
 
 
+class HumanResampler(Strategy):
+    """People's contributions, resampled with the game's seeded per-role rng from Fischbacher &
+    Gächter's (2010) C-experiment (:mod:`.humans`): in round r a share drawn from the 140
+    subjects' contributions of period min(r, 10) (each / 20), contributing round(share · E)
+    (halves up). So round 1 is drawn from people's first decisions; later rounds follow the
+    period-by-period decline of that experiment, whose groups were re-drawn every period, and
+    ignore what this group did. Never punishes (the C-experiment had no punishment stage)."""
+
+    def decide(self, request: TurnRequest) -> Action:
+        from .humans import fg2010_sample, FG2010_PERIODS
+
+        if request.prompt.phase == PUNISH:
+            return _nobody(request)
+        obs = request.prompt.observation
+        share = fg2010_sample(min(obs["round"], FG2010_PERIODS)).draw(request.rng)
+        return request.action_type(contribution=_tokens(share, obs["endowment"]))
+
+
 #: Scripted players by name (``strategy/NAME``).
 STRATEGIES = {
     "selfish": Selfish,
@@ -108,4 +126,5 @@ STRATEGIES = {
     "conditional": Conditional,
     "punisher": Punisher,
     "random": UniformRandom,
+    "human-resampler": HumanResampler,
 }
