@@ -47,7 +47,10 @@ reference-point rule (the previous round's average times p<sup>k</sup>) on 0–1
 = the mean valid number of round 1 / of the last round; <b>target_first</b> = round 1's target;
 <b>convergence</b> = mean_guess_last / mean_guess_first (Nagel's rate of decrease is 1 −
 convergence); <b>winners_share</b> = winners per round / N; <b>top_points_share</b> = the most
-points one player won / all points paid (prize · rounds).</p>
+points one player won / all points paid (prize · rounds). The exported games also hold
+<b>target_last</b> (the last round's target) and <b>equilibrium_distance_first</b> /
+<b>equilibrium_distance_last</b> (mean |x − equilibrium| over the valid numbers of round 1 / of the
+last round; empty for p = 1).</p>
 <p>Reference: with p &lt; 1 equilibrium play chooses low every round (all tie: winners_share 1);
 level-k players starting from 50 choose 50·p<sup>k</sup> and, round after round, p<sup>k</sup>
 times the last average, unravelling towards low.</p>
