@@ -154,3 +154,14 @@ def test_a_published_share_stands_beside_each_models_share_of_the_same_decisions
     table = likeness.published_table(stick, turns)
     assert list(table.loc[0, ["a", "b"]]) == [0.5, 0.0]
     assert pd.isna(table.loc[1, "a"])  # a statistic without its test: people only
+
+
+def test_published_values_of_conditions_not_played_are_set_apart():
+    stick = Yardstick("ultimatum", (OFFER,), published=(
+        Published("offer_share", "mean", 0.4, 10, SOURCE, "pie 100", where={"pie": 100}),
+        Published("offer_share", "mean", 0.3, 10, SOURCE, "pie 5", where={"pie": 5}),
+    ))
+    turns = _turns("a", [0.5, 0.4], pie=100)
+    assert list(likeness.published_table(stick, turns, applying=True)["condition"]) == ["pie 100"]
+    assert list(likeness.published_table(stick, turns, applying=False)["condition"]) == ["pie 5"]
+    assert len(likeness.published_table(stick, turns)) == 2

@@ -134,15 +134,18 @@ def compare(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def published_table(yardstick: Yardstick, turns: pd.DataFrame) -> pd.DataFrame:
+def published_table(yardstick: Yardstick, turns: pd.DataFrame, applying: bool | None = None) -> pd.DataFrame:
     """Every published value beside the same statistic of each model on the games it applies to
     (``mean``, ``median``, and a share whose value says which decisions it counts: ``test``;
-    another statistic is shown for people only)."""
+    another statistic is shown for people only). ``applying``: True keeps the values whose
+    games (their ``where``) the study played, False the others, None all."""
     rows = []
     for p in yardstick.published:
         measure = yardstick.measure(p.measure)
         row: dict[str, Any] = {"measure": p.measure, "condition": p.condition, "statistic": p.statistic, "people (published)": p.value, "n": p.n, "source": p.source.key}
         found = decisions(measure, turns, p.where)
+        if applying is not None and applying == found.empty:
+            continue
         for model, sub in found.groupby("model", sort=True):
             if p.test is not None:
                 row[str(model)] = float(np.mean(p.test(sub["value"].to_numpy(dtype=float))))
@@ -223,9 +226,12 @@ def sections(game: str, yardstick: Yardstick, games: pd.DataFrame, turns: pd.Dat
         else:
             parts.append(table_html(comparison_grid(table), name=f"{game} against people", note="Each model's decisions beside the people's (see the definitions under Metrics above); the human (reference) row is people against people."))
             parts.append(figure_html_or_empty(distributions_figure(game, yardstick, turns)))
-        published = published_table(yardstick, turns)
+        published = published_table(yardstick, turns, applying=True)
         if not published.empty:
             parts.append("<h3>Published values</h3>" + table_html(published, name=f"{game} published human values", note="Values publications report (their decisions are not public), with the publication's n; a model's column holds the same statistic of its decisions in the games each value applies to."))
+        other = published_table(yardstick, turns, applying=False)
+        if not other.empty:
+            parts.append(f"<details><summary>{len(other)} published value(s) of conditions these games did not play</summary>" + table_html(other, name=f"{game} published human values of other conditions") + "</details>")
         parts.append("<h3>Sources</h3>" + table_html(sources_table(yardstick), name=f"{game} human data sources"))
         return Section(f"People as the yardstick: {game}", "\n".join(parts))
 
