@@ -44,6 +44,9 @@ def scripted(path, tmp_path, sample: int = 1):
             renamed[m["name"]] = m["name"] = f"zqx{i}"
             keys[m["name"]] = m["spec"].split("/", 1)[1]
     data["seats"] = [{r: renamed.get(n, n) for r, n in seat.items()} for seat in data.get("seats", [])]
+    for part in data.get("parts", []):  # a part's own seats name the models too
+        if part.get("seats"):
+            part["seats"] = [{r: renamed.get(n, n) for r, n in seat.items()} for seat in part["seats"]]
     data["repeats"], data["sample"] = 1, sample
     out = tmp_path / path.name
     out.write_text(_toml(data), encoding="utf-8")
