@@ -51,6 +51,7 @@ HEAVY_FIRST = (
     "tests/e2e/test_study_integrity.py",
     "tests/e2e/test_web_families_browser.py",
     "tests/e2e/test_llm_commons.py",
+    "tests/e2e/test_llm_battery.py",
 )
 
 
