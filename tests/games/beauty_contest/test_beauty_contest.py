@@ -72,7 +72,7 @@ def play(*players, seed: int = 1, people=frozenset(), **config):
 
 def test_the_registry_finds_the_game_its_strategies_and_defaults():
     assert families.load_game("beauty_contest") is BeautyContest
-    assert set(families.strategies("beauty_contest")) == {"selfish", "level-k", "random", "human-resampler"} == set(STRATEGIES)
+    assert set(families.strategies("beauty_contest")) == {"selfish", "level-k", "random", "human-resampler", "cognitive-hierarchy"} == set(STRATEGIES)
     assert "mean_guess_first" in families.definitions("beauty_contest") and "convergence" in families.definitions("beauty_contest")
     assert Prompts(BeautyContest.prompt_dir).version == "beauty_contest-1"
     c = BeautyContestConfig()

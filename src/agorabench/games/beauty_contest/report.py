@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
-from ...analysis.plots import grid_table, lines, table_html
+from ...analysis.plots import grid_table, lines, table_html, with_interval
 from ...analysis.report import guarded, Section
 from ...analysis.stats import summarise
 from .beauty_contest import ratio_text
@@ -51,6 +52,18 @@ points one player won / all points paid (prize · rounds). The exported games al
 <b>target_last</b> (the last round's target) and <b>equilibrium_distance_first</b> /
 <b>equilibrium_distance_last</b> (mean |x − equilibrium| over the valid numbers of round 1 / of the
 last round; empty for p = 1).</p>
+<p><b>Cognitive hierarchy and level-k</b> (fitted to each model's valid first-round numbers, per
+p): in the Poisson cognitive hierarchy (Camerer, Ho &amp; Chong 2004) a share f(k) of players,
+Poisson with mean <b>tau</b>, reasons k steps: level 0 picks uniformly over the range, level k
+believes the others are the lower levels in proportion to f and chooses p times the average it
+expects, observed with a normal error of standard deviation <b>sigma</b> (truncated to the
+range); τ and σ by maximum likelihood, τ's 95 % interval from the profile likelihood. In
+level-k, level k chooses 50·p<sup>k</sup> (level 0 uniform) and the shares of levels 0–3
+(<b>level_0</b>…<b>level_3</b>, 95 % bootstrap intervals over 200 resamples) are free, with one
+error σ. <b>ch_log_likelihood</b>, <b>level_k_log_likelihood</b> = the maximised ℓ̂;
+<b>ch_bic</b>, <b>level_k_bic</b> = k·ln n − 2ℓ̂ (k = 2 and 5 parameters; lower is better). The
+human reference row fits Nagel's (1995) first-period choices of the same p (τ̂ ≈ 1.07 [0.62,
+1.61] at p = 2/3; Camerer, Ho &amp; Chong's often quoted τ ≈ 1.5 lies inside).</p>
 <p>Reference: with p &lt; 1 equilibrium play chooses low every round (all tie: winners_share 1);
 level-k players starting from 50 choose 50·p<sup>k</sup> and, round after round, p<sup>k</sup>
 times the last average, unravelling towards low.</p>
@@ -150,6 +163,54 @@ def _composition(models: tuple) -> str:
     return " + ".join(f"{m} ×{k}" for m, k in sorted(counts.items()))
 
 
+#: Bootstrap resamples of the level-k shares' intervals in a report.
+LEVEL_K_REPS = 200
+
+
+def first_guesses(turns: pd.DataFrame) -> pd.DataFrame:
+    """The valid first-round numbers with the game's p and range (the decisions the structural
+    models are fitted to)."""
+    if turns is None or turns.empty or "guess" not in turns or "phase" not in turns:
+        return pd.DataFrame()
+    t = turns[(turns["phase"] == "guess") & turns["valid"].astype(bool) & (turns["round"] == 1)]
+    return t.dropna(subset=["guess"])
+
+
+def hierarchy_table(turns: pd.DataFrame) -> pd.DataFrame:
+    """Per model and p (and range): the Poisson cognitive hierarchy (τ with its profile-likelihood
+    interval, σ, log-likelihood, BIC) and level-k (the shares of levels 0–3 with bootstrap
+    intervals, log-likelihood, BIC) fitted to its valid first-round numbers
+    (:mod:`agorabench.analysis.hierarchy`), and the same fits of Nagel's (1995) first-period
+    choices for each p the study played that she ran (``human (reference)``)."""
+    from ...analysis.hierarchy import fit_level_k, fit_poisson_ch
+    from .humans import nagel_sample, p_text, P_VALUES
+
+    t = first_guesses(turns)
+    if t.empty:
+        return pd.DataFrame()
+    rows = []
+
+    def fitted(who: str, x: np.ndarray, p: float, low: float, high: float, players: int | None) -> dict:
+        ch = fit_poisson_ch(x, p, low, high)
+        lk = fit_level_k(x, p, low, high, levels=3, reps=LEVEL_K_REPS)
+        out = {"model": who, "p": ratio_text(p), "players": players, "n": ch.n, "tau": ch.tau, "tau_low": ch.low, "tau_high": ch.high, "sigma": ch.sigma, "ch_log_likelihood": ch.log_likelihood, "ch_bic": ch.bic}
+        for k, (share, lo, hi) in enumerate(zip(lk.shares, lk.lows, lk.highs)):
+            out[f"level_{k}"] = with_interval(share, lo, hi)
+        out.update(level_k_sigma=lk.sigma, level_k_log_likelihood=lk.log_likelihood, level_k_bic=lk.bic, _ch=ch, _lk=lk)
+        return out
+
+    keys = ["p", "low", "high"]
+    for (p, low, high), sub in t.groupby(keys):
+        for model, own in sub.groupby("model", sort=True):
+            players = int(own["players"].iloc[0]) if "players" in own and own["players"].nunique() == 1 else None
+            rows.append(fitted(str(model), own["guess"].to_numpy(dtype=float), float(p), float(low), float(high), players))
+        near = p_text(float(p))
+        if abs(P_VALUES[near] - float(p)) < 1e-3 and (float(low), float(high)) == (0.0, 100.0):
+            hv, hc = nagel_sample(near).array()
+            rows.append(fitted("human (reference)", np.repeat(hv, hc.astype(int)), float(p), 0.0, 100.0, None))
+    return pd.DataFrame(rows)
+
+
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     if games.empty:
         return []
@@ -181,7 +242,14 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         table = group_table(games)
         return Section("Groups: targets, convergence and winners", grid_table(table, ["group", "condition"], name="beauty contest per group")) if not table.empty else None
 
-    return guarded("Numbers chosen per model", per_model) + guarded("Numbers by round", rounds) + guarded("Groups: targets, convergence and winners", groups)
+    def hierarchy() -> Section | None:
+        table = hierarchy_table(turns)
+        if table.empty:
+            return None
+        note = "Cognitive hierarchy and level-k fitted by maximum likelihood to each model's first-round numbers (definitions above); human (reference): Nagel's (1995) first-period choices of the same p."
+        return Section("Cognitive hierarchy and level-k", table_html(table.drop(columns=["_ch", "_lk"]), name="cognitive hierarchy and level-k per model", note=note))
+
+    return guarded("Numbers chosen per model", per_model) + guarded("Numbers by round", rounds) + guarded("Groups: targets, convergence and winners", groups) + guarded("Cognitive hierarchy and level-k", hierarchy)
 
 
 def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
@@ -198,4 +266,11 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         row(family, section, "equilibrium_distance", "selfish", 0.0, kind="theory", note="everyone at low (p < 1) or high (p > 1)"),
         row(family, section, "at_equilibrium", "selfish", 1.0, kind="theory"),
     ]
+    for _, r in hierarchy_table(turns).iterrows():
+        note = f"first-round numbers, p = {r['p']}"
+        fitted = r["_ch"].rows("beauty_contest: cognitive hierarchy", r["model"], note) + r["_lk"].rows("beauty_contest: level-k", r["model"], note)
+        if r["model"] == "human (reference)":
+            for f in fitted:
+                f["kind"] = "reference"
+        rows += fitted
     return pd.DataFrame(rows)

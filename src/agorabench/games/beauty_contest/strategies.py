@@ -114,10 +114,61 @@ class HumanResampler(Strategy):
         return _choose(request, low + (m - low) * 2 * u)
 
 
+class CognitiveHierarchy(Strategy):
+    """A player of the Poisson cognitive hierarchy (Camerer, Ho & Chong 2004) as
+    :mod:`agorabench.analysis.hierarchy` models it, so that its numbers can be fitted back:
+    its level k is drawn once per game from Poisson(``tau``) (capped at the model's top level,
+    the tail folded in) with the game's seeded per-role rng. Round 1: level 0 picks uniformly
+    over [low, high]; level k ≥ 1 picks m_k (p times the average it expects of the lower levels
+    in their Poisson proportions, from level 0's midpoint) plus a normal error of standard
+    deviation ``sigma`` truncated to the range (``sigma`` 0: exactly m_k). Later rounds: the
+    previous round's average m takes the midpoint's place as level 0's anchor, so level k
+    picks low + (m_k − low) · (m − low) / (midpoint − low) with the same error; level 0 keeps
+    picking uniformly. Two decimals. Parameters: ``tau`` > 0 (default 1.5), ``sigma`` ≥ 0
+    (default 5)."""
+
+    def __init__(self, tau: float = 1.5, sigma: float = 5.0) -> None:
+        super().__init__(tau=tau, sigma=sigma)
+        self.tau, self.sigma = _number("tau", tau), _number("sigma", sigma)
+        if not 0 < self.tau <= 15:
+            raise ValueError(f"tau must be a number above 0 and at most 15, not {tau!r}")
+        if self.sigma < 0:
+            raise ValueError(f"sigma must be a number ≥ 0, not {sigma!r}")
+        self.level: int | None = None
+
+    def decide(self, request: TurnRequest) -> Action:
+        from ...analysis.hierarchy import ch_means, poisson_shares
+        from scipy import special
+
+        obs = request.prompt.observation
+        low, high, p = float(obs["low"]), float(obs["high"]), float(obs["p"])
+        rng = request.rng
+        if self.level is None:  # drawn once per game: the inverse of the Poisson shares' sum
+            shares, pick, total = poisson_shares(self.tau), rng.random(), 0.0
+            self.level = len(shares) - 1
+            for k, share in enumerate(shares):
+                total += float(share)
+                if pick < total:
+                    self.level = k
+                    break
+        if self.level == 0:
+            return _choose(request, low + rng.random() * (high - low))
+        mean = float(ch_means(self.tau, p, low, high)[self.level])
+        if obs["history"]:
+            middle = (low + high) / 2
+            mean = low + (mean - low) * (float(obs["history"][-1]["mean"]) - low) / (middle - low)
+        if self.sigma == 0:
+            return _choose(request, mean)
+        a, b = special.ndtr((low - mean) / self.sigma), special.ndtr((high - mean) / self.sigma)
+        u = min(max(a + rng.random() * (b - a), 1e-12), 1 - 1e-12)
+        return _choose(request, mean + self.sigma * float(special.ndtri(u)))
+
+
 #: Scripted players by name (``strategy/NAME``).
 STRATEGIES = {
     "level-k": LevelK,
     "selfish": Selfish,
     "random": UniformRandom,
     "human-resampler": HumanResampler,
+    "cognitive-hierarchy": CognitiveHierarchy,
 }

@@ -4,6 +4,7 @@ cooperation, efficiency and length by pairing, and cooperation round by round.""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ...analysis.plots import grid_table, table_html
@@ -40,6 +41,14 @@ defections they became).</li>
 <li><b>rounds_played</b> = N (t interval).</li>
 <li><b>cooperation by round</b> = per model and round, the share of its valid choices that
 cooperate (Wilson 95 % interval, as above).</li>
+<li><b>Logit QRE</b> (McKelvey &amp; Palfrey 1995): each player chooses with probabilities
+∝ exp(λ · expected points), given the other's probabilities; λ = 0 is random play, a large λ
+nearly always the best reply (here: defection). λ is fitted by maximum likelihood to a model's
+one-shot choices on the principal branch of the one-round game (as pygambit's
+<code>logit_estimate</code>; both seats one population), with a 95 % bootstrap interval (300
+resamples of the choices); <b>qre_cooperation</b> is the cooperation the fitted equilibrium
+predicts; <b>log_likelihood</b> ℓ̂ and <b>bic</b> = ln n − 2ℓ̂ compare it with other models of the
+same choices. <b>at_bound</b>: the choices never cooperate, so λ is at its search bound.</li>
 </ul>
 <p>Reference: defecting is strictly dominant in every round, and under a known horizon defecting
 throughout is the unique subgame-perfect play: cooperation 0, payoff_share P / T, efficiency P / R.
@@ -138,6 +147,46 @@ def by_round(turns: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Shafir & Tversky's (1992) points (their Fig. 2), which their people's one-shot choices were made under.
+SHAFIR_TVERSKY = {"reward": 75, "temptation": 85, "sucker": 25, "punishment": 30}
+#: The QRE interval's bootstrap resamples.
+QRE_REPS = 300
+
+
+def stage_game(reward: float, temptation: float, sucker: float, punishment: float) -> list[np.ndarray]:
+    """The one-round game as payoff arrays (strategy 0 cooperates, 1 defects)."""
+    row = np.array([[reward, sucker], [temptation, punishment]], dtype=float)
+    return [row, row.T.copy()]
+
+
+def qre_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Logit QRE fitted per model to its valid one-shot choices (both seats, one population:
+    the game is symmetric) under each payoff matrix the study played, and to Shafir &
+    Tversky's one-shot choices (the ``human (reference)`` row): λ with its bootstrap interval,
+    the equilibrium's cooperation, n, log-likelihood and BIC. Only one-shot games: the first
+    round of a repeated game is not the one-round game's decision."""
+    from ...analysis.qre import fit_logit_qre
+    from .humans import cooperated, games as shafir_games
+
+    t = choice_turns(turns)
+    if t.empty or "horizon" not in t:
+        return pd.DataFrame()
+    t = t[t["horizon"] == "one-shot"]
+    keys = list(SHAFIR_TVERSKY)
+    rows = []
+    for payoff, sub in t.groupby(keys) if not t.empty else []:
+        game = stage_game(*payoff)
+        for model, own in sub.groupby("model", sort=True):
+            c = int((own["cooperate"].astype(float) >= 0.5).sum())
+            fit = fit_logit_qre(game, [c, len(own) - c], pooled=True, reps=QRE_REPS)
+            rows.append({"model": model, **dict(zip(keys, payoff)), "lam": fit.lam, "lam_low": fit.low, "lam_high": fit.high, "qre_cooperation": float(fit.profile[0][0]), "n": fit.n, "log_likelihood": fit.log_likelihood, "bic": fit.bic, "at_bound": fit.at_bound})
+    if rows:
+        c, n = cooperated("if_unknown"), shafir_games()
+        fit = fit_logit_qre(stage_game(**SHAFIR_TVERSKY), [c, n - c], pooled=True, reps=QRE_REPS)
+        rows.append({"model": "human (reference)", **SHAFIR_TVERSKY, "lam": fit.lam, "lam_low": fit.low, "lam_high": fit.high, "qre_cooperation": float(fit.profile[0][0]), "n": fit.n, "log_likelihood": fit.log_likelihood, "bic": fit.bic, "at_bound": fit.at_bound})
+    return pd.DataFrame(rows)
+
+
 def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     """The family's sections of a study's report, given its finished games and their turns."""
     if games.empty:
@@ -153,7 +202,14 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
             return None
         return Section("Cooperation by round", table_html(table, name="cooperation by round"))
 
-    return out + guarded("Cooperation by round", rounds)
+    def qre() -> Section | None:
+        table = qre_table(games, turns)
+        if table.empty:
+            return None
+        note = "Logit QRE of the one-round game fitted by maximum likelihood to each model's one-shot choices (definitions above); human (reference): Shafir &amp; Tversky's 444 one-shot choices under their points."
+        return Section("Logit quantal response equilibrium", table_html(table, name="logit qre per model", note=note))
+
+    return out + guarded("Cooperation by round", rounds) + guarded("Logit quantal response equilibrium", qre)
 
 
 def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
@@ -171,4 +227,13 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     floor = float((games["punishment"] / games["temptation"]).mean()) if {"punishment", "temptation"} <= set(games.columns) else float("nan")
     theory = {"cooperation": 0.0, "cooperation_first": 0.0, "payoff_share": floor}
     rows += [row(family, section, metric, "selfish", value, kind="theory") for metric, value in theory.items()]
+    from ...analysis.profile import structural_rows
+
+    for _, r in qre_table(games, turns).iterrows():
+        payoff = f"R {r['reward']:g}, T {r['temptation']:g}, S {r['sucker']:g}, P {r['punishment']:g}"
+        fitted = structural_rows("prisoners_dilemma: logit QRE", r["model"], {"λ": (r["lam"], r["lam_low"], r["lam_high"])}, r["log_likelihood"], r["bic"], r["n"], note=f"one-shot games, {payoff}")
+        if r["model"] == "human (reference)":
+            for f in fitted:
+                f["kind"] = "reference"
+        rows += fitted
     return pd.DataFrame(rows)
