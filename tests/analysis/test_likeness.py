@@ -165,3 +165,53 @@ def test_published_values_of_conditions_not_played_are_set_apart():
     assert list(likeness.published_table(stick, turns, applying=True)["condition"]) == ["pie 100"]
     assert list(likeness.published_table(stick, turns, applying=False)["condition"]) == ["pie 5"]
     assert len(likeness.published_table(stick, turns)) == 2
+
+
+def test_the_labs_own_people_stand_beside_the_published_ones(tmp_path, capsys):
+    """A served dictator study: 12 people (each drawing their gift from MobLab's people, as the
+    human-resampler does) and a selfish dictator's games. The report's comparison has one pooled
+    `human` row, of kind people, one decision and one cluster per participant, whose likeness
+    interval holds 0.5 — beside the reference row and the selfish one."""
+    import asyncio
+
+    from agorabench.core.runner import Runner
+    from agorabench.core.study import load_study
+    from agorabench.store.store import Store
+    from agorabench.web.play import Manager
+    from support.people import Person, play_person
+    from support.web import study_text
+
+    people = 12
+    text = study_text("served", "dictator", [{"dictator": "participant", "recipient": "selfish"}, {"dictator": "selfish", "recipient": "selfish"}], {"endowment": 100}, [{"name": "selfish", "spec": "strategy/selfish"}])
+    path = tmp_path / "served.toml"
+    path.write_text(text.replace("seed = 0\n", f"seed = 0\nrepeats = {people}\n", 1), encoding="utf-8")
+    db = tmp_path / "served.db"
+    resampler = families.strategies("dictator")["human-resampler"]()
+
+    async def go() -> None:
+        store = Store(db)
+        study = load_study(path)
+        manager = Manager(study, store)
+        try:
+            for i in range(people):
+                await play_person(manager, Person(pid=f"P{i:03d}X", attention_answer="Blue"), i, decide=resampler.decide)
+            await Runner(study, store, progress=False).run()
+        finally:
+            await manager.stop()
+            store.dispose()
+
+    asyncio.run(go())
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
+    table = pd.read_csv(tmp_path / "rep" / "dictator-against-people.csv").set_index("who")
+    assert list(table.index) == [REFERENCE, "human", "selfish"]
+    assert table.loc["human", "decisions"] == people
+    from agorabench.analysis.frames import turns_df
+
+    store = Store(str(db), read_only=True)
+    try:
+        raw = likeness.compare(families.references("dictator"), turns_df(store, "served", transcripts=False)).set_index("who")
+    finally:
+        store.dispose()
+    assert raw.loc["human", "kind"] == "people" and raw.loc["human", "clusters"] == people
+    assert raw.loc["human", "likeness_low"] < 0.5 < raw.loc["human", "likeness_high"]

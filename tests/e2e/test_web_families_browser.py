@@ -70,14 +70,16 @@ def _journey_in_own_browser(base: str, pid: str, web: dict[str, Any], out: dict[
 
 
 def test_every_family_with_a_served_game_has_its_games_served():
-    """Each served study names a registered game, and every family that serves one game of its
-    own serves people a ready study (the envy family: both of its games)."""
+    """Each served study names registered games (its game, or each part's), and every family
+    that serves one game of its own serves people a ready study (the envy family: both of its
+    games; the classic battery: all six of its games in one study)."""
     assert SERVED, "no studies/web_*.toml"
-    games = {_study(p)["game"] for p in SERVED}
+    games = {g for p in SERVED for g in ([part["game"] for part in _study(p).get("parts", [])] or [_study(p)["game"]])}
     assert games <= set(families.game_names())
     for family in ("envy", "glee", "commons"):
         assert any(g == family or g.startswith(family + ".") for g in games), family
     assert {"envy.points", "envy.workplace", "glee.bargaining", "glee.negotiation", "glee.persuasion", "commons"} <= games
+    assert {"dictator", "ultimatum", "trust", "public_goods", "prisoners_dilemma", "beauty_contest"} <= games
 
 
 def _fill(page, note: str) -> None:

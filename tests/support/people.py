@@ -58,14 +58,16 @@ def _policy(seed: int):
     return decide
 
 
-async def _one(manager: Manager, person: Person, i: int) -> None:
+async def play_person(manager: Manager, person: Person, i: int, decide=None) -> None:
+    """One participant from entry to the questionnaire (done unless ``person.finished`` is
+    False), answering each turn with ``decide(request)`` (default: a seeded GLEE policy)."""
     token, new = manager.enter("prolific", person.pid, {"STUDY_ID": "study-1", "SESSION_ID": f"s{i}"})
     assert new
     person.token = token
     manager.update(token, stage="instructions")  # consented
     manager.update(token, quiz_attempts=person.quiz_tries, stage="play")  # the quiz passed at the last try
     live = await manager.start(manager.get(token))
-    decide = _policy(i)
+    decide = decide or _policy(i)
     for _ in range(4000):
         if live.task is not None and live.task.done():
             break
@@ -111,7 +113,7 @@ def served_study(tmp_path: Path, people: int = 12, name: str = "pooling") -> tup
         manager = Manager(study, store)
         try:
             for i, person in enumerate(crowd):
-                await _one(manager, person, i)
+                await play_person(manager, person, i)
             await Runner(study, store, progress=False).run()  # the model-only games
         finally:
             await manager.stop()
