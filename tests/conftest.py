@@ -35,6 +35,8 @@ HEAVY_FIRST = (
     "tests/games/subskills/test_study_and_profile.py",
     "tests/games/subskills/test_subskills.py",
     "tests/e2e/test_web_browser.py",
+    "tests/e2e/test_profile_every_ready_study.py",
+    "tests/e2e/test_llm_battery.py",
     "tests/e2e/test_rehearse.py",
     "tests/games/glee/test_glee_import.py",
     "tests/e2e/test_hosted_backends.py",
@@ -51,7 +53,8 @@ HEAVY_FIRST = (
     "tests/e2e/test_study_integrity.py",
     "tests/e2e/test_web_families_browser.py",
     "tests/e2e/test_llm_commons.py",
-    "tests/e2e/test_llm_battery.py",
+    "tests/analysis/test_hierarchy.py",
+    "tests/games/beauty_contest/test_beauty_contest.py",
 )
 
 

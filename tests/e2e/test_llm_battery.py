@@ -21,18 +21,19 @@ pytestmark = pytest.mark.llm
 
 
 def small_battery(tmp_path):
-    """studies/battery.toml with the embedded model only, one repeat, the long games shortened."""
+    """studies/battery.toml with the embedded model only, one repeat, every game one round (the
+    beauty contest of two players; 13 decisions in all)."""
     data = tomllib.loads((ROOT / "studies" / "battery.toml").read_text(encoding="utf-8"))
     data["models"] = [m for m in data["models"] if m["spec"] == "local"]
     data["repeats"] = 1
     for part in data["parts"]:
         part.pop("grid", None)
         if part["game"] == "public_goods":
-            part["fixed"]["rounds"] = 2
+            part["fixed"].update(rounds=1)  # four players: the groups of the human data
         if part["game"] == "prisoners_dilemma":
             part["fixed"] = {"horizon": "one-shot"}
         if part["game"] == "beauty_contest":
-            part["fixed"].update(players=3, rounds=1)
+            part["fixed"].update(players=2, rounds=1)
     path = tmp_path / "battery.toml"
     path.write_text(toml_text(data), encoding="utf-8")
     return path

@@ -45,8 +45,9 @@ cooperate (Wilson 95 % interval, as above).</li>
 ∝ exp(λ · expected points), given the other's probabilities; λ = 0 is random play, a large λ
 nearly always the best reply (here: defection). λ is fitted by maximum likelihood to a model's
 one-shot choices on the principal branch of the one-round game (as pygambit's
-<code>logit_estimate</code>; both seats one population), with a 95 % bootstrap interval (300
-resamples of the choices); <b>qre_cooperation</b> is the cooperation the fitted equilibrium
+<code>logit_estimate</code>; both seats one population), with its 95 % profile-likelihood
+interval (the λ along the branch whose log-likelihood is within χ²₁(0.95)/2 of the best; an end at
+0 or at the search bound 10⁶ means the choices do not bound λ on that side); <b>qre_cooperation</b> is the cooperation the fitted equilibrium
 predicts; <b>log_likelihood</b> ℓ̂ and <b>bic</b> = ln n − 2ℓ̂ compare it with other models of the
 same choices. <b>at_bound</b>: the choices never cooperate, so λ is at its search bound.</li>
 </ul>
@@ -149,8 +150,6 @@ def by_round(turns: pd.DataFrame) -> pd.DataFrame:
 
 #: Shafir & Tversky's (1992) points (their Fig. 2), which their people's one-shot choices were made under.
 SHAFIR_TVERSKY = {"reward": 75, "temptation": 85, "sucker": 25, "punishment": 30}
-#: The QRE interval's bootstrap resamples.
-QRE_REPS = 300
 
 
 def stage_game(reward: float, temptation: float, sucker: float, punishment: float) -> list[np.ndarray]:
@@ -162,7 +161,7 @@ def stage_game(reward: float, temptation: float, sucker: float, punishment: floa
 def qre_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     """Logit QRE fitted per model to its valid one-shot choices (both seats, one population:
     the game is symmetric) under each payoff matrix the study played, and to Shafir &
-    Tversky's one-shot choices (the ``human (reference)`` row): λ with its bootstrap interval,
+    Tversky's one-shot choices (the ``human (reference)`` row): λ with its profile-likelihood interval,
     the equilibrium's cooperation, n, log-likelihood and BIC. Only one-shot games: the first
     round of a repeated game is not the one-round game's decision."""
     from ...analysis.qre import fit_logit_qre
@@ -178,11 +177,11 @@ def qre_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         game = stage_game(*payoff)
         for model, own in sub.groupby("model", sort=True):
             c = int((own["cooperate"].astype(float) >= 0.5).sum())
-            fit = fit_logit_qre(game, [c, len(own) - c], pooled=True, reps=QRE_REPS)
+            fit = fit_logit_qre(game, [c, len(own) - c], pooled=True, interval="profile")
             rows.append({"model": model, **dict(zip(keys, payoff)), "lam": fit.lam, "lam_low": fit.low, "lam_high": fit.high, "qre_cooperation": float(fit.profile[0][0]), "n": fit.n, "log_likelihood": fit.log_likelihood, "bic": fit.bic, "at_bound": fit.at_bound})
     if rows:
         c, n = cooperated("if_unknown"), shafir_games()
-        fit = fit_logit_qre(stage_game(**SHAFIR_TVERSKY), [c, n - c], pooled=True, reps=QRE_REPS)
+        fit = fit_logit_qre(stage_game(**SHAFIR_TVERSKY), [c, n - c], pooled=True, interval="profile")
         rows.append({"model": "human (reference)", **SHAFIR_TVERSKY, "lam": fit.lam, "lam_low": fit.low, "lam_high": fit.high, "qre_cooperation": float(fit.profile[0][0]), "n": fit.n, "log_likelihood": fit.log_likelihood, "bic": fit.bic, "at_bound": fit.at_bound})
     return pd.DataFrame(rows)
 
