@@ -1,6 +1,7 @@
 """Every prompt belongs to its own game, and a study played twice stores the same data.
 
-Three guards, over every game family (issue 19):
+Three guards, over every game family (issue 19; the classic battery's games from their parts
+of studies/battery.toml):
 - each prompt a game renders during a study, played back to back for several agents,
   configurations and languages and in both orders of the grid, equals a fresh render of the
   same template with the same values (no memo may hand one game another game's text);
@@ -40,6 +41,8 @@ def small_study(ready: str, name: str, models: list[dict], grid_keep: int = 2, r
     (reversed with ``reverse``: the same games in the other order), ``fixed`` overrides, and
     ``models`` instead of its own (matchups kept unless a ``matchups`` key is in ``fixed``)."""
     data = tomllib.loads((ROOT / "studies" / f"{ready}.toml").read_text(encoding="utf-8"))
+    if "part" in fixed:  # one game of a study of several (its part's game, grid and fixed)
+        data = {**data, **data["parts"][fixed.pop("part")]}
     matchups = fixed.pop("matchups", data.get("matchups", "ordered_pairs"))
     grid = {k: v[:grid_keep] for k, v in data.get("grid", {}).items() if k not in fixed}
     if reverse:
@@ -81,6 +84,13 @@ SCRIPTED = {
     "commons_scenarios": ("commons_pasture", {**COMMONS_SHORT, "language": "ja"}, strategies("sustainable")),
     "commons_ablations": ("commons_ablations", dict(COMMONS_SHORT), strategies("sustainable")),
     "commons_newcomer": ("commons_newcomer", {"months": 3, "newcomer_month": 2, "max_conversation_steps": 4}, strategies("sustainable")),
+    # the classic battery, each game from its part of studies/battery.toml (same_model seats)
+    "battery_dictator": ("battery", {"part": 0}, strategies("selfish", "human-resampler")),
+    "battery_ultimatum": ("battery", {"part": 1}, strategies("human-resampler")),
+    "battery_trust": ("battery", {"part": 2}, strategies("human-resampler")),
+    "battery_public_goods": ("battery", {"part": 3, "rounds": 2}, strategies("human-resampler")),
+    "battery_prisoners_dilemma": ("battery", {"part": 4}, strategies("human-resampler")),
+    "battery_beauty_contest": ("battery", {"part": 5, "players": 3, "rounds": 2}, strategies("human-resampler")),
 }
 
 

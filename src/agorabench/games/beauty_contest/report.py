@@ -5,6 +5,8 @@ beside the equilibrium path, and each group's targets, convergence and winners."
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,7 +61,7 @@ believes the others are the lower levels in proportion to f and chooses p times 
 expects, observed with a normal error of standard deviation <b>sigma</b> (truncated to the
 range); τ and σ by maximum likelihood, τ's 95 % interval from the profile likelihood. In
 level-k, level k chooses 50·p<sup>k</sup> (level 0 uniform) and the shares of levels 0–3
-(<b>level_0</b>…<b>level_3</b>, 95 % bootstrap intervals over 200 resamples) are free, with one
+(<b>level_0</b>…<b>level_3</b>, 95 % bootstrap intervals over 100 resamples) are free, with one
 error σ. <b>ch_log_likelihood</b>, <b>level_k_log_likelihood</b> = the maximised ℓ̂;
 <b>ch_bic</b>, <b>level_k_bic</b> = k·ln n − 2ℓ̂ (k = 2 and 5 parameters; lower is better). The
 human reference row fits Nagel's (1995) first-period choices of the same p (τ̂ ≈ 1.07 [0.62,
@@ -164,7 +166,17 @@ def _composition(models: tuple) -> str:
 
 
 #: Bootstrap resamples of the level-k shares' intervals in a report.
-LEVEL_K_REPS = 200
+LEVEL_K_REPS = 100
+
+
+@lru_cache(maxsize=None)
+def _fits(values: tuple[float, ...], p: float, low: float, high: float) -> tuple[Any, Any]:
+    """The cognitive-hierarchy and level-k fits of these numbers (memo: a report and a profile
+    made in one process fit the same numbers once; keyed on the numbers themselves)."""
+    from ...analysis.hierarchy import fit_level_k, fit_poisson_ch
+
+    x = np.array(values, dtype=float)
+    return fit_poisson_ch(x, p, low, high), fit_level_k(x, p, low, high, levels=3, reps=LEVEL_K_REPS)
 
 
 def first_guesses(turns: pd.DataFrame) -> pd.DataFrame:
@@ -182,7 +194,6 @@ def hierarchy_table(turns: pd.DataFrame) -> pd.DataFrame:
     intervals, log-likelihood, BIC) fitted to its valid first-round numbers
     (:mod:`agorabench.analysis.hierarchy`), and the same fits of Nagel's (1995) first-period
     choices for each p the study played that she ran (``human (reference)``)."""
-    from ...analysis.hierarchy import fit_level_k, fit_poisson_ch
     from .humans import nagel_sample, p_text, P_VALUES
 
     t = first_guesses(turns)
@@ -191,8 +202,7 @@ def hierarchy_table(turns: pd.DataFrame) -> pd.DataFrame:
     rows = []
 
     def fitted(who: str, x: np.ndarray, p: float, low: float, high: float, players: int | None) -> dict:
-        ch = fit_poisson_ch(x, p, low, high)
-        lk = fit_level_k(x, p, low, high, levels=3, reps=LEVEL_K_REPS)
+        ch, lk = _fits(tuple(float(v) for v in x), float(p), float(low), float(high))
         out = {"model": who, "p": ratio_text(p), "players": players, "n": ch.n, "tau": ch.tau, "tau_low": ch.low, "tau_high": ch.high, "sigma": ch.sigma, "ch_log_likelihood": ch.log_likelihood, "ch_bic": ch.bic}
         for k, (share, lo, hi) in enumerate(zip(lk.shares, lk.lows, lk.highs)):
             out[f"level_{k}"] = with_interval(share, lo, hi)
