@@ -15,6 +15,7 @@ participant).
 from __future__ import annotations
 
 import html
+import json
 import math
 from typing import Any, Iterable, Mapping
 
@@ -140,10 +141,14 @@ def published_table(yardstick: Yardstick, turns: pd.DataFrame, applying: bool | 
     another statistic is shown for people only). ``applying``: True keeps the values whose
     games (their ``where``) the study played, False the others, None all."""
     rows = []
+    memo: dict[tuple[str, str], pd.DataFrame] = {}  # one selection per measure and condition (keyed on their values)
     for p in yardstick.published:
         measure = yardstick.measure(p.measure)
         row: dict[str, Any] = {"measure": p.measure, "condition": p.condition, "statistic": p.statistic, "people (published)": p.value, "n": p.n, "source": p.source.key}
-        found = decisions(measure, turns, p.where)
+        key = (p.measure, json.dumps(dict(p.where), sort_keys=True, default=str))
+        if key not in memo:
+            memo[key] = decisions(measure, turns, p.where)
+        found = memo[key]
         if applying is not None and applying == found.empty:
             continue
         for model, sub in found.groupby("model", sort=True):

@@ -204,8 +204,9 @@ FOREST_MAX_ROWS = 40
 
 
 def section_forest(rows: pd.DataFrame, title: str) -> str:
-    """One forest plot per section: a panel per measure (its own x axis), a row per model and
-    role with its interval; theory rows drawn without one. '' when nothing has an estimate."""
+    """One forest plot per section: a panel per measure with an interval somewhere (its own x
+    axis), a row per model and role with its interval; theory rows drawn without one. '' when
+    no measure has an interval."""
     shown = rows[pd.to_numeric(rows["estimate"], errors="coerce").notna()].copy()
     if shown.empty:
         return ""
@@ -218,6 +219,12 @@ def section_forest(rows: pd.DataFrame, title: str) -> str:
     shown["low"] = shown["low"].fillna(shown["estimate"]).clip(upper=shown["estimate"])
     shown["high"] = shown["high"].fillna(shown["estimate"]).clip(lower=shown["estimate"])
     shown = shown.drop_duplicates(["who", "measure"])
+    # a panel for each measure some row of which has an interval: fit statistics (log-likelihood,
+    # BIC) and means without one stay in the table, where they are read
+    spread = shown["high"] > shown["low"]
+    shown = shown[shown["measure"].isin(set(shown.loc[spread, "measure"]))]
+    if shown.empty:
+        return ""
     if shown["who"].nunique() > FOREST_MAX_ROWS:
         return f"<p class='note'>No forest plot: more than {FOREST_MAX_ROWS} rows.</p>"
     return forest(shown, "who", "measure", title, "estimate (95% interval)", ref=None)
