@@ -195,10 +195,19 @@ class _CH:
         shares, means = self.parts(tau)
         return _mixture_loglik(self.x, shares, means, sigma, self.low, self.high)
 
-    def profile(self, tau: float) -> tuple[float, float]:
-        """(max_σ ℓ(τ, σ), the σ reaching it)."""
+    def profile(self, tau: float, near: float | None = None) -> tuple[float, float]:
+        """(max_σ ℓ(τ, σ), the σ reaching it). ``near``: a σ the maximiser is expected close to
+        (the fit's): the search first spans a factor 4 either side of it, and the whole box
+        when the maximum falls on that bracket's edge."""
         lo, hi = (math.log(b) for b in self.sigma_box)
-        res = optimize.minimize_scalar(lambda s: -float(self.loglik(tau, math.exp(s))), bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
+        objective = lambda s: -float(self.loglik(tau, math.exp(s)))  # noqa: E731
+        if near is not None:
+            a, b = max(lo, math.log(near) - math.log(4.0)), min(hi, math.log(near) + math.log(4.0))
+            res = optimize.minimize_scalar(objective, bounds=(a, b), method="bounded", options={"xatol": 1e-5})
+            inner = (a == lo or res.x - a > 1e-3) and (b == hi or b - res.x > 1e-3)
+            if inner:
+                return -float(res.fun), math.exp(float(res.x))
+        res = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
         return -float(res.fun), math.exp(float(res.x))
 
     def fit(self, start: tuple[float, float] | None = None) -> tuple[float, float, float]:
@@ -219,11 +228,17 @@ class _CH:
         return -float(res.fun), math.exp(float(res.x[0])), math.exp(float(res.x[1]))
 
 
-def _profile_tau(model: _CH, tau_hat: float, ell_hat: float, level: float) -> tuple[float, float]:
+def _profile_tau(model: _CH, tau_hat: float, ell_hat: float, level: float, sigma_hat: float | None = None) -> tuple[float, float]:
     """The τ values with 2·(ℓ̂ − ℓ_p(τ)) ≤ χ²₁(level), found by root finding in log τ on each
-    side of τ̂ (the search bound where ℓ_p stays above the cut)."""
+    side of τ̂ (the search bound where ℓ_p stays above the cut). Each ℓ_p is computed once."""
     cut = ell_hat - stats.chi2.ppf(level, 1) / 2
-    gap = lambda s: model.profile(math.exp(s))[0] - cut  # noqa: E731
+    seen: dict[float, float] = {}
+
+    def gap(s: float) -> float:
+        if s not in seen:
+            seen[s] = model.profile(math.exp(s), sigma_hat)[0] - cut
+        return seen[s]
+
     here = math.log(tau_hat)
     ends = []
     for bound in (math.log(TAU_BOUNDS[0]), math.log(TAU_BOUNDS[1])):
@@ -256,7 +271,7 @@ def fit_poisson_ch(
     with threadpool_limits(1):  # small arrays: BLAS threads only burn the other core
         ell, tau, sigma = model.fit()
         if interval == "profile":
-            lo, hi = _profile_tau(model, tau, ell, level)
+            lo, hi = _profile_tau(model, tau, ell, level, sigma)
         elif interval == "bootstrap":
             rng = np.random.default_rng(seed)
             taus = [_CH(x[rng.integers(0, len(x), len(x))], p, low, high, levels, players).fit((tau, sigma))[1] for _ in range(reps)]
