@@ -5,7 +5,6 @@ reports and profiles (a yardstick registered for the ultimatum game in these tes
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -14,20 +14,19 @@ participant).
 
 from __future__ import annotations
 
-import html
 import json
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..families import family_of, references
+from ..families import references
 from .frames import HUMAN
-from .plots import figure_html, grid_table, number, table_html, with_interval
+from .plots import figure_html, number, table_html, with_interval
 from .sections import guarded, Section
 from .stats import mean_ci
-from .yardstick import (bin_shares, HumanSample, human_baseline, ks_test, Measure, Published, REFERENCE, turing, wasserstein, Yardstick)
+from .yardstick import (bin_shares, HumanSample, human_baseline, ks_test, Measure, REFERENCE, turing, wasserstein, Yardstick)
 
 #: Kinds of comparison rows: a played model, the lab's own people (pooled), the shipped human data.
 MODEL, PEOPLE, REFERENCE_KIND = "model", "people", "reference"
@@ -230,7 +229,7 @@ def sections(game: str, yardstick: Yardstick, games: pd.DataFrame, turns: pd.Dat
             parts.append("<p class='note'>No decision of these games is comparable with the human data (the data's conditions are listed below): nothing compared.</p>")
         else:
             parts.append(table_html(comparison_grid(table), name=f"{game} against people", note="Each model's decisions beside the people's (see the definitions under Metrics above); the human (reference) row is people against people."))
-            parts.append(figure_html_or_empty(distributions_figure(game, yardstick, turns)))
+            parts.append(distributions_figure(game, yardstick, turns))
         published = published_table(yardstick, turns, applying=True)
         if not published.empty:
             parts.append("<h3>Published values</h3>" + table_html(published, name=f"{game} published human values", note="Values publications report (their decisions are not public), with the publication's n; a model's column holds the same statistic of its decisions in the games each value applies to."))
@@ -243,24 +242,23 @@ def sections(game: str, yardstick: Yardstick, games: pd.DataFrame, turns: pd.Dat
     return guarded(f"People as the yardstick: {game}", build)
 
 
-def figure_html_or_empty(fig: str) -> str:
-    return fig or ""
+def with_references(games: pd.DataFrame, turns: pd.DataFrame) -> Iterator[tuple[str, Yardstick, pd.DataFrame, pd.DataFrame]]:
+    """(game, its yardstick, its games, their turns) for every game of ``games`` that declares
+    human reference data, in the order the games come."""
+    if games is None or games.empty:
+        return
+    for game in dict.fromkeys(games["game"].astype(str)):
+        stick = references(game)
+        if stick is None:
+            continue
+        mine = games[games["game"] == game]
+        yield game, stick, mine, turns[turns["game_id"].isin(set(mine["game_id"]))] if turns is not None and len(turns) else turns
 
 
 def report_sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     """The people-as-yardstick sections of every game of the study that declares human
     reference data (in the order the games come)."""
-    out: list[Section] = []
-    if games is None or games.empty:
-        return out
-    for game in dict.fromkeys(games["game"].astype(str)):
-        stick = references(game)
-        if stick is None:
-            continue
-        ids = set(games.loc[games["game"] == game, "game_id"])
-        sub = turns[turns["game_id"].isin(ids)] if turns is not None and len(turns) else turns
-        out += sections(game, stick, games[games["game"] == game], sub)
-    return out
+    return [section for game, stick, mine, theirs in with_references(games, turns) for section in sections(game, stick, mine, theirs)]
 
 
 def has_references(games: Iterable[str]) -> bool:
@@ -274,12 +272,7 @@ def likeness_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     lab's pooled people are a model, ``human``), ``estimate`` (likeness), ``low``, ``high``,
     ``n`` (decisions). The profile turns them into its rows."""
     rows = []
-    for game in dict.fromkeys(games["game"].astype(str)):
-        stick = references(game)
-        if stick is None:
-            continue
-        ids = set(games.loc[games["game"] == game, "game_id"])
-        table = compare(stick, turns[turns["game_id"].isin(ids)] if len(turns) else turns)
-        for _, r in table.iterrows():
+    for game, stick, _, theirs in with_references(games, turns):
+        for _, r in compare(stick, theirs).iterrows():
             rows.append({"measure": f"{game}: {r['measure']} ({r['sample']})", "model": str(r["who"]), "kind": "reference" if r["kind"] == REFERENCE_KIND else "model", "estimate": r["likeness"], "low": r["likeness_low"], "high": r["likeness_high"], "n": r["decisions"]})
     return pd.DataFrame(rows, columns=["measure", "model", "kind", "estimate", "low", "high", "n"])

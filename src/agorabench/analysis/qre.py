@@ -339,7 +339,6 @@ def principal_branch(payoffs: Sequence[ArrayLike], lam_max: float = LAM_MAX, sym
         if new[-1] < 0:
             raise RuntimeError("the QRE trace turned back below λ = 0")
         if new[-1] > lam_max:
-            k = len(points) - 1
             points.append(new)
             tangents.append(t_new)
             end = Branch(system, np.array(points), np.array(tangents)).at(lam_max)

@@ -11,7 +11,6 @@ import html
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 

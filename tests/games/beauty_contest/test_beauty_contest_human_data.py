@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import statistics
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
-import re
 
 import numpy as np
 import pytest

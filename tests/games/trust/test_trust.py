@@ -15,7 +15,7 @@ import pytest
 from agorabench import families
 from agorabench.cli import main
 from agorabench.core.game import Prompts
-from agorabench.core.table import Prompt, Reply, Table, TurnRequest
+from agorabench.core.table import Reply, Table, TurnRequest
 from agorabench.games.trust.humans import BERG_ENDOWMENT, NO_HISTORY, pairs, YARDSTICK
 from agorabench.games.trust.strategies import Equalizer, HumanResampler, Reciprocal, Selfish, STRATEGIES, Trusting, UniformRandom
 from agorabench.games.trust.trust import back_type, equalising_return, payoffs, plan_type, send_type, Trust, TrustConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.plots import grid_table, table_html
+from ...analysis.plots import grid_table
 from ...analysis.report import guarded, Section
 from ...analysis.stats import row_clusters, share_ci, summarise
 
