@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import ValidationError
 
-from ..models.base import BackendError, Completion, GenerationSettings, sanitize_text
+from ..models.base import CALL_CONTEXT, BackendError, CallContext, Completion, GenerationSettings, sanitize_text
 from ..models.model import Model
 from ..models.outside import PROTOCOL, OutsideClient
 from ..models.reasoning import output_limit
@@ -45,10 +45,13 @@ class LLMAgent:
             schema = kind.json_schema() if kind.format().schema_decoding else None
             settings = replace(settings, json_schema=schema, grammar=kind.grammar())
         sample = f"{self.sample}:{request.role}:{request.decision}:{request.attempt}" if settings.sampled else f"{self.sample}:{request.attempt}"
+        token = CALL_CONTEXT.set(CallContext(self.sample, request.role))
         try:
             c = await self.model.complete(request.messages, settings, sample=sample)
         except BackendError as exc:
             raise BackendFailure(str(exc)) from None
+        finally:
+            CALL_CONTEXT.reset(token)
         cost = 0.0 if c.cached else self.model.pricing.cost(c)
         unusable, final = unusable_reason(c, settings)
         return Reply(

@@ -88,7 +88,12 @@ class ModelEntry(BaseModel):
 
     #: Fields that say how calls are made, not what a game is: left out of game ids, so changing
     #: them never replays finished games.
-    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "price_cached_input", "state_cache_mb"})
+    RUN_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {
+            "transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "price_cached_input", "state_cache_mb",
+            "batch", "batch_poll", "batch_poll_max", "service_tier", "service_tier_fallback", "cache_ttl", "prompt_cache_key", "cache_write_multiplier", "tier_prices",
+        }
+    )
 
     name: str = Field(min_length=1)
     spec: str = Field(min_length=1)
@@ -120,6 +125,30 @@ class ModelEntry(BaseModel):
     adaptive_concurrency: bool = True
     #: Anthropic: mark the append-only transcript for the server's prompt cache.
     prompt_caching: bool = True
+    #: Provider batches in lockstep (OpenAI Batch, Anthropic Message Batches, Gemini batch mode):
+    #: every waiting call of the run's games goes into one batch per round (``agora run --batch``).
+    batch: bool = False
+    #: Seconds before a submitted batch is first polled; each later poll waits longer (x1.5), at
+    #: most ``batch_poll_max`` seconds.
+    batch_poll: float = Field(1.0, gt=0, le=3600)
+    batch_poll_max: float = Field(300.0, gt=0, le=86_400)
+    #: The provider's service tier (OpenAI ``flex`` / ``priority`` / ``default`` / ``auto``;
+    #: Gemini's ``flex`` / ``priority``); None: not sent (the account's default).
+    service_tier: str | None = Field(None, min_length=1, max_length=40)
+    #: On a flex tier's "resource unavailable" (429), call the standard tier instead of waiting
+    #: and retrying (recorded per call).
+    service_tier_fallback: bool = False
+    #: Anthropic prompt cache: how long a written prefix lives (``5m`` or ``1h``).
+    cache_ttl: Literal["5m", "1h"] = "5m"
+    #: OpenAI: send ``prompt_cache_key`` (one per game and seat) so a seat's calls reach the same cache.
+    prompt_cache_key: bool = True
+    #: Price of prompt tokens written to the prompt cache, as a multiple of ``price_input``
+    #: (None: the provider's own: Anthropic 1.25 at a 5-minute TTL, 2 at 1 hour; others 1).
+    cache_write_multiplier: float | None = Field(None, ge=0, le=100)
+    #: Prices by tier and time of day, each ``{input, output, cached_input}`` in dollars per
+    #: million tokens: ``batch`` (default: half of each standard price), ``flex`` (default on
+    #: OpenAI: the batch price), ``priority``, ``off_peak`` (with ``hours = "16:30-00:30"``, UTC).
+    tier_prices: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: The embedded model (``local``): MiB of saved prefix states kept (None: the default; 0: none).
     state_cache_mb: int | None = Field(None, ge=0)
     #: The embedded model (``model_path``, ``n_threads``) and scripted players' parameters; a
@@ -173,7 +202,8 @@ class ModelEntry(BaseModel):
     #: Settings of a language model's calls that an outside agent (``http/URL``) never gets:
     #: setting one on its entry is an error rather than a setting silently ignored.
     MODEL_ONLY: ClassVar[frozenset[str]] = frozenset(
-        {"temperature", "max_tokens", "constrained", "price_input", "price_output", "price_cached_input", "transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "state_cache_mb", "reasoning", "reasoning_effort", "thinking", "reasoning_budget", "extra_body"}
+        {"temperature", "max_tokens", "constrained", "price_input", "price_output", "price_cached_input", "transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "state_cache_mb", "reasoning", "reasoning_effort", "thinking", "reasoning_budget", "extra_body",
+         "batch", "batch_poll", "batch_poll_max", "service_tier", "service_tier_fallback", "cache_ttl", "prompt_cache_key", "cache_write_multiplier", "tier_prices"}
     )
 
     @model_validator(mode="after")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextvars import ContextVar
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -93,6 +94,20 @@ class Completion:
     def cut(self) -> bool:
         """Whether the reply ended at the output token limit."""
         return self.finish_reason in ("length", "max_tokens", "max_output_tokens")
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Which decision a model call is for: the game's id and the seat (role) asking. Backends
+    read it for what a provider keys on a conversation (a prompt-cache key, a batch item's id);
+    it is never part of the request's messages or of the response cache's key."""
+
+    game: str
+    role: str
+
+
+#: The decision the current call is for (set by :class:`agorabench.core.agents.LLMAgent`).
+CALL_CONTEXT: ContextVar[CallContext | None] = ContextVar("agora_call_context", default=None)
 
 
 class BackendError(RuntimeError):
