@@ -383,12 +383,17 @@ _DRAFT_TEXTS = (
 )
 
 
+#: ``--cautious``: a number asked in a wide range is drawn from its lowest twentieth instead of
+#: its lowest quarter (a cautious player: a commons of five such players lasts every month).
+CAUTIOUS = False
+
+
 def _pick_number(f: _Field, ask: _Ask, h: int) -> float:
     if f.lo is not None and f.hi is not None:
         lo, hi = f.lo, f.hi
         span = hi - lo
         if span > 20:  # a plausible, modest amount rather than anything in a wide range
-            hi = lo + max(1, span // 4)
+            hi = lo + max(1, span // (20 if CAUTIOUS else 4))
         value = lo + (h % 10_000) / 10_000 * (hi - lo)
     elif ask.money:
         value = ask.money * (0.45 + (h % 1000) / 1000 * 0.5)
@@ -1043,7 +1048,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--raw-think", action="store_true", help="vllm: no reasoning parser; thoughts inside the content between <think> tags")
     p.add_argument("--no-opener", action="store_true", help="vllm --raw-think: without the opening <think> tag")
     p.add_argument("--keep-bodies", type=int, default=200, help="how many request bodies /stats?bodies=1 keeps")
+    p.add_argument("--cautious", action="store_true", help="numbers asked in a wide range drawn from its lowest twentieth (a commons lasts)")
     a = p.parse_args(argv)
+    global CAUTIOUS
+    CAUTIOUS = a.cautious
     app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies)
     web.run_app(app, host="127.0.0.1", port=a.port, print=None, access_log=None, shutdown_timeout=1.0)
 
