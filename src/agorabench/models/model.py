@@ -267,6 +267,10 @@ class Model:
         #: Set when a call failed in a way every later call would too (a rejected API key):
         #: the model's remaining calls fail at once, without reaching the backend.
         self.dead: str | None = None
+        #: Asked before each call that is not answered from the response cache (the run's
+        #: budget): raises BackendError to refuse it, else returns what to call once the call
+        #: has ended and its cost is counted (the reservation's release).
+        self.gate: Callable[[list[dict[str, str]], GenerationSettings], Callable[[], None]] | None = None
 
     def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
         payload = json.dumps(
@@ -288,12 +292,25 @@ class Model:
                 clean_usage(hit)  # and token counts cached before they were checked
                 self._note_usage(hit)
                 return hit
+        release = self.gate(messages, settings) if self.gate is not None else None
+        try:
+            completion = await self._attempts(messages, settings)
+            self._count(completion)
+        finally:
+            if release is not None:
+                release()
+        if self.cache is not None and replayable(completion):
+            self.cache.put(key, self.backend.identity, completion)
+        self._check_spent(completion, settings)
+        return completion
+
+    async def _attempts(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
+        """The call, tried again on transient faults and rate limits (:class:`RetryPolicy`)."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                completion = await self._call(messages, settings)
-                break
+                return await self._call(messages, settings)
             except BackendError as exc:
                 self.rate_limited += exc.rate_limited
                 if self.breaker.open is not None and not exc.fatal:
@@ -305,6 +322,9 @@ class Model:
                     raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
                 self.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt, exc))
+
+    def _count(self, completion: Completion) -> None:
+        """A new reply made safe (thoughts apart, text sanitised) and counted in the books."""
         keep_apart(completion)
         completion.text, cut = sanitize_text(completion.text)
         if cut:
@@ -324,10 +344,6 @@ class Model:
         if self.breaker.recovered and not self.breaker.said:
             self.breaker.said = True
             self.warnings.append(f"{self._endpoint} stopped answering for a while ({self.breaker.recovered} time(s)); its calls waited until a test call was answered")
-        if self.cache is not None and replayable(completion):
-            self.cache.put(key, self.backend.identity, completion)
-        self._check_spent(completion, settings)
-        return completion
 
     def _note_usage(self, completion: Completion) -> None:
         """Say once per model that a server reported token counts that are not counts."""
