@@ -23,6 +23,7 @@ from typing import Callable
 
 from .base import Backend, BackendError, Completion, GenerationSettings, ResponseCache, sanitize_text
 from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
+from .pricing import Pricing  # the prices of a model's calls (re-exported: the runner and tests import it from here)
 from .transport.wire import count, shown_value
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_CHARS, join_thoughts, may_hold_thoughts, output_limit, split_thoughts
 
@@ -40,20 +41,6 @@ class RetryPolicy:
         if error.retry_after is not None and math.isfinite(error.retry_after) and error.retry_after >= 0:
             return min(error.retry_after * (1 + random.random() / 4), self.max_delay * 4)
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
-
-
-@dataclass
-class Pricing:
-    """Dollars per million tokens; prompt tokens served from the server's prompt cache at
-    ``cached_input`` (the input price when None)."""
-
-    input: float = 0.0
-    output: float = 0.0
-    cached_input: float | None = None
-
-    def cost(self, c: Completion) -> float:
-        cached_price = self.input if self.cached_input is None else self.cached_input
-        return ((c.prompt_tokens - c.cached_tokens) * self.input + c.cached_tokens * cached_price + c.completion_tokens * self.output) / 1e6
 
 
 class Breaker:
