@@ -63,6 +63,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 from ..families import load_game
+from ..models.pricing import check_tier_prices
 from ..models.reasoning import EFFORTS
 from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, split_url
 from ..redact import redact
@@ -183,6 +184,13 @@ class ModelEntry(BaseModel):
     def _thinking_switch(cls, v: Any) -> Any:
         """``thinking = true/false`` reads as ``"on"/"off"``."""
         return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+
+    @field_validator("tier_prices")
+    @classmethod
+    def _tier_prices(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Known tiers, known keys, prices that are prices, hours that are UTC spans
+        (:func:`~agorabench.models.pricing.check_tier_prices`)."""
+        return check_tier_prices(v)
 
     @field_validator("extra_body")
     @classmethod
