@@ -115,8 +115,12 @@ class BackendError(RuntimeError):
     ``retry_after`` is the server's requested wait in seconds, if it gave one. The message is
     redacted (no API keys or URL credentials)."""
 
-    def __init__(self, message: str, retryable: bool = True, retry_after: float | None = None, rate_limited: bool = False, fatal: bool = False, timed_out: bool = False):
+    def __init__(self, message: str, retryable: bool = True, retry_after: float | None = None, rate_limited: bool = False, fatal: bool = False, timed_out: bool = False, unavailable: bool = False):
         super().__init__(redact(message))
+        #: A service tier without capacity for the call (OpenAI flex's 429 "resource
+        #: unavailable"): retried with back-off, or made again at the standard tier where the
+        #: model entry says so; not a rate limit of the account (the in-flight cap is kept).
+        self.unavailable = unavailable
         #: The server sent no (whole) answer within the timeout: counted by the endpoint's breaker.
         self.timed_out = timed_out
         #: Every later call would fail the same way (e.g. a rejected key): stop the model's games.
