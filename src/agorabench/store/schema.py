@@ -1,8 +1,8 @@
 """Every table in the database, as SQLAlchemy Core definitions.
 
 ``metadata`` holds the store's own tables, which every writable :class:`~agorabench.store.store.Store`
-creates: studies, games, turns, per-role transcripts, the response cache, claims and the
-recorded seatings of each study. ``web_metadata`` holds the tables of the web app (participants
+creates: studies, games, turns, per-role transcripts, the response cache, claims, the
+recorded seatings of each study and the provider batches of batch-mode runs. ``web_metadata`` holds the tables of the web app (participants
 and the turns they answered); they live in the same database but are created only where a study
 is served (:meth:`~agorabench.store.participants.Participants.create_tables`).
 """
@@ -121,6 +121,32 @@ study_runs = sa.Table(
     sa.Column("seating", sa.JSON, nullable=False),
     sa.Column("first", sa.Float, nullable=False),
     sa.Column("last", sa.Float, nullable=False),
+)
+
+#: Provider batches a run submitted (batch mode, :mod:`agorabench.core.lockstep`), one row per
+#: batch, written as soon as the provider names it and before the run waits on it: a run
+#: stopped and started again polls the batches still open, writes their answers into the
+#: response cache and never submits (pays for) them twice. ``items`` are the requests' custom
+#: ids, i.e. their response-cache keys. Created with the store's other tables, so an older
+#: database gains it when a run opens it.
+batches = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("provider", sa.String(40), primary_key=True),
+    sa.Column("batch_id", sa.String(200), primary_key=True),
+    sa.Column("study", sa.String(200), index=True, nullable=False),
+    sa.Column("identity", sa.String(300), nullable=False),  # the model's backend identity
+    sa.Column("round", sa.Integer, nullable=False, default=0),
+    sa.Column("status", sa.String(40), nullable=False),  # the provider's word, last seen
+    #: True once nothing more will come of it: its answers are in the response cache, or it failed.
+    sa.Column("done", sa.Boolean, nullable=False, default=False),
+    sa.Column("items", sa.JSON, nullable=False),  # custom ids (response-cache keys)
+    sa.Column("n_items", sa.Integer, nullable=False),
+    sa.Column("counts", sa.JSON(none_as_null=True)),  # the provider's counts, last seen
+    sa.Column("error", sa.Text),  # a batch that failed whole: the provider's words
+    sa.Column("owner", sa.String(64)),  # the process that submitted it
+    sa.Column("submitted", sa.Float, nullable=False),
+    sa.Column("updated", sa.Float, nullable=False),
 )
 
 # ------------------------------------------------------------------------------------------
