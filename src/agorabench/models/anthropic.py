@@ -53,6 +53,56 @@ def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tup
     return system, turns
 
 
+def messages_params(model: str, messages: list[dict[str, str]], settings: GenerationSettings, prompt_caching: bool) -> dict[str, Any]:
+    """The JSON body of one Messages API call: ``model``, ``messages``, ``max_tokens``,
+    ``system`` (when there is one) and the fields of :func:`anthropic_fields`. The live backend
+    sends it (through the SDK) and a batch item carries it as its ``params``
+    (:mod:`agorabench.models.batch`), so the two never differ."""
+    system, turns = to_messages_api(messages, prompt_caching)
+    fields = anthropic_fields(settings)  # max_tokens, thinking, effort, temperature (reasoning.py)
+    params: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": fields.pop("max_tokens")}
+    if system:
+        params["system"] = system
+    params.update(fields)
+    return params
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of an SDK object or of the same object as plain JSON (a batch result)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def completion_from_message(message: Any, latency: float = 0.0) -> Completion:
+    """A Messages API reply (the SDK's object, or its JSON as a batch result holds it) as a
+    :class:`Completion`: the text blocks' text, thinking blocks as the reasoning ("" for omitted
+    or redacted thinking), ``prompt_tokens`` the whole prompt (uncached + cache reads + cache
+    writes), cache reads as ``cached_tokens`` and writes in ``extra["cache_write_tokens"]``."""
+    blocks = list(_get(message, "content") or [])
+    text = "".join(_get(b, "text") or "" for b in blocks if _get(b, "type") == "text")
+    thoughts = [b for b in blocks if _get(b, "type") in ("thinking", "redacted_thinking")]
+    # thinking shown (its text), omitted (empty text) or redacted (opaque data: kept as "")
+    reasoning = "\n\n".join(_get(b, "thinking") or "" for b in thoughts) if thoughts else None
+    usage = _get(message, "usage") or {}
+    counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
+    read = counts(usage, "cache_read_input_tokens") or 0
+    written = counts(usage, "cache_creation_input_tokens") or 0
+    extra: dict[str, Any] = counts.note({"cache_write_tokens": written} if written else {})
+    if any(_get(b, "type") == "redacted_thinking" for b in thoughts):
+        extra["redacted_thinking"] = True
+    prompt, output = counts(usage, "input_tokens") or 0, counts(usage, "output_tokens") or 0
+    counts.note(extra)
+    return Completion(
+        text=text,
+        prompt_tokens=prompt + read + written,
+        completion_tokens=output,  # thinking included, as billed
+        cached_tokens=read,
+        latency=latency,
+        finish_reason=_get(message, "stop_reason") or "stop",
+        extra=extra,
+        reasoning=reasoning,
+    )
+
+
 class AnthropicBackend:
     serialized = False
     dialect = "anthropic"
@@ -71,12 +121,10 @@ class AnthropicBackend:
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
-        system, turns = to_messages_api(messages, self.prompt_caching)
-        fields = anthropic_fields(settings)  # max_tokens, thinking, effort, temperature (reasoning.py)
         # everything but max_tokens travels as body fields: SDK versions differ in what they name
-        kwargs: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": fields.pop("max_tokens"), "extra_body": fields}
-        if system:
-            kwargs["system"] = system
+        params = messages_params(self.model, messages, settings, self.prompt_caching)
+        kwargs: dict[str, Any] = {k: params.pop(k) for k in ("model", "messages", "max_tokens", "system") if k in params}
+        kwargs["extra_body"] = params
         started = time.perf_counter()
         try:
             resp = await self.client.messages.create(**kwargs)
@@ -85,31 +133,7 @@ class AnthropicBackend:
             if known is None:
                 raise
             raise known from None
-        latency = time.perf_counter() - started
-        blocks = list(resp.content or [])
-        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", "") == "text")
-        thoughts = [b for b in blocks if getattr(b, "type", "") in ("thinking", "redacted_thinking")]
-        # thinking shown (its text), omitted (empty text) or redacted (opaque data: kept as "")
-        reasoning = "\n\n".join(getattr(b, "thinking", "") or "" for b in thoughts) if thoughts else None
-        usage = resp.usage
-        counts = Counts()  # a value that is not a count is not reported (noted, and said once per model)
-        read = counts(usage, "cache_read_input_tokens") or 0
-        written = counts(usage, "cache_creation_input_tokens") or 0
-        extra: dict[str, Any] = counts.note({"cache_write_tokens": written} if written else {})
-        if any(getattr(b, "type", "") == "redacted_thinking" for b in thoughts):
-            extra["redacted_thinking"] = True
-        prompt, output = counts(usage, "input_tokens") or 0, counts(usage, "output_tokens") or 0
-        counts.note(extra)
-        return Completion(
-            text=text,
-            prompt_tokens=prompt + read + written,
-            completion_tokens=output,  # thinking included, as billed
-            cached_tokens=read,
-            latency=latency,
-            finish_reason=resp.stop_reason or "stop",
-            extra=extra,
-            reasoning=reasoning,
-        )
+        return completion_from_message(resp, time.perf_counter() - started)
 
     def classify_error(self, exc: BaseException) -> BackendError | None:
         """An error of the ``anthropic`` SDK as a BackendError (529, "overloaded", is a 5xx:

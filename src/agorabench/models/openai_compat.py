@@ -35,7 +35,9 @@ __all__ = [
     "OpenAICompatBackend",
     "PROBE_TIMEOUT",
     "api_key_from_env",
+    "chat_request",
     "completion_from_json",
+    "constraint_fields",
     "sdk_error",
     "status_error",
     "too_large",
@@ -43,6 +45,43 @@ __all__ = [
 
 # the name this module had for it before transports became objects of their own
 _retry_after_headers = retry_after_headers
+
+
+def chat_request(model: str, dialect: str, messages: list[dict[str, str]], settings: GenerationSettings) -> dict[str, Any]:
+    """One call's request as the keyword arguments of the SDK's ``chat.completions.create``
+    (fields the SDK does not name in ``extra_body``): what every transport sends (the HTTP ones
+    flattened, :func:`~agorabench.models.transport.wire.flat_body`) and what a batch item
+    carries (:mod:`agorabench.models.batch`), built here once so the two never differ."""
+    request: dict[str, Any] = {"model": model, "messages": messages}
+    fields = chat_fields(dialect, settings)  # token limit, sampling, reasoning (reasoning.py)
+    extra = {k: fields.pop(k) for k in list(fields) if k not in SDK_FIELDS}
+    request.update(fields)
+    constraint = constraint_fields(dialect, settings)
+    extra.update(constraint.pop("extra_body", {}))
+    request.update(constraint)
+    if extra:
+        request["extra_body"] = extra
+    return request
+
+
+def constraint_fields(dialect: str, settings: GenerationSettings) -> dict[str, Any]:
+    """Constrained decoding, as keyword arguments of the SDK's ``create`` in the server's
+    dialect.
+
+    ``openai`` (OpenAI, vLLM, SGLang, ...): a JSON action as a ``json_schema`` response
+    format; grammars are not sent. ``llamacpp`` (llama.cpp's and llama-cpp-python's servers):
+    the action's GBNF ``grammar``, for every format (for JSON it is far faster than one the
+    server derives from a schema), else the schema as a ``json_object`` response format.
+    """
+    if dialect == "llamacpp":
+        if settings.grammar is not None:
+            return {"extra_body": {"grammar": settings.grammar}}
+        if settings.json_schema is not None:
+            return {"response_format": {"type": "json_object", "schema": settings.json_schema}}
+        return {}
+    if settings.json_schema is not None:
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "action", "schema": settings.json_schema}}}
+    return {}
 
 
 class ChatCompletionsBackend:
@@ -67,38 +106,15 @@ class ChatCompletionsBackend:
         self.transport = open_transport(transport or self.transport_name, endpoint)
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
-        request: dict[str, Any] = {"model": self.model, "messages": messages}
-        fields = chat_fields(self.dialect, settings)  # token limit, sampling, reasoning (reasoning.py)
-        extra = {k: fields.pop(k) for k in list(fields) if k not in SDK_FIELDS}
-        request.update(fields)
-        constraint = self._constraint(settings)
-        extra.update(constraint.pop("extra_body", {}))
-        request.update(constraint)
-        if extra:
-            request["extra_body"] = extra
+        request = chat_request(self.model, self.dialect, messages, settings)
         started = time.perf_counter()
         completion = await self.transport.send(request)
         completion.latency = time.perf_counter() - started
         return completion
 
     def _constraint(self, settings: GenerationSettings) -> dict:
-        """Constrained decoding, as keyword arguments of the SDK's ``create`` in the server's
-        dialect.
-
-        ``openai`` (OpenAI, vLLM, SGLang, ...): a JSON action as a ``json_schema`` response
-        format; grammars are not sent. ``llamacpp`` (llama.cpp's and llama-cpp-python's servers):
-        the action's GBNF ``grammar``, for every format (for JSON it is far faster than one the
-        server derives from a schema), else the schema as a ``json_object`` response format.
-        """
-        if self.dialect == "llamacpp":
-            if settings.grammar is not None:
-                return {"extra_body": {"grammar": settings.grammar}}
-            if settings.json_schema is not None:
-                return {"response_format": {"type": "json_object", "schema": settings.json_schema}}
-            return {}
-        if settings.json_schema is not None:
-            return {"response_format": {"type": "json_schema", "json_schema": {"name": "action", "schema": settings.json_schema}}}
-        return {}
+        """Constrained decoding in this server's dialect (:func:`constraint_fields`)."""
+        return constraint_fields(self.dialect, settings)
 
     def classify_error(self, exc: BaseException) -> BackendError | None:
         """The BackendError an exception of this backend's transport amounts to (None: not one
