@@ -50,11 +50,15 @@ def retry_after(exc: Any) -> float | None:
     return retry_after_headers(getattr(getattr(exc, "response", None), "headers", None))
 
 
-def status_error(status: int, message: str, headers: Mapping[str, str] | None) -> BackendError:
+def status_error(status: int, message: str, headers: Mapping[str, str] | None, code: str | None = None) -> BackendError:
     """An HTTP error status as a BackendError. 429 is a rate limit (retried after the server's
-    Retry-After); 5xx, 408 and 409 are transient; 401 and 403 mean the key was refused and 404
-    that the server has no such endpoint or model, which no later call would change (fatal: the
-    model's games stop at once); any other status (a bad request) is not retried."""
+    Retry-After), unless its message or error ``code`` says the service tier has no capacity
+    (:func:`tier_unavailable`: retried, not a rate limit); 5xx, 408 and 409 are transient; 401
+    and 403 mean the key was refused and 404 that the server has no such endpoint or model,
+    which no later call would change (fatal: the model's games stop at once); any other status
+    (a bad request) is not retried."""
+    if status == 429 and tier_unavailable(message, code):
+        return BackendError(f"the service tier has no capacity for the call (HTTP 429: {message})", retryable=True, retry_after=retry_after_headers(headers), unavailable=True)
     if status == 429:
         return BackendError(f"rate limited: {message}", retryable=True, retry_after=retry_after_headers(headers), rate_limited=True)
     if status in (401, 403):
@@ -66,6 +70,25 @@ def status_error(status: int, message: str, headers: Mapping[str, str] | None) -
     if status in (400, 422) and _REFUSED_SETTING.search(message):
         return BackendError(f"the server refuses this model's settings, so every call would fail (HTTP {status}): {message}", retryable=False, fatal=True)
     return BackendError(f"HTTP {status}: {message}", retryable=status >= 500 or status in (408, 409), retry_after=retry_after_headers(headers))
+
+
+#: A 429 of a tier without capacity (OpenAI's flex: "Resource Unavailable", code
+#: ``resource_unavailable``), not of the account's limits.
+_UNAVAILABLE = re.compile(r"resource[\s_-]*unavailable", re.I)
+
+
+def tier_unavailable(message: str, code: str | None = None) -> bool:
+    """Whether a 429's message or error code says the service tier lacks capacity."""
+    return bool(_UNAVAILABLE.search(message or "") or _UNAVAILABLE.search(code or ""))
+
+
+def error_code(data: Any) -> str | None:
+    """The ``error.code`` of a JSON error body (OpenAI's form; Google's list of errors too), if any."""
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 #: A 404 that says the model exists, behind another API (OpenAI's Responses-only models).
@@ -115,6 +138,8 @@ def sdk_error(exc: Exception, sdk: Any, base_url: str | None = None) -> BackendE
 
     if isinstance(exc, BodyTooLarge) or isinstance(exc.__cause__, BodyTooLarge):
         return too_large(exc)
+    if isinstance(exc, sdk.RateLimitError) and tier_unavailable(str(exc), getattr(exc, "code", None)):
+        return status_error(429, getattr(exc, "message", str(exc)), getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "code", None))
     if isinstance(exc, sdk.RateLimitError):
         return BackendError(f"rate limited: {exc}", retryable=True, retry_after=retry_after(exc), rate_limited=True)
     if isinstance(exc, sdk.APITimeoutError):

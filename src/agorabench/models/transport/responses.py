@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from ..base import BackendError, Completion
 from . import DEFAULT_API_URL, Endpoint
 from .lean import LeanTransport
-from .wire import answer_object, content_text, usage_fields
+from .wire import answer_object, content_text, served_tier, usage_fields
 
 #: Chat-completions fields this module translates or drops rather than passing on as they are.
 _TRANSLATED = frozenset({"messages", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format", "seed", "extra_body"})
@@ -136,19 +136,21 @@ def completion_from_response(data: Mapping[str, Any], latency: float = 0.0) -> C
         details = data.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, Mapping) else None
         finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
-    return Completion(
+    completion = Completion(
         text="".join(texts),
         latency=latency,
         finish_reason=finish,
         reasoning=None if thoughts is None else "\n\n".join(thoughts),
         **usage_fields(data.get("usage"), "input_tokens", "output_tokens"),
     )
+    return served_tier(completion, data)  # the tier that served it, as on chat completions
 
 
 def read_response(status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
     """The completion in a Responses API answer, or the BackendError its HTTP status or body
     amounts to (statuses read as for chat completions)."""
-    return completion_from_response(answer_object(status, headers, raw))
+    data = answer_object(status, headers, raw)
+    return served_tier(completion_from_response(data), data, headers)
 
 
 class ResponsesTransport(LeanTransport):

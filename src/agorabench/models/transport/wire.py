@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; plain json sti
     dumps, loads = (lambda v: json.dumps(v).encode()), json.loads
 
 from ..base import BackendError, Completion
-from ..errors import error_message, status_error
+from ..errors import error_code, error_message, status_error
 from . import Endpoint
 
 
@@ -103,13 +103,32 @@ def completion_from_json(data: Mapping[str, Any], latency: float = 0.0) -> Compl
     thoughts = message.get("reasoning_content")
     if not isinstance(thoughts, str):
         thoughts = message.get("reasoning")
-    return Completion(
-        text=content_text(message.get("content")),
-        latency=latency,
-        finish_reason=choice.get("finish_reason") or "stop",
-        reasoning=thoughts if isinstance(thoughts, str) else None,
-        **usage_fields(data.get("usage"), "prompt_tokens", "completion_tokens"),
+    return served_tier(
+        Completion(
+            text=content_text(message.get("content")),
+            latency=latency,
+            finish_reason=choice.get("finish_reason") or "stop",
+            reasoning=thoughts if isinstance(thoughts, str) else None,
+            **usage_fields(data.get("usage"), "prompt_tokens", "completion_tokens"),
+        ),
+        data,
     )
+
+
+#: The response header in which Gemini says which service tier served a call.
+TIER_HEADER = "x-gemini-service-tier"
+
+
+def served_tier(completion: Completion, data: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Completion:
+    """``completion`` with the service tier the provider says served it in
+    ``extra["service_tier"]``: the answer's ``service_tier`` field (OpenAI: ``default``,
+    ``flex``, ``priority``, ...), else Gemini's :data:`TIER_HEADER`; nothing when neither says."""
+    tier = data.get("service_tier") if isinstance(data, Mapping) else None
+    if not isinstance(tier, str) and headers:
+        tier = next((v for k, v in headers.items() if k.lower() == TIER_HEADER), None)
+    if isinstance(tier, str) and tier.strip():
+        completion.extra["service_tier"] = tier.strip()[:40]
+    return completion
 
 
 def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any]:
@@ -147,7 +166,7 @@ def answer_object(status: int, headers: Mapping[str, str], raw: bytes) -> dict[s
         except ValueError:
             data = None
     if status != 200:
-        raise status_error(status, error_message(data, raw), headers)
+        raise status_error(status, error_message(data, raw), headers, error_code(data))
     if not isinstance(data, dict):
         raise BackendError("the server's answer was cut off or malformed (not a JSON object; an HTML page?)", retryable=True)
     return data
@@ -155,7 +174,8 @@ def answer_object(status: int, headers: Mapping[str, str], raw: bytes) -> dict[s
 
 def read_answer(status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
     """The completion in an answer, or the BackendError its status or body amounts to."""
-    return completion_from_json(answer_object(status, headers, raw))
+    data = answer_object(status, headers, raw)
+    return served_tier(completion_from_json(data), data, headers)
 
 
 class HttpTransport:
