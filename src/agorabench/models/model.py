@@ -19,7 +19,7 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Awaitable, Callable
 
 from .base import Backend, BackendError, Completion, GenerationSettings, ResponseCache, sanitize_text
 from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
@@ -206,6 +206,13 @@ def replayable(completion: Completion) -> bool:
     return bool(completion.text.strip())
 
 
+#: Where a batch model's calls go when the response cache has no answer
+#: (:mod:`agorabench.core.lockstep`): called with the model, the response-cache key, the messages
+#: and the settings; returns the completion (marked ``cached`` when the response cache got it
+#: meanwhile, e.g. from a batch an earlier run submitted).
+Batcher = Callable[["Model", str, list[dict[str, str]], GenerationSettings], Awaitable[Completion]]
+
+
 class Model:
     def __init__(
         self,
@@ -258,6 +265,9 @@ class Model:
         #: budget): raises BackendError to refuse it, else returns what to call once the call
         #: has ended and its cost is counted (the reservation's release).
         self.gate: Callable[[list[dict[str, str]], GenerationSettings], Callable[[], None]] | None = None
+        #: Batch mode: calls the response cache cannot answer wait for a provider batch
+        #: (:data:`Batcher`) instead of going to the backend one by one; None: live calls.
+        self.batcher: Batcher | None = None
 
     def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
         payload = json.dumps(
@@ -273,15 +283,12 @@ class Model:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and replayable(hit):
-                self.cache_hits += 1
-                hit.cached = True
-                hit.text, _ = sanitize_text(hit.text)  # replies cached before sanitising
-                clean_usage(hit)  # and token counts cached before they were checked
-                self._note_usage(hit)
-                return hit
+                return self._replayed(hit)
         release = self.gate(messages, settings) if self.gate is not None else None
         try:
-            completion = await self._attempts(messages, settings)
+            completion = await (self.batcher(self, key, messages, settings) if self.batcher is not None else self._attempts(messages, settings))
+            if completion.cached:  # a batch's answer that reached the response cache meanwhile
+                return self._replayed(completion)
             self._count(completion)
         finally:
             if release is not None:
@@ -331,6 +338,15 @@ class Model:
         if self.breaker.recovered and not self.breaker.said:
             self.breaker.said = True
             self.warnings.append(f"{self._endpoint} stopped answering for a while ({self.breaker.recovered} time(s)); its calls waited until a test call was answered")
+
+    def _replayed(self, hit: Completion) -> Completion:
+        """An answer from the response cache, as a call returns it (counted as a cache hit)."""
+        self.cache_hits += 1
+        hit.cached = True
+        hit.text, _ = sanitize_text(hit.text)  # replies cached before sanitising
+        clean_usage(hit)  # and token counts cached before they were checked
+        self._note_usage(hit)
+        return hit
 
     def _note_usage(self, completion: Completion) -> None:
         """Say once per model that a server reported token counts that are not counts."""
