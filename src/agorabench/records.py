@@ -90,6 +90,17 @@ class TurnRecord:
     #: Why the (last) reply ended: ``stop``, ``length`` (the output token limit), ...; None for
     #: players that are not models.
     finish_reason: str | None = None
+    #: Prompt tokens the provider read from its prompt cache, and wrote to it (Anthropic), over
+    #: the decision's calls (a re-asked turn adds its attempts up).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    #: The tier the decision's calls were billed at (``standard``, ``batch``, ``flex``,
+    #: ``priority``, ``off_peak``; ``mixed`` when its attempts differ); None: no call billed
+    #: (a scripted player, an answer from the response cache).
+    tier: str | None = None
+    #: Calls of the decision made again at the standard tier after their service tier had no
+    #: capacity (``service_tier_fallback``).
+    fallbacks: int = 0
 
 
 Record = Union[GameRecord, StudyRecord, str]

@@ -52,11 +52,10 @@ class LLMAgent:
             raise BackendFailure(str(exc)) from None
         finally:
             CALL_CONTEXT.reset(token)
-        cost = 0.0 if c.cached else self.model.pricing.cost(c)
         unusable, final = unusable_reason(c, settings)
         return Reply(
             text=c.text,
-            usage=Usage(c.prompt_tokens, c.completion_tokens, cost),
+            usage=call_usage(c, self.model),
             latency=c.latency,
             cached=c.cached,
             reasoning=c.reasoning,
@@ -65,6 +64,23 @@ class LLMAgent:
             unusable=unusable,
             final=final,
         )
+
+
+def call_usage(c: Completion, model: Model) -> Usage:
+    """What one call used and cost, priced as the model's books price it (the same figure:
+    :meth:`~agorabench.models.pricing.Pricing.cost` prices a reply once); an answer from the
+    response cache costs nothing and was billed at no tier."""
+    extra = c.extra or {}
+    written = extra.get("cache_write_tokens")
+    return Usage(
+        c.prompt_tokens,
+        c.completion_tokens,
+        0.0 if c.cached else model.pricing.cost(c),
+        cached_tokens=c.cached_tokens,
+        cache_write_tokens=written if isinstance(written, int) and not isinstance(written, bool) and written > 0 else 0,
+        tier=None if c.cached else extra.get("billed_tier"),
+        fallbacks=1 if extra.get("service_tier_fallback") else 0,
+    )
 
 
 def unusable_reason(c: Completion, settings: GenerationSettings) -> tuple[str | None, bool]:

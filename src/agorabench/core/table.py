@@ -106,9 +106,29 @@ class Prompt:
 
 @dataclass
 class Usage:
+    """What a reply (or a decision's replies, added up) used and cost: tokens, of the prompt
+    tokens those read from and written to the provider's prompt cache, the tier billed (see
+    :class:`~agorabench.records.TurnRecord`) and the calls made again at the standard tier."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    tier: str | None = None
+    fallbacks: int = 0
+
+    def add(self, other: "Usage") -> None:
+        """Add ``other`` (another attempt of the decision) in: sums, and the tier kept when both
+        agree (``mixed`` when they differ, the one billed when only one was)."""
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+        self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.fallbacks += other.fallbacks
+        if other.tier is not None:
+            self.tier = other.tier if self.tier in (None, other.tier) else "mixed"
 
 
 @dataclass
@@ -429,9 +449,7 @@ class Table:
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
             reply = await player.act(request)
             latency += reply.latency or (time.perf_counter() - started)
-            usage.prompt_tokens += reply.usage.prompt_tokens
-            usage.completion_tokens += reply.usage.completion_tokens
-            usage.cost += reply.usage.cost
+            usage.add(reply.usage)
             cached = cached and reply.cached
             thoughts.add(retries, reply)
             raw = reply.text
@@ -522,6 +540,10 @@ class Table:
                 reasoning=thoughts.text(),
                 reasoning_tokens=thoughts.tokens,
                 finish_reason=thoughts.finish_reason,
+                cached_tokens=usage.cached_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                tier=usage.tier,
+                fallbacks=usage.fallbacks,
             )
         )
         if self.on_turn is not None:
