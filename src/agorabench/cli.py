@@ -94,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
-        f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{elsewhere}; "
+        f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{f' ({stats.budget_stopped} stopped by the budget)' if stats.budget_stopped else ''}{elsewhere}; "
         f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens"
         + (f" ({info['cached_tokens']} prompt-cached)" if info.get("cached_tokens") else "")
         + (f", {info['rate_limited']} rate limits ({info['backoffs']} backoffs)" if info.get("rate_limited") else "")
@@ -107,9 +107,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         total = _spent_text(spent["money"], spent["tokens"], spent["spent_cost"], spent["spent_tokens"])
         this_run = _spent_text(spent["money"], spent["tokens"], spent["spent_cost"] - spent["before_cost"], spent["spent_tokens"] - spent["before_tokens"])
         left = stats.total - stats.skipped - stats.done
-        if spent["reached"]:
+        over = _over_budget(spent)
+        refused = f"; {stats.budget_stopped:,} game(s) in flight stopped at a call that could have passed it (stored as errors, played again by the next run, their answers so far from the response cache)" if stats.budget_stopped else ""
+        if over:
+            ran = spent["spent_cost"] > spent["before_cost"] or spent["spent_tokens"] > spent["before_tokens"]
+            why = "the calls in flight when it was reached used more than their worst case was estimated at (input at characters / 4)" if ran else "the study had spent more than the budget before this run"
+            print(f"budget exceeded: spent {total} of {limit} ({this_run} in this run), over by {over}: {why}; no call was made past it{refused}; {left:,} game(s) left to play", file=sys.stderr)
+        elif spent["reached"]:
             print(
-                f"budget reached: spent {total} of {limit} ({this_run} in this run); no new game was started once the next could exceed the budget; "
+                f"budget reached: spent {total} of {limit} ({this_run} in this run); no new game was started once the next could exceed the budget{refused}; "
                 f"{left:,} game(s) left to play (run again with a higher budget to play them)"
             )
         else:
@@ -122,7 +128,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     shown = collections.Counter(m for m in stats.error_messages if not any(why in m for why in stopped))
     for message, n in list(shown.items())[:5]:
         print(f"  error{f' ({n} games)' if n > 1 else ''}: {message}", file=sys.stderr)
-    return 0 if stats.errors == 0 else 1
+    if spent is not None and _over_budget(spent):
+        return 1
+    return 0 if stats.errors == stats.budget_stopped else 1
+
+
+def _over_budget(spent: dict[str, Any]) -> str:
+    """By how much a run's study spent past its budget (money and/or tokens), in words; "" when
+    within it."""
+    over = []
+    if spent["money"] is not None and spent["spent_cost"] > spent["money"] + 1e-12:
+        over.append(f"${spent['spent_cost'] - spent['money']:,.4f}")
+    if spent["tokens"] is not None and spent["spent_tokens"] > spent["tokens"]:
+        over.append(f"{spent['spent_tokens'] - spent['tokens']:,} tokens")
+    return " and ".join(over)
 
 
 def _run_shares(args: argparse.Namespace, name: str, db: str) -> int:

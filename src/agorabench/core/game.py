@@ -31,6 +31,18 @@ class GameConfig(BaseModel):
 StrategyFactory = Callable[..., Player]
 
 
+@dataclass(frozen=True)
+class PlanStandIn:
+    """How the cost plan plays a language model's seat in a game whose length depends on play:
+    the registered strategy ``strategy`` answers the decisions whose action is one of
+    ``decides`` (its subclasses too), a random stand-in every other; ``why`` says, for the
+    plan's basis, why that play lasts the whole game."""
+
+    strategy: str
+    decides: tuple[type, ...]
+    why: str
+
+
 class Game:
     """Base class of the rules of one game."""
 
@@ -41,6 +53,11 @@ class Game:
     prompt_dir: ClassVar[Path | None] = None
     #: Roles that are named in prompts but never asked (e.g. an assumed peer).
     passive_roles: ClassVar[tuple[str, ...]] = ()
+    #: For a game whose length depends on play (a commons ends when the resource collapses):
+    #: the cost plan's stand-in in a language-model seat lets a registered strategy that plays the
+    #: game to its full length take the decisions that decide the length (random play ends such
+    #: a game at once; a model that keeps the resource plays every month). None: random play.
+    plan_stand_in: ClassVar["PlanStandIn | None"] = None
 
     def __init__(self, config: GameConfig, prompts: "Prompts", names: dict[str, str] | None = None, people: frozenset[str] | set[str] = frozenset()) -> None:
         self.config = config

@@ -10,12 +10,17 @@ The basis of the estimate:
 - **Sample plays**: the games are grouped by *kind* — game, configuration, and which seats are
   scripted by which strategy (every language-model seat is one kind of seat). Each kind is played
   ``samples`` times (different seeds) with the study's own prompts, its scripted players in their
-  seats and a stand-in in every language-model seat: the game's registered ``random`` strategy
-  where it has one for that role, else a player answering each field with a random value of its
-  type. Nothing is called. Each turn of a language-model seat is one call (re-asks at an assumed
-  rate of 0) whose input is every message it is shown. A kind with more configurations than
-  :data:`MAX_KINDS` per game and seating pattern is sampled: :data:`MAX_KINDS` configurations drawn
-  with a fixed seed, the others estimated by their mean.
+  seats and a stand-in in every language-model seat: for a game whose length depends on play
+  (:attr:`~agorabench.core.game.Game.plan_stand_in`: a commons ends when its resource collapses,
+  which random play does in the first month) a strategy that plays it to its full length takes
+  the decisions that decide the length; else (and for every other decision) the game's
+  registered ``random`` strategy where it has one for that role, else a player answering each
+  field with a random value of its type. The basis says which. Nothing is called. Each turn of a
+  language-model seat is one call (re-asks at an assumed rate of 0) whose input is every message
+  it is shown, except a prompt that a model answering at temperature 0 was already asked in the
+  same game: the response cache answers it. A kind with more configurations than
+  :data:`MAX_KINDS` per game and seating pattern is sampled: :data:`MAX_KINDS` configurations
+  drawn with a fixed seed, the others estimated by their mean.
 - **Tokens**: characters / 4 of each message's text by default (no per-message overhead; a
   model's real tokenizer differs, English prose is about 4 characters a token);
   :func:`build_plan` takes any ``count_tokens`` (e.g. the whitespace words a test server
@@ -27,6 +32,10 @@ The basis of the estimate:
 - **Money**: per model, input at ``price_input`` (no prompt-cache discount) and output at
   ``price_output`` (dollars per million tokens). A model of a provider's own API (no
   ``base_url``) without prices is warned about: its cost is shown as $0.
+- **During a run** (the budget): once games of a kind (same game, configuration and seats) have
+  finished, each next game of that kind is estimated at what they actually spent on average
+  (:meth:`Plan.observe`); before that, of the same game and seating pattern; before that, the
+  sample plays'.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ import sqlalchemy as sa
 from ..families import strategies
 from ..models.reasoning import output_limit
 from ..store.schema import games as games_table, turns as turns_table
-from .game import Prompts
+from .game import PlanStandIn, Prompts
 from .study import GameSpec, ModelEntry, Study
 from .agents import RandomAnswers
 from .decoding import sent_settings
@@ -121,6 +130,9 @@ class Plan:
     _pattern_means: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, Use]] = field(default_factory=dict, repr=False)
     _kind_of: Callable[[GameSpec], Kind] | None = field(default=None, repr=False)
     _todo: Callable[[], Iterator[GameSpec]] | None = field(default=None, repr=False)
+    #: What finished games spent, (games, dollars, tokens), by (kind, seats) and by (game, seating
+    #: pattern, seats): see :meth:`observe`.
+    _seen: dict[tuple[Any, ...], list[float]] = field(default_factory=dict, repr=False)
 
     @property
     def calls(self) -> float:
@@ -142,12 +154,34 @@ class Plan:
     def cost(self) -> float:
         return sum(m.cost for m in self.models.values())
 
+    def _seen_keys(self, spec: GameSpec, kind: Kind) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        seats = tuple(sorted(spec.seats.items()))
+        return (kind, seats), (kind[0], kind[2], seats)
+
+    def observe(self, spec: GameSpec, cost: float, tokens: float) -> None:
+        """Count what a finished game actually spent (dollars; prompt and completion tokens not
+        answered from the response cache): each next game of its kind and seats is estimated
+        at the mean of those (:meth:`game_estimate`)."""
+        if self._kind_of is None:
+            return
+        for key in self._seen_keys(spec, self._kind_of(spec)):
+            held = self._seen.setdefault(key, [0.0, 0.0, 0.0])
+            held[0] += 1
+            held[1] += cost
+            held[2] += tokens
+
     def game_estimate(self, spec: GameSpec) -> tuple[float, float]:
-        """(dollars, tokens) one game is expected to use at most: the calls and input of each
-        language-model seat of its kind, with its model's output per call and prices."""
+        """(dollars, tokens) one game is expected to use: the mean of what finished games of its
+        kind and seats spent (:meth:`observe`), else of its game and seating pattern with the same
+        seats, else the calls and input of each language-model seat in the sample plays of its
+        kind, with its model's output per call and prices."""
         if self._kind_of is None:
             return 0.0, 0.0
         kind = self._kind_of(spec)
+        for key in self._seen_keys(spec, kind):
+            seen = self._seen.get(key)
+            if seen is not None:
+                return seen[1] / seen[0], seen[2] / seen[0]
         uses = self._uses.get(kind) or self._pattern_means.get((kind[0], kind[2])) or {}
         cost = tokens = 0.0
         for role, name in spec.seats.items():
@@ -192,13 +226,43 @@ class Plan:
 
 # stand-ins -----------------------------------------------------------------------------------
 
-def stand_in(game: str, role: str) -> Player:
+def stand_in(game: str, role: str, full_length: PlanStandIn | None = None) -> Player:
     """The player that takes a language model's seat in a sample play: the game's ``random``
-    strategy where it plays ``role``, else :class:`RandomAnswers`."""
-    factory = strategies(game).get("random")
-    if factory is not None and role in (getattr(factory, "plays", ()) or (role,)):
-        return factory()
-    return RandomAnswers()
+    strategy where it plays ``role``, else :class:`RandomAnswers`; for a game whose length
+    depends on play (``full_length``, its :attr:`~agorabench.core.game.Game.plan_stand_in`),
+    that game's strategy takes the decisions that decide the length (where it plays ``role``)."""
+    known = strategies(game)
+    factory = known.get("random")
+    random_player: Player = factory() if factory is not None and role in (getattr(factory, "plays", ()) or (role,)) else RandomAnswers()
+    if full_length is None:
+        return random_player
+    chosen = known.get(full_length.strategy)
+    if chosen is None or role not in (getattr(chosen, "plays", ()) or (role,)):
+        return random_player
+    return _Lasting(chosen(), random_player, full_length.decides)
+
+
+class _Lasting:
+    """A stand-in that lets ``lasting`` answer the decisions of the action types ``decides`` and
+    ``other`` every other decision."""
+
+    def __init__(self, lasting: Player, other: Player, decides: tuple[type, ...]) -> None:
+        self.lasting, self.other, self.decides = lasting, other, decides
+
+    async def act(self, request: TurnRequest) -> Any:
+        player = self.lasting if issubclass(request.action_type, self.decides) else self.other
+        return await player.act(request)
+
+
+def stand_in_basis(study: Study, games: set[str]) -> str:
+    """What sits in the language-model seats of the sample plays of ``games``, in words."""
+    full = {name: study.game_class(name).plan_stand_in for name in sorted(games)}
+    full = {name: chosen for name, chosen in full.items() if chosen is not None}
+    if not full:
+        return "every language-model seat played by a random stand-in"
+    shown = "; ".join(f"in {name}: {chosen.why}" for name, chosen in full.items())
+    rest = sorted(games - set(full))
+    return f"language-model seats played by a stand-in ({shown})" + (f"; in {', '.join(rest)} by a random stand-in" if rest else "")
 
 
 async def _hashed_embed(texts: list[str]) -> list[list[float]]:
@@ -276,11 +340,15 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
     totals = {r: Use() for r in llm}
     known = strategies(spec.game)
     played = failed = 0
+    full_length = game_cls.plan_stand_in
+    # a model that answers at temperature 0 is asked a prompt once per game (the response cache
+    # answers it again); one that samples draws each decision
+    sampled = {m for m in spec.seats.values() if not study.models[m].is_strategy and sent_settings(study.models[m], study.file.seed).sampled}
     for k in range(samples):
         players: dict[str, Player] = {}
         for role in active:
             entry = entries[role]
-            players[role] = known[entry.model_spec.name](**entry.params) if entry.is_strategy else stand_in(spec.game, role)
+            players[role] = known[entry.model_spec.name](**entry.params) if entry.is_strategy else stand_in(spec.game, role, full_length)
         nature = None if spec.nature_seed is None else spec.nature_seed + k
         table = Table(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed)
         try:
@@ -289,8 +357,15 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
             failed += 1
             continue
         played += 1
+        asked: set[tuple[str, str]] = set()  # (model, prompt) of this play's calls so far
         for turn in table.turns:
             if turn.role in totals:
+                name = spec.seats[turn.role]
+                if name not in sampled:
+                    prompt = (name, json.dumps(turn.messages, sort_keys=True))
+                    if prompt in asked:  # the same prompt again in this game: answered from the response cache
+                        continue
+                    asked.add(prompt)
                 totals[turn.role].calls += 1
                 totals[turn.role].input += sum(count_tokens(m.get("content") or "") for m in turn.messages)
     if not played:
@@ -390,8 +465,8 @@ async def build_plan(
     basis = (
         f"{samples} sample play(s) of each of {kinds_played} kind(s) of game (game, configuration, scripted seats)"
         + (f", {thinned} more kind(s) taken at the mean of their game's sampled ones" if thinned else "")
-        + "; every language-model seat played by a random stand-in, scripted seats by their strategies; "
-        + "one call per decision (re-asks assumed at a rate of 0); input = "
+        + f"; {stand_in_basis(study, {k[0] for k in chosen})}, scripted seats by their strategies; "
+        + "one call per decision (re-asks assumed at a rate of 0; a prompt asked again in a game at temperature 0 is answered by the response cache); input = "
         + ("characters / 4 of every message sent" if count_tokens is chars_over_4 else "the given token measure of every message sent")
         + "; output = "
         + ("max_tokens per call (+ the reasoning budget for a reasoning model), a bound" if output_tokens is None else f"{output_tokens:g} tokens per call (assumed)")

@@ -13,7 +13,12 @@
 - A budget (:class:`Budget`: dollars and/or tokens for the study in this database) is checked
   before each game starts: when what the study has spent (its stored games and this run's calls),
   what the games in flight may still spend and the next game's estimate
-  (:mod:`agorabench.core.plan`) would exceed it, no new game starts; the games in flight finish.
+  (:mod:`agorabench.core.plan`; once games of its kind have finished, what they spent) would
+  exceed it, no new game starts. It is checked again before every model call not answered from
+  the response cache: a call whose worst case (its input at characters / 4 and its whole output
+  bound) could take the study past the budget, with the calls in flight, is not made; its game
+  stops as an error (its answers so far stay in the response cache, so a later run replays them
+  without paying again). What the run spends past the budget is bounded by the calls in flight.
 - A language model whose turns are invalid ``stop_after_invalid`` times in a row stops: its
   remaining calls fail at once, so its games end as errors (played again by the next run).
 """
@@ -39,7 +44,7 @@ from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, RetryPolicy
 from ..models.outside import OutsideClient
 from ..models.providers import BackendOptions, open_backend
-from ..models.reasoning import sampling_notes, setting_problems
+from ..models.reasoning import output_limit, sampling_notes, setting_problems
 from ..records import TurnRecord
 from ..redact import redact
 from ..store.cache import SQLCache
@@ -55,6 +60,9 @@ from .plan import Plan, build_plan, stored_spend, unpriced
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
 from .table import BackendFailure, Player, Table, shared_embedder
+
+#: How the message of a call the budget refused begins (its game's error).
+BUDGET_MARK = "budget reached: "
 
 #: Games claimed per store transaction (a run claims ahead in batches; claims last until it ends).
 CLAIM_BATCH = 64
@@ -122,6 +130,8 @@ class RunStats:
     invalid: int = 0
     #: Games played in this run whose transaction never committed (a database failure).
     not_stored: int = 0
+    #: Of the errors, games the budget stopped (a call it refused): not failures of the study.
+    budget_stopped: int = 0
     started: float = field(default_factory=time.perf_counter)
     error_messages: list[str] = field(default_factory=list)
 
@@ -152,6 +162,9 @@ class Runner:
         #: Set when the budget kept a game from starting: no new game starts after it.
         self.budget_reached = False
         self._reserved: dict[str, tuple[float, float]] = {}  # estimates of the games in flight
+        self._flight = [0.0, 0.0]  # worst case (dollars, tokens) of the model calls in flight
+        #: Model calls the budget refused (their games stopped as errors).
+        self.budget_refused = 0
         #: Invalid turns in a row per language model (``stop_after_invalid``).
         self._invalid_in_a_row: dict[str, int] = {}
         self.probe = probe
@@ -207,7 +220,46 @@ class Runner:
                 adaptive=entry.adaptive_concurrency,
                 breakers=self._breakers,
             )
+            if self.budget is not None:
+                self.models[entry.name].gate = self._budget_gate(self.models[entry.name])
         return self.models[entry.name]
+
+    def _budget_gate(self, model: Model) -> Callable[[list[dict[str, str]], Any], Callable[[], None]]:
+        """The budget's check before each call of ``model`` not answered from the response cache:
+        the call's worst case (input at characters / 4, the whole output bound, at the model's
+        prices) is held while it is in flight; a call that could take the study past the budget,
+        with what is spent and what is in flight, is refused (BackendError, one line)."""
+
+        def gate(messages: list[dict[str, str]], settings: Any) -> Callable[[], None]:
+            budget = self.budget
+            assert budget is not None
+            inp = sum(len(m.get("content") or "") for m in messages) / 4
+            out = float(output_limit(settings))
+            cost, tokens = (inp * model.pricing.input + out * model.pricing.output) / 1e6, inp + out
+            spent_cost, spent_tokens = self.spent()
+            over = []
+            if budget.money is not None and spent_cost + self._flight[0] + cost > budget.money:
+                over.append(f"${spent_cost:,.4f} spent, ${self._flight[0]:,.4f} in flight and up to ${cost:,.4f} for this call would pass the budget of ${budget.money:,.2f}")
+            if budget.tokens is not None and spent_tokens + self._flight[1] + tokens > budget.tokens:
+                over.append(f"{spent_tokens:,} tokens spent, {self._flight[1]:,.0f} in flight and up to {tokens:,.0f} for this call would pass the budget of {budget.tokens:,} tokens")
+            if over:
+                self.budget_reached = True
+                self.budget_refused += 1
+                raise BackendError(
+                    BUDGET_MARK + "; ".join(over) + "; the call was not made and its game stopped (its answers so far stay in the response cache: "
+                    "a run with a higher budget replays them without paying again)",
+                    retryable=False,
+                )
+            self._flight[0] += cost
+            self._flight[1] += tokens
+
+            def release() -> None:
+                self._flight[0] -= cost
+                self._flight[1] -= tokens
+
+            return release
+
+        return gate
 
     def prompts_for(self, game_cls) -> Prompts:
         """The prompts of one of the study's games (several with ``parts``)."""
@@ -368,11 +420,16 @@ class Runner:
         )
         self.stats.turns += len(table.turns)
         self._live.pop(spec.id, None)
+        if self.plan is not None and status == "done":  # the next games of its kind are estimated at what it spent
+            self.plan.observe(spec, sum(t.cost for t in table.turns), sum(t.prompt_tokens + t.completion_tokens for t in table.turns if not t.cached))
         self.stats.invalid += table.invalid_turns
         if status == "done":
             self.stats.done += 1
         else:
             self.stats.errors += 1
+            if self.budget_refused and BUDGET_MARK in (error or ""):
+                self.stats.budget_stopped += 1
+                return status
             if len(self.stats.error_messages) < 20:
                 self.stats.error_messages.append(error or "")
         return status
@@ -483,6 +540,7 @@ class Runner:
             raise
 
         claimed: collections.deque[GameSpec] = collections.deque()
+        self._game_ended = asyncio.Event()  # set (and replaced) each time a game of this run ends
 
         async def worker() -> None:
             while self.failure is None and not self.budget_reached:
@@ -492,13 +550,18 @@ class Runner:
                     if not claimed:
                         return
                     spec = claimed.popleft()
-                    if not self._admit(spec):  # the budget: no new game (its claim is released at the end)
-                        self.budget_reached = True
-                        return
+                    while not self._admit(spec):  # the budget: no new game (its claim is released at the end) ...
+                        if not self._reserved or self.budget_reached:
+                            self.budget_reached = True
+                            return
+                        # ... unless a game in flight ends and what it spent (the estimate of the next of its kind) lets it start
+                        await self._game_ended.wait()
                     try:
                         await self.play_one(spec)
                     finally:
                         self._reserved.pop(spec.id, None)
+                        self._game_ended.set()
+                        self._game_ended = asyncio.Event()
                     # a game of scripted players never waits: yield, so Ctrl-C (a cancellation) lands
                     await asyncio.sleep(0)
                 except StoreError as exc:
@@ -633,6 +696,7 @@ class Runner:
             "before_cost": self.spent_before[0],
             "before_tokens": self.spent_before[1],
             "reached": self.budget_reached,
+            "refused": self.budget_refused,
         }
 
     def snapshot(self, todo: int) -> Snapshot:

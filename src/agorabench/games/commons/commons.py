@@ -92,7 +92,7 @@ import math
 from dataclasses import replace
 from typing import Any, Callable
 
-from ...core.game import Game, GameConfig
+from ...core.game import Game, GameConfig, PlanStandIn
 from ...core.table import Prompt, Table
 from . import chat, PROMPTS, recall
 from .actions import Harvest, person_harvest
@@ -105,6 +105,7 @@ from .scenario import get_scenario, Scenario, snippet, system_key
 class Commons(Game):
     name = "commons"
     Config = CommonsConfig
+    plan_stand_in = PlanStandIn("sustainable", (Harvest,), "harvests by the strategy 'sustainable', which takes its share of what regrows, so the resource lasts every month: a game of full length; every other decision random")
     prompt_dir = PROMPTS / "commons"
 
     @classmethod
