@@ -595,6 +595,11 @@ def _generate(messages: list[dict[str, Any]], think_tokens: int, limit: int | No
     return _Turn(reasoning, "", r, limit - r, True)
 
 
+#: Where :func:`make_app` leaves its ``respond(kind, body, n)``: one request body answered as the
+#: live route answers it, nothing counted (the batch servers answer their items with it).
+RESPOND = web.AppKey("respond", object)
+
+
 def make_app(provider: str, **opts: Any) -> web.Application:
     """The aiohttp application of one provider; ``opts`` are :class:`Options` fields
     (``models`` may be a comma-separated string)."""
@@ -904,6 +909,26 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             return _gemini_error(400, "Invalid JSON payload received.")
         return _openai_error(400, "We could not parse the JSON body of your request. Expected a JSON object.", None, None)
 
+    async def respond(kind: str, body: Any, n: int = 0) -> tuple[int, Any]:
+        """(status, JSON answer) of one request body as the ``kind`` route (chat, responses,
+        messages) answers it, headers aside and nothing counted: the batch servers of
+        ``batch_servers.py`` answer their items with it, so a batch answer is the live one."""
+        try:
+            if not isinstance(body, dict):
+                raise bad_json()
+            if kind == "messages":
+                return 200, await anthropic_messages(body, n, {})
+            if kind == "responses":
+                return 200, await openai_responses(body, n)
+            return 200, await chat_handlers[provider](body, n)
+        except _Refused as refused:
+            return refused.status, refused.body
+        except (TypeError, ValueError, AttributeError) as exc:  # a malformed field
+            out = bad_json().body
+            if isinstance(out, dict) and "error" in out:
+                out["error"]["message"] = f"Invalid request: {exc}"
+            return 400, out
+
     async def answer(request: web.Request, kind: str) -> web.Response:
         state["requests"] += 1
         n = state["requests"]
@@ -912,26 +937,14 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        status = 200
-        try:
-            if not isinstance(body, dict):
-                raise bad_json()
-            if kind == "messages":
-                if not (request.headers.get("x-api-key") or request.headers.get("authorization", "").startswith("Bearer ")):
-                    raise _anthropic_error(401, "x-api-key header is required", "authentication_error")
-                if not request.headers.get("anthropic-version"):
-                    raise _anthropic_error(400, "anthropic-version: header is required")
-                out = await anthropic_messages(body, n, request.headers)
-            elif kind == "responses":
-                out = await openai_responses(body, n)
-            else:
-                out = await chat_handlers[provider](body, n)
-        except _Refused as refused:
-            status, out = refused.status, refused.body
-        except (TypeError, ValueError, AttributeError) as exc:  # a malformed field
-            status, out = 400, bad_json().body
-            if isinstance(out, dict) and "error" in out:
-                out["error"]["message"] = f"Invalid request: {exc}"
+        status, out = 0, None
+        if isinstance(body, dict) and kind == "messages":
+            if not (request.headers.get("x-api-key") or request.headers.get("authorization", "").startswith("Bearer ")):
+                status, out = 401, _anthropic_error(401, "x-api-key header is required", "authentication_error").body
+            elif not request.headers.get("anthropic-version"):
+                status, out = 400, _anthropic_error(400, "anthropic-version: header is required").body
+        if not status:
+            status, out = await respond(kind, body, n)
         state["statuses"][str(status)] = state["statuses"].get(str(status), 0) + 1
         if 400 <= status < 500:
             state["refused"] += 1
@@ -965,6 +978,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         return web.json_response(out)
 
     app = web.Application(client_max_size=64 * 2**20)
+    app[RESPOND] = respond  # for the batch servers (batch_servers.py)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/stats", stats)
     if provider == "anthropic":
