@@ -22,7 +22,7 @@ from .transport.wire import completion_from_json
 
 #: Request fields the ``openai`` SDK's ``create`` names; any other field travels in ``extra_body``
 #: (the HTTP transports send both as one flat body).
-SDK_FIELDS = frozenset({"temperature", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format"})
+SDK_FIELDS = frozenset({"temperature", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "response_format", "service_tier"})
 
 #: Longest a probe waits for a server's model listing (seconds; less if the model's timeout is).
 PROBE_TIMEOUT = 10.0
@@ -91,8 +91,24 @@ class ChatCompletionsBackend:
     #: The transport when the constructor names none.
     transport_name = DEFAULT_TRANSPORT
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai", transport: str | None = None, key_required: bool | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 120.0,
+        dialect: str = "openai",
+        transport: str | None = None,
+        key_required: bool | None = None,
+        service_tier: str | None = None,
+        service_tier_fallback: bool = False,
+    ) -> None:
         self.model = model
+        #: Sent as ``service_tier`` with every call (None: not sent, the account's default);
+        #: with ``service_tier_fallback`` a call the tier has no capacity for is made again
+        #: without it (the standard tier), noted in the reply's ``extra``.
+        self.service_tier = service_tier
+        self.service_tier_fallback = service_tier_fallback
         self.dialect = dialect
         self.base_url = base_url
         self.timeout = timeout
@@ -107,8 +123,18 @@ class ChatCompletionsBackend:
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         request = chat_request(self.model, self.dialect, messages, settings)
+        if self.service_tier is not None:  # an added field: a request without it is as before
+            request["service_tier"] = self.service_tier
         started = time.perf_counter()
-        completion = await self.transport.send(request)
+        try:
+            completion = await self.transport.send(request)
+        except BackendError as exc:
+            if not (exc.unavailable and self.service_tier_fallback and "service_tier" in request):
+                raise
+            # the tier has no capacity: the same call at the standard tier, said in the reply
+            request = {k: v for k, v in request.items() if k != "service_tier"}
+            completion = await self.transport.send(request)
+            completion.extra["service_tier_fallback"] = self.service_tier
         completion.latency = time.perf_counter() - started
         return completion
 

@@ -35,6 +35,15 @@ class BackendOptions:
     #: The embedded model: ``model_path`` and ``n_threads`` are read from here.
     params: Mapping[str, Any] = field(default_factory=dict)
     state_cache_mb: int | None = None
+    #: OpenAI-compatible servers: the ``service_tier`` sent with every call (None: not sent), and
+    #: whether a call its tier has no capacity for is made again at the standard tier.
+    service_tier: str | None = None
+    service_tier_fallback: bool = False
+
+
+#: Seconds a call at the ``flex`` tier may take when its model entry sets no ``timeout``: flex
+#: answers queue (OpenAI advises 15 minutes).
+FLEX_TIMEOUT = 900.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,8 @@ def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Prov
         dialect=provider.dialect,
         transport=options.transport,
         key_required=spec.base_url is None,
+        service_tier=options.service_tier,
+        service_tier_fallback=options.service_tier_fallback,
     )
 
 
