@@ -6,10 +6,13 @@ merges consecutive observations into one user message).
 
 Prompt caching: a role's transcript only ever grows at the end, so each call's prompt starts with
 the previous call's prompt. With ``prompt_caching`` the system block, the previous user turn and
-the newest user turn carry ``cache_control`` breakpoints: the newest one writes this prefix to
-the server's cache, the previous one reads what the last call wrote. The server reports
-``cache_read_input_tokens``; they are counted as ``cached_tokens``, and ``prompt_tokens`` is the
-whole prompt (uncached + cache reads + cache writes).
+the newest user turn carry ``cache_control`` breakpoints (3 at most; the API takes 4): the newest
+one writes this prefix to the server's cache, the previous one reads what the last call wrote.
+Each breakpoint is ``{"type": "ephemeral"}`` (written prefixes live 5 minutes, the default) or,
+with the entry's ``cache_ttl = "1h"``, ``{"type": "ephemeral", "ttl": "1h"}`` (an hour; writes
+cost 2 x input instead of 1.25 x). The server reports ``cache_read_input_tokens``; they are
+counted as ``cached_tokens``, and ``prompt_tokens`` is the whole prompt (uncached + cache reads
++ cache writes).
 
 The SDK's own retries are off: :class:`agorabench.models.model.Model` retries.
 """
@@ -26,13 +29,27 @@ from .errors import sdk_error
 from .reasoning import anthropic_fields
 from .transport.wire import Counts
 
-_EPHEMERAL = {"type": "ephemeral"}
+#: The ``cache_control`` of a breakpoint by the entry's ``cache_ttl`` ("5m" is the API's default
+#: and is sent as it always was: without a ``ttl``).
+CACHE_CONTROL: dict[str, dict[str, str]] = {"5m": {"type": "ephemeral"}, "1h": {"type": "ephemeral", "ttl": "1h"}}
+#: Most ``cache_control`` breakpoints the Messages API takes in one request.
+MAX_BREAKPOINTS = 4
 #: What an empty message of the transcript is sent as (the Messages API refuses empty text).
 EMPTY_ANSWER = "(no answer)"
 
 
-def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
-    """(system blocks, messages) in the Messages API's shape, with cache breakpoints."""
+def cache_control(ttl: str) -> dict[str, str]:
+    """A breakpoint's ``cache_control`` for ``ttl`` ("5m" or "1h"); ValueError for another."""
+    try:
+        return dict(CACHE_CONTROL[ttl])
+    except KeyError:
+        raise ValueError(f"cache_ttl must be one of {', '.join(CACHE_CONTROL)}, not {ttl!r}") from None
+
+
+def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool, cache_ttl: str = "5m") -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """(system blocks, messages) in the Messages API's shape, with cache breakpoints (the
+    system block and the last two user turns, each ``cache_control(cache_ttl)``; never more than
+    :data:`MAX_BREAKPOINTS`)."""
     system: list[dict[str, Any]] | None = None
     turns: list[dict[str, Any]] = []
     for m in messages:
@@ -45,20 +62,18 @@ def to_messages_api(messages: list[dict[str, str]], prompt_caching: bool) -> tup
         else:
             turns.append({"role": m["role"], "content": [{"type": "text", "text": m["content"]}]})
     if prompt_caching:
-        if system:
-            system[-1]["cache_control"] = _EPHEMERAL
-        users = [t for t in turns if t["role"] == "user"]
-        for t in users[-2:]:
-            t["content"][-1]["cache_control"] = _EPHEMERAL
+        marked = ([system[-1]] if system else []) + [t["content"][-1] for t in turns if t["role"] == "user"][-2:]
+        for block in marked[:MAX_BREAKPOINTS]:
+            block["cache_control"] = cache_control(cache_ttl)
     return system, turns
 
 
-def messages_params(model: str, messages: list[dict[str, str]], settings: GenerationSettings, prompt_caching: bool) -> dict[str, Any]:
+def messages_params(model: str, messages: list[dict[str, str]], settings: GenerationSettings, prompt_caching: bool, cache_ttl: str = "5m") -> dict[str, Any]:
     """The JSON body of one Messages API call: ``model``, ``messages``, ``max_tokens``,
     ``system`` (when there is one) and the fields of :func:`anthropic_fields`. The live backend
     sends it (through the SDK) and a batch item carries it as its ``params``
     (:mod:`agorabench.models.batch`), so the two never differ."""
-    system, turns = to_messages_api(messages, prompt_caching)
+    system, turns = to_messages_api(messages, prompt_caching, cache_ttl)
     fields = anthropic_fields(settings)  # max_tokens, thinking, effort, temperature (reasoning.py)
     params: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": fields.pop("max_tokens")}
     if system:
@@ -107,11 +122,17 @@ class AnthropicBackend:
     serialized = False
     dialect = "anthropic"
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 120.0, prompt_caching: bool = True) -> None:
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 120.0, prompt_caching: bool = True, cache_ttl: str = "5m") -> None:
         import anthropic
 
         self.model = model
         self.prompt_caching = prompt_caching
+        try:
+            cache_control(cache_ttl)
+        except ValueError as exc:
+            raise BackendError(str(exc), retryable=False) from None
+        #: How long a prefix written to the prompt cache lives: "5m" (the API's default) or "1h".
+        self.cache_ttl = cache_ttl
         if base_url is not None and base_url.rstrip("/").endswith("/v1"):
             base_url = base_url.rstrip("/")[: -len("/v1")]  # the SDK adds /v1/messages itself
         self.base_url = base_url
@@ -122,7 +143,7 @@ class AnthropicBackend:
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         # everything but max_tokens travels as body fields: SDK versions differ in what they name
-        params = messages_params(self.model, messages, settings, self.prompt_caching)
+        params = messages_params(self.model, messages, settings, self.prompt_caching, self.cache_ttl)
         kwargs: dict[str, Any] = {k: params.pop(k) for k in ("model", "messages", "max_tokens", "system") if k in params}
         kwargs["extra_body"] = params
         started = time.perf_counter()
