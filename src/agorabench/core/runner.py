@@ -43,7 +43,7 @@ from ..models.errors import SpecError
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, RetryPolicy
 from ..models.outside import OutsideClient
-from ..models.providers import BackendOptions, open_backend
+from ..models.providers import FLEX_TIMEOUT, BackendOptions, open_backend
 from ..models.reasoning import output_limit, sampling_notes, setting_problems
 from ..records import TurnRecord
 from ..redact import redact
@@ -101,8 +101,13 @@ def build_backend(entry: ModelEntry) -> Backend:
 
 
 def backend_options(entry: ModelEntry) -> BackendOptions:
-    """The entry's settings that say how its backend makes calls."""
-    return BackendOptions(api_key_env=entry.api_key_env, timeout=entry.timeout, transport=entry.transport, prompt_caching=entry.prompt_caching, params=entry.params, state_cache_mb=entry.state_cache_mb)
+    """The entry's settings that say how its backend makes calls (a ``flex`` tier without a
+    ``timeout`` of its own waits :data:`~agorabench.models.providers.FLEX_TIMEOUT` per call)."""
+    timeout = FLEX_TIMEOUT if entry.service_tier == "flex" and "timeout" not in entry.model_fields_set else entry.timeout
+    return BackendOptions(
+        api_key_env=entry.api_key_env, timeout=timeout, transport=entry.transport, prompt_caching=entry.prompt_caching, params=entry.params, state_cache_mb=entry.state_cache_mb,
+        service_tier=entry.service_tier, service_tier_fallback=entry.service_tier_fallback,
+    )
 
 
 @dataclass(frozen=True)
@@ -214,7 +219,7 @@ class Runner:
                 settings,
                 cache=self.cache,
                 max_concurrency=entry.max_concurrency,
-                pricing=Pricing(entry.price_input, entry.price_output, entry.price_cached_input),
+                pricing=Pricing.for_entry(entry),  # by tier, time of day and prompt cache (models/pricing.py)
                 retry=RetryPolicy(max_attempts=entry.max_attempts),
                 rate=RateLimiter(entry.requests_per_minute, entry.tokens_per_minute) if entry.requests_per_minute or entry.tokens_per_minute else None,
                 adaptive=entry.adaptive_concurrency,
