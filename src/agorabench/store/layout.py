@@ -113,7 +113,28 @@ def game_rows(
             for t in records
             if t.reasoning is not None or t.reasoning_tokens is not None or t.finish_reason not in PLAIN_ENDINGS
         ],
+        "usage": [
+            {
+                "game_id": id,
+                "idx": t.index,
+                "cached_tokens": _column_int(t.cached_tokens, INT64_MAX) or 0,
+                "cache_write_tokens": _column_int(t.cache_write_tokens, INT64_MAX) or 0,
+                "tier": _tier(t.tier),
+                "fallbacks": _column_int(t.fallbacks, INT32_MAX) or 0,
+            }
+            for t in records
+            if t.cached_tokens or t.cache_write_tokens or t.fallbacks or t.tier not in PLAIN_TIERS
+        ],
     }
+
+
+#: The tiers of a turn that need no ``usage`` row: none billed, or the standard one.
+PLAIN_TIERS = (None, "standard")
+
+
+def _tier(value: Any) -> str | None:
+    """A turn's billed tier as its column holds it (text, at most 20 characters)."""
+    return None if value is None else str(value)[:20]
 
 
 #: The largest values of the integer columns (``Integer`` is 32 bits in PostgreSQL, ``BigInteger`` 64).

@@ -84,6 +84,22 @@ reasoning = sa.Table(
     sa.Column("finish_reason", sa.String(40)),
 )
 
+#: What a turn's calls read from and wrote to the provider's prompt cache, the tier they were
+#: billed at and their fallbacks to the standard tier: a row only for turns with something to
+#: say (cached or written tokens, a tier other than the standard one, a fallback); a turn
+#: without one, and every turn of a database written before the table, reads as zeros and the
+#: standard tier (None for a turn no call was billed for).
+usage = sa.Table(
+    "usage",
+    metadata,
+    sa.Column("game_id", sa.String(64), sa.ForeignKey("games.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("cached_tokens", sa.BigInteger, default=0),
+    sa.Column("cache_write_tokens", sa.BigInteger, default=0),
+    sa.Column("tier", sa.String(20)),
+    sa.Column("fallbacks", sa.Integer, default=0),
+)
+
 transcripts = sa.Table(
     "transcripts",
     metadata,

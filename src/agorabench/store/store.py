@@ -49,7 +49,7 @@ from .codec import _loads, _safe, unpack_messages
 from .engine import integrity_level, legacy_layout, open_engine, verify_integrity
 from .errors import DB_ERRORS, StoreError, _problem
 from .layout import _span, game_rows
-from .schema import claims, games, reasoning, studies, study_runs, transcripts, turns
+from .schema import claims, games, reasoning, studies, study_runs, transcripts, turns, usage
 
 # Names of the store's parts that code outside the package (tests, scripts) imported from this
 # module before the store was split, kept importable here; the package imports each from its
@@ -199,6 +199,7 @@ class Store(ClaimMethods):
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
                 conn.execute(sa.delete(reasoning).where(reasoning.c.game_id.in_(chunk)))
+                conn.execute(sa.delete(usage).where(usage.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(turns).where(turns.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(transcripts).where(transcripts.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(games).where(games.c.id.in_(chunk)))
@@ -212,6 +213,9 @@ class Store(ClaimMethods):
             rows = [r for g in batch for r in g.get("reasoning", ())]
             if rows:
                 conn.execute(sa.insert(reasoning), rows)
+            rows = [r for g in batch for r in g.get("usage", ())]
+            if rows:
+                conn.execute(sa.insert(usage), rows)
 
     def games(self, study: str | None = None) -> list[dict[str, Any]]:
         q = sa.select(games).order_by(games.c.id)
@@ -241,10 +245,35 @@ class Store(ClaimMethods):
                 for r in rows:
                     r["messages"] = _span(stored.get((r["game_id"], r["role"])), r["msg_start"], r["msg_count"])
             thoughts = self._reasoning(conn, study, game_id)
+            used = self._usage(conn, study, game_id)
         for r in rows:
             text, tokens, finish = thoughts.get((r["game_id"], r["idx"]), (None, None, None))
             r["reasoning"], r["reasoning_tokens"], r["finish_reason"] = text, tokens, finish
+            r["cached_tokens"], r["cache_write_tokens"], r["tier"], r["fallbacks"] = used.get((r["game_id"], r["idx"]), NO_USAGE)
         return rows
+
+    def usage_columns(self, study: str | None = None) -> dict[tuple[str, int], tuple[int, int, str | None, int]]:
+        """(game id, turn index) -> (cached tokens, cache-write tokens, billed tier, fallbacks) of
+        the turns that have a ``usage`` row (every other turn: :data:`NO_USAGE`)."""
+        with self.engine.connect() as conn:
+            return self._usage(conn, study, None)
+
+    def _usage(self, conn: sa.Connection, study: str | None, game_id: str | None) -> dict[tuple[str, int], tuple[int, int, str | None, int]]:
+        if not self._has_table(conn, "usage"):  # a database written before the table existed, read-only
+            return {}
+        q = sa.select(usage.c.game_id, usage.c.idx, usage.c.cached_tokens, usage.c.cache_write_tokens, usage.c.tier, usage.c.fallbacks)
+        if study is not None:
+            q = q.join(games, games.c.id == usage.c.game_id).where(games.c.study == study)
+        if game_id is not None:
+            q = q.where(usage.c.game_id == game_id)
+        return {(g, i): (int(c or 0), int(w or 0), t, int(f or 0)) for g, i, c, w, t, f in conn.execute(q)}
+
+    def _has_table(self, conn: sa.Connection, name: str) -> bool:
+        """Whether the database has table ``name`` (asked once per store)."""
+        known = self.__dict__.setdefault("_tables_known", {})
+        if name not in known:
+            known[name] = sa.inspect(conn).has_table(name)
+        return known[name]
 
     def reasoning_columns(self, study: str | None = None) -> dict[tuple[str, int], tuple[str | None, int | None, str | None]]:
         """(game id, turn index) -> (thoughts, reasoning tokens, finish reason) of the turns that
@@ -336,7 +365,7 @@ class Store(ClaimMethods):
         with self.engine.begin() as conn:
             for start in range(0, len(game_ids), 500):
                 chunk = game_ids[start : start + 500]
-                for table in (reasoning, turns, transcripts, claims):
+                for table in (reasoning, usage, turns, transcripts, claims):
                     conn.execute(sa.delete(table).where(table.c.game_id.in_(chunk)))
                 n += conn.execute(sa.delete(games).where(games.c.id.in_(chunk))).rowcount
         return n
@@ -370,7 +399,9 @@ class Store(ClaimMethods):
         """What the study's stored turns used, summed per seating and role (the dashboard maps
         each to its model): ``seats`` (role -> model), ``role``, ``turns``, ``calls`` (turns not
         answered from the response cache), and over those calls only ``input``, ``output`` and
-        ``reasoning`` tokens (None where no call reported reasoning) and ``cost``."""
+        ``reasoning`` tokens (None where no call reported reasoning), ``cost``, the prompt tokens
+        read from and written to the provider's cache (``cached``, ``cache_write``, of ``input``),
+        ``fallbacks`` to the standard tier and ``by_tier`` (billed tier -> dollars)."""
         bought = sa.not_(sa.func.coalesce(turns.c.cached, False))
         seats_text = sa.cast(games.c.seats, sa.Text)
         q = (
@@ -390,10 +421,36 @@ class Store(ClaimMethods):
         )
         with self.engine.connect() as conn:
             rows = conn.execute(q).all()
-        return [
-            {"seats": _loads(s) if isinstance(s, str) else (s or {}), "role": role, "turns": n, "calls": int(calls or 0), "input": int(inp or 0), "output": int(out or 0), "reasoning": None if rsn is None else int(rsn), "cost": float(cost or 0.0)}
-            for s, role, n, calls, inp, out, rsn, cost in rows
-        ]
+            spent = self._spend_by_tier(conn, study, bought, seats_text)
+        out = []
+        for s, role, n, calls, inp, out_tokens, rsn, cost in rows:
+            cached, written, fallbacks, by_tier = spent.get((s, role), (0, 0, 0, {}))
+            out.append({
+                "seats": _loads(s) if isinstance(s, str) else (s or {}), "role": role, "turns": n, "calls": int(calls or 0), "input": int(inp or 0), "output": int(out_tokens or 0),
+                "reasoning": None if rsn is None else int(rsn), "cost": float(cost or 0.0),
+                "cached": cached, "cache_write": written, "fallbacks": fallbacks, "by_tier": by_tier or ({"standard": float(cost or 0.0)} if cost else {}),
+            })
+        return out
+
+    def _spend_by_tier(self, conn: sa.Connection, study: str, bought: Any, seats_text: Any) -> dict[tuple[Any, str], tuple[int, int, int, dict[str, float]]]:
+        """(seating as text, role) -> (prompt-cache reads, writes, fallbacks, cost per billed tier)
+        over the calls bought (no ``usage`` table: empty, every call read as the standard tier)."""
+        if not self._has_table(conn, "usage"):
+            return {}
+        tier = sa.func.coalesce(usage.c.tier, "standard")
+        q = (
+            sa.select(seats_text, turns.c.role, tier, sa.func.sum(usage.c.cached_tokens), sa.func.sum(usage.c.cache_write_tokens), sa.func.sum(usage.c.fallbacks), sa.func.sum(turns.c.cost))
+            .select_from(turns.join(games, games.c.id == turns.c.game_id).outerjoin(usage, sa.and_(usage.c.game_id == turns.c.game_id, usage.c.idx == turns.c.idx)))
+            .where(games.c.study == study, bought)
+            .group_by(seats_text, turns.c.role, tier)
+        )
+        out: dict[tuple[Any, str], tuple[int, int, int, dict[str, float]]] = {}
+        for s, role, name, cached, written, fallbacks, cost in conn.execute(q):
+            c, w, f, by_tier = out.get((s, role), (0, 0, 0, {}))
+            if cost:
+                by_tier[name] = by_tier.get(name, 0.0) + float(cost)
+            out[(s, role)] = (c + int(cached or 0), w + int(written or 0), f + int(fallbacks or 0), by_tier)
+        return out
 
     def game_summaries(self, study: str | None = None, status: str | None = None, game: str | None = None) -> Iterator[dict[str, Any]]:
         """The games (id, study, game, config, seats, status, n_turns, n_invalid, metrics,
@@ -431,6 +488,11 @@ class Store(ClaimMethods):
     def dispose(self) -> None:
         """Close the engine's connections."""
         self.engine.dispose()
+
+
+#: A turn without a ``usage`` row: nothing read from or written to a prompt cache, billed at the
+#: standard tier or not at all (None), no fallback.
+NO_USAGE: tuple[int, int, str | None, int] = (0, 0, None, 0)
 
 
 def _as_text(cols: list[sa.Column]) -> list[Any]:
