@@ -133,8 +133,9 @@ PLAIN_TIERS = (None, "standard")
 
 
 def _tier(value: Any) -> str | None:
-    """A turn's billed tier as its column holds it (text, at most 20 characters)."""
-    return None if value is None else str(value)[:20]
+    """A turn's billed tier as its column holds it: None for the standard tier (as a turn
+    without a row reads), else text of at most 20 characters."""
+    return None if value in PLAIN_TIERS else str(value)[:20]
 
 
 #: The largest values of the integer columns (``Integer`` is 32 bits in PostgreSQL, ``BigInteger`` 64).
