@@ -45,11 +45,13 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import sqlalchemy as sa
 
 from ..families import strategies
+from ..models.pricing import STANDARD, Pricing
+from ..models.prompt_cache import ANTHROPIC_READ, CacheShare, anthropic_min_tokens, anthropic_share, openai_share
 from ..models.reasoning import output_limit
 from ..store.schema import games as games_table, turns as turns_table
 from .game import PlanStandIn, Prompts
@@ -73,10 +75,15 @@ def chars_over_4(text: str) -> float:
 
 @dataclass
 class Use:
-    """Mean calls and input tokens of one role in one kind of game."""
+    """Mean calls and input tokens of one role in one kind of game; of the input, the tokens a
+    provider's prompt cache would serve (``cached``) and those written to it (``written``)."""
 
     calls: float = 0.0
     input: float = 0.0
+    cached: float = 0.0
+    written: float = 0.0
+    #: The simulation behind ``cached`` and ``written`` (its limits are said in the basis).
+    share: CacheShare | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -91,6 +98,19 @@ class ModelPlan:
     games: int = 0
     calls: float = 0.0
     input_tokens: float = 0.0
+    #: The tier its calls are billed at (``standard``, ``batch``, ``flex``, ...) and that tier's
+    #: price of a prompt token read from the provider's cache (None: ``price_input``).
+    tier: str = "standard"
+    price_cached_input: float | None = None
+    #: A prompt token written to the provider's cache costs this many times ``price_input``.
+    write_multiplier: float = 1.0
+    #: Of ``input_tokens``, those the provider's prompt cache would serve and those written to it.
+    cached_input_tokens: float = 0.0
+    cache_write_tokens: float = 0.0
+    #: How the cached input was estimated (the provider's rules), or why it was not.
+    cache_basis: str = ""
+    #: The sample plays' prompt-cache simulation, all kinds together (for what limits it).
+    cache_share: CacheShare | None = field(default=None, repr=False)
 
     @property
     def output_tokens(self) -> float:
@@ -100,9 +120,16 @@ class ModelPlan:
     def tokens(self) -> float:
         return self.input_tokens + self.output_tokens
 
+    def price(self, input_tokens: float, cached: float, written: float, output_tokens: float) -> float:
+        """Dollars of that use at this model's tier: plain input, cache reads, cache writes
+        (``write_multiplier`` x input) and output."""
+        read = self.price_input if self.price_cached_input is None else self.price_cached_input
+        plain = max(input_tokens - cached - written, 0.0)
+        return (plain * self.price_input + cached * read + written * self.price_input * self.write_multiplier + output_tokens * self.price_output) / 1e6
+
     @property
     def cost(self) -> float:
-        return (self.input_tokens * self.price_input + self.output_tokens * self.price_output) / 1e6
+        return self.price(self.input_tokens, self.cached_input_tokens, self.cache_write_tokens, self.output_tokens)
 
 
 Kind = tuple[str, str, tuple[tuple[str, str], ...]]
@@ -126,6 +153,9 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     #: Whether output tokens are the bound (False: an assumed figure per call).
     output_bound: bool = True
+    #: Batch rounds the run needs (the longest chain of calls in a sample play of any game with
+    #: a model in batch mode); 0 when no model is batched.
+    rounds: int = 0
     _uses: dict[Kind, dict[str, Use]] = field(default_factory=dict, repr=False)
     _pattern_means: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, Use]] = field(default_factory=dict, repr=False)
     _kind_of: Callable[[GameSpec], Kind] | None = field(default=None, repr=False)
@@ -190,7 +220,7 @@ class Plan:
                 continue
             out = use.calls * model.output_per_call
             tokens += use.input + out
-            cost += (use.input * model.price_input + out * model.price_output) / 1e6
+            cost += model.price(use.input, use.cached, use.written, out)
         return cost, tokens
 
     def games_within(self, money: float | None = None, tokens: float | None = None, spent: tuple[float, float] = (0.0, 0.0)) -> int:
@@ -207,21 +237,35 @@ class Plan:
             cost, used, n = cost + c, used + t, n + 1
         return n
 
+    @property
+    def cached_input_tokens(self) -> float:
+        return sum(m.cached_input_tokens for m in self.models.values())
+
     def lines(self) -> list[str]:
-        """The plan as text: a head line, one row per model, the total, the basis."""
+        """The plan as text: a head line, one row per model (with its tier and the input a
+        prompt cache would serve, where any model has them), the total, the rounds of a batched
+        study, the basis."""
         head = f"plan for study {self.study}: {self.todo:,} game(s) to play" + (f" ({self.done:,} of {self.total:,} already done)" if self.done else "")
         if self.people:
             head += f"; {self.people:,} game(s) with a person in a seat are left to `agora serve`"
         out_head = "output tokens (at most)" if self.output_bound else "output tokens (assumed)"
-        rows = [("model", "games", "calls", "input tokens", out_head, "cost")]
+        tiers = any(m.tier != "standard" for m in self.models.values())
+        cached = any(m.cached_input_tokens for m in self.models.values())
+        rows = [("model", *(["tier"] if tiers else []), "games", "calls", "input tokens", *(["of them cached"] if cached else []), out_head, "cost")]
         for m in self.models.values():
-            rows.append((m.name, f"{m.games:,}", f"{round(m.calls):,}", f"{round(m.input_tokens):,}", f"{round(m.output_tokens):,}", f"${m.cost:,.4f}"))
-        rows.append(("total", f"{self.todo:,}", f"{round(self.calls):,}", f"{round(self.input_tokens):,}", f"{round(self.output_tokens):,}", f"${self.cost:,.4f}"))
+            rows.append((m.name, *([m.tier] if tiers else []), f"{m.games:,}", f"{round(m.calls):,}", f"{round(m.input_tokens):,}", *([f"{round(m.cached_input_tokens):,}"] if cached else []), f"{round(m.output_tokens):,}", f"${m.cost:,.4f}"))
+        rows.append(("total", *([""] if tiers else []), f"{self.todo:,}", f"{round(self.calls):,}", f"{round(self.input_tokens):,}", *([f"{round(self.cached_input_tokens):,}"] if cached else []), f"{round(self.output_tokens):,}", f"${self.cost:,.4f}"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         table = ["  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
         if not self.models:
             table = ["  no language model plays in these games: nothing to pay for"]
-        return [head, *table, f"basis: {self.basis}"]
+        batch = []
+        if self.rounds:
+            batch = [
+                f"batch: {self.rounds:,} round(s), the longest chain of calls in a game (each round waits for its batch: most batches end within an hour, "
+                f"a provider may take up to its 24-hour window: from some minutes a round to {self.rounds * 24:,} hours in all; re-asks add rounds)"
+            ]
+        return [head, *table, *batch, f"basis: {self.basis}"]
 
 
 # stand-ins -----------------------------------------------------------------------------------
@@ -328,9 +372,66 @@ class _KindOf:
         return spec.game, held[1], _pattern(self.study, spec.seats)
 
 
-async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: TokenCounter, prompts: Prompts, max_retries: int) -> tuple[dict[str, Use], int]:
-    """Mean calls and input tokens of each language-model role over ``samples`` plays of the
-    kind of ``spec``; and how many plays failed."""
+class _WaveTable(Table):
+    """A table that numbers its asks: every turn of one ``ask`` or of one ``ask_each`` (roles
+    asked at once) shares a wave, so a game's chain of calls in batch rounds can be counted."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.wave = 0
+        self.waves: list[int] = []  # the wave of each turn, in the order of ``turns``
+        self._together = False
+
+    def _mark(self) -> None:
+        self.waves += [self.wave] * (len(self.turns) - len(self.waves))
+
+    async def ask(self, role: str, *args: Any, **kwargs: Any) -> Any:
+        if self._together:
+            return await super().ask(role, *args, **kwargs)
+        self.wave += 1
+        try:
+            return await super().ask(role, *args, **kwargs)
+        finally:
+            self._mark()
+
+    async def ask_each(self, requests: Any) -> Any:
+        self.wave += 1
+        self._together = True
+        try:
+            return await super().ask_each(requests)
+        finally:
+            self._together = False
+            self._mark()
+
+
+def _cache_rules(entry: ModelEntry) -> str | None:
+    """Whose prompt-cache rules apply to ``entry``'s calls: ``openai`` (OpenAI's own API: automatic
+    caching), ``anthropic`` (with ``prompt_caching``: the backend's breakpoints), else None."""
+    spec = entry.model_spec
+    if not spec.hosted:
+        return None
+    if spec.provider == "anthropic" and entry.prompt_caching:
+        return "anthropic"
+    if spec.provider == "openai" and (spec.base_url is None or "api.openai.com" in spec.base_url):
+        return "openai"
+    return None
+
+
+def _cache_use(entry: ModelEntry, seats: list[list[list[dict[str, str]]]], count_tokens: TokenCounter) -> CacheShare | None:
+    """What the prompt cache of ``entry``'s provider would serve of ``seats`` (each one seat's
+    calls in order; :mod:`agorabench.models.prompt_cache`); None where no rules are known."""
+    rules = _cache_rules(entry)
+    if rules == "openai":
+        return openai_share(seats, 1.0, 1.0, count_tokens=count_tokens)
+    if rules == "anthropic":
+        return anthropic_share(seats, 1.0, ttl=entry.cache_ttl, min_tokens=anthropic_min_tokens(entry.model_spec.name), count_tokens=count_tokens)
+    return None
+
+
+async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: TokenCounter, prompts: Prompts, max_retries: int) -> tuple[dict[str, Use], int, int]:
+    """Mean calls and input tokens (of them cached and written by the provider's prompt cache)
+    of each language-model role over ``samples`` plays of the kind of ``spec``; how many plays
+    failed; and the longest chain of calls in a play (batch rounds)."""
     game_cls = study.game_class(spec.game)
     config = game_cls.Config(**spec.config)
     entries = {role: study.models[m] for role, m in spec.seats.items()}
@@ -338,8 +439,9 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
     active = game_cls.active_roles(config)
     llm = [r for r in active if not entries[r].is_strategy]
     totals = {r: Use() for r in llm}
+    seats: dict[str, list[list[list[dict[str, str]]]]] = {r: [] for r in llm}  # each play's calls of the role
     known = strategies(spec.game)
-    played = failed = 0
+    played = failed = rounds = 0
     full_length = game_cls.plan_stand_in
     # a model that answers at temperature 0 is asked a prompt once per game (the response cache
     # answers it again); one that samples draws each decision
@@ -350,7 +452,7 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
             entry = entries[role]
             players[role] = known[entry.model_spec.name](**entry.params) if entry.is_strategy else stand_in(spec.game, role, full_length)
         nature = None if spec.nature_seed is None else spec.nature_seed + k
-        table = Table(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed)
+        table = _WaveTable(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed)
         try:
             await game_cls(config, prompts, names).play(table)
         except Exception:  # a sample that cannot finish (a strategy's bug): the others stand for it
@@ -358,7 +460,9 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
             continue
         played += 1
         asked: set[tuple[str, str]] = set()  # (model, prompt) of this play's calls so far
-        for turn in table.turns:
+        calls: dict[str, list[list[dict[str, str]]]] = {r: [] for r in llm}
+        waves: set[int] = set()
+        for turn, wave in zip(table.turns, table.waves):
             if turn.role in totals:
                 name = spec.seats[turn.role]
                 if name not in sampled:
@@ -368,9 +472,83 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
                     asked.add(prompt)
                 totals[turn.role].calls += 1
                 totals[turn.role].input += sum(count_tokens(m.get("content") or "") for m in turn.messages)
+                calls[turn.role].append(turn.messages)
+                waves.add(wave)
+        rounds = max(rounds, len(waves))
+        for role, made in calls.items():
+            seats[role].append(made)
     if not played:
-        return {}, failed
-    return {r: Use(u.calls / played, u.input / played) for r, u in totals.items()}, failed
+        return {}, failed, rounds
+    out = {}
+    for r, u in totals.items():
+        share = _cache_use(entries[r], seats[r], count_tokens)
+        read, written = (share.read_tokens, share.write_tokens) if share is not None else (0.0, 0.0)
+        out[r] = Use(u.calls / played, u.input / played, read / played, written / played, share)
+    return out, failed, rounds
+
+
+def batched(entry: ModelEntry, batch: bool) -> bool:
+    """Whether a run plays ``entry`` in batch mode: its ``batch = true``, or ``--batch`` for a
+    hosted model of a provider with a batch API (OpenAI, Anthropic, Gemini on their own APIs)."""
+    if entry.is_strategy or entry.is_human or entry.is_outside:
+        return False
+    if entry.batch:
+        return True
+    spec = entry.model_spec
+    return batch and spec.hosted and spec.provider in BATCH_PROVIDERS and spec.base_url is None
+
+
+#: Providers whose own APIs take batches (``agora run --batch`` batches their models).
+BATCH_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
+
+
+def tier_of(entry: ModelEntry, batch: bool) -> str:
+    """The tier ``entry``'s calls are billed at in a run: ``batch`` in batch mode, else its
+    ``service_tier`` where that is a priced tier (``flex``, ``priority``), else ``standard``."""
+    if batched(entry, batch):
+        return "batch"
+    tier = (entry.service_tier or "").lower()
+    return tier if tier in ("flex", "priority") else STANDARD
+
+
+def _model_plan(entry: ModelEntry, output_per_call: float, batch: bool, games: int) -> ModelPlan:
+    """A model's row of the plan at the prices of the tier its calls are billed at."""
+    tier = tier_of(entry, batch)
+    pricing = Pricing.for_entry(entry)
+    rates = pricing.rates(tier)
+    rules = _cache_rules(entry)
+    read = rates.cached_input if rules is not None else None
+    if rules == "anthropic" and entry.price_cached_input is None and not (entry.tier_prices.get(tier) or {}).get("cached_input"):
+        read = rates.input * ANTHROPIC_READ  # a read costs a tenth of the input price on Anthropic
+    plan = ModelPlan(entry.name, output_per_call, rates.input, rates.output, games=games, tier=tier, price_cached_input=read, write_multiplier=pricing.write_multiplier if rules else 1.0)
+    plan.cache_basis = {"openai": "OpenAI's automatic prompt cache", "anthropic": f"Anthropic's prompt cache ({entry.cache_ttl} TTL)"}.get(rules or "", "")
+    return plan
+
+
+def _price_basis(models: Iterable[ModelPlan], study: Study) -> str:
+    """How the plan priced its models: tiers, prompt caches (whose rules), what it left out."""
+    models = list(models)
+    parts = []
+    tiers = sorted({m.tier for m in models if m.tier != STANDARD})
+    parts.append("input at price_input" + (f", {' and '.join(tiers)} seats at their tier's prices (tier_prices, else the provider's documented discount)" if tiers else ""))
+    cached = sorted({m.cache_basis for m in models if m.cache_basis})
+    if cached:
+        parts.append(
+            "cached input estimated by replaying the sample plays' prompts, seat by seat, through "
+            + " and ".join(cached)
+            + " (its minimum cacheable length and breakpoint rules; reads at price_cached_input or the provider's rate, writes at the cache-write multiplier)"
+        )
+    for m in models:
+        share = m.cache_share
+        if share is not None and share.input_tokens:
+            limits = share.limits()
+            parts.append(f"{m.name}: {share.share:.0%} of its sampled input from the cache" + (f" (limited by: {limits[0]})" if limits and share.share < 1 else ""))
+    others = [m.name for m in models if not m.cache_basis and (m.price_input or m.price_output)]
+    if others:
+        parts.append(f"no prompt-cache discount for {', '.join(others)} (no cache rules known for its server)")
+    if any("off_peak" in (study.models[m.name].tier_prices or {}) for m in models):
+        parts.append("off-peak prices depend on when each call is made: priced here at the standard tier")
+    return "; ".join(parts)
 
 
 def _output_per_call(entry: ModelEntry, seed: int, assumed: float | None) -> float:
@@ -386,10 +564,12 @@ async def build_plan(
     samples: int = SAMPLES,
     count_tokens: TokenCounter = chars_over_4,
     output_tokens: float | None = None,
+    batch: bool = False,
 ) -> Plan:
     """The plan of the games ``games()`` yields (default: the study's) less ``done``, less games
     with a person in a seat; ``output_tokens``: output tokens assumed per call instead of the
-    bound. Plays ``samples`` sample games per kind (see the module's docstring); nothing is
+    bound; ``batch``: the run plays every model with a batch API in batch mode (``agora run
+    --batch``). Plays ``samples`` sample games per kind (see the module's docstring); nothing is
     called and nothing stored."""
     done = done or set()
     source = games or study.iter_specs
@@ -436,31 +616,37 @@ async def build_plan(
         chosen += kinds
     prompts: dict[str, Prompts] = {}
     uses: dict[Kind, dict[str, Use]] = {}
-    failed = 0
+    failed = rounds = 0
     for kind in chosen:
         spec = firsts[kind]
         if spec.game not in prompts:
             game_cls = study.game_class(spec.game)
             prompts[spec.game] = Prompts(game_cls.prompt_dir, study.prompt_dir)
-        found, bad = await _sample(study, spec, samples, count_tokens, prompts[spec.game], study.file.max_retries)
+        found, bad, chain = await _sample(study, spec, samples, count_tokens, prompts[spec.game], study.file.max_retries)
         failed += bad
+        if any(batched(study.models[m], batch) for m in spec.seats.values()):
+            rounds = max(rounds, chain)
         if found or not bad:
             uses[kind] = found
     means: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, Use]] = {}
     for key, kinds in by_pattern.items():
         got = [uses[k] for k in kinds if k in uses]
         roles = {r for u in got for r in u}
-        means[key] = {r: Use(sum(u[r].calls for u in got if r in u) / len(got), sum(u[r].input for u in got if r in u) / len(got)) for r in roles} if got else {}
+        means[key] = {r: Use(*(sum(getattr(u[r], f) for u in got if r in u) / len(got) for f in ("calls", "input", "cached", "written"))) for r in roles} if got else {}
     models: dict[str, ModelPlan] = {}
     for name in study.models:
         if name in per_model:
-            entry = study.models[name]
-            models[name] = ModelPlan(name, _output_per_call(entry, study.file.seed, output_tokens), entry.price_input, entry.price_output, games=per_model[name])
+            models[name] = _model_plan(study.models[name], _output_per_call(study.models[name], study.file.seed, output_tokens), batch, per_model[name])
     for (kind, role, name), count in seated.items():
         use = (uses.get(kind) or means.get((kind[0], kind[2])) or {}).get(role)
         if use is not None:
             models[name].calls += use.calls * count
             models[name].input_tokens += use.input * count
+            models[name].cached_input_tokens += use.cached * count
+            models[name].cache_write_tokens += use.written * count
+            if use.share is not None:
+                held = models[name].cache_share
+                models[name].cache_share = use.share if held is None else held + use.share
     kinds_played = len(chosen)
     basis = (
         f"{samples} sample play(s) of each of {kinds_played} kind(s) of game (game, configuration, scripted seats)"
@@ -470,7 +656,7 @@ async def build_plan(
         + ("characters / 4 of every message sent" if count_tokens is chars_over_4 else "the given token measure of every message sent")
         + "; output = "
         + ("max_tokens per call (+ the reasoning budget for a reasoning model), a bound" if output_tokens is None else f"{output_tokens:g} tokens per call (assumed)")
-        + "; input at price_input (no prompt-cache discount); games already done are skipped (their answers are not bought again)"
+        + f"; {_price_basis(models.values(), study)}; games already done are skipped (their answers are not bought again)"
     )
     warnings = unpriced(study, set(models))
     if failed:
@@ -485,6 +671,7 @@ async def build_plan(
         basis=basis,
         warnings=warnings,
         output_bound=output_tokens is None,
+        rounds=rounds,
         _uses=uses,
         _pattern_means=means,
         _kind_of=kind_of,
