@@ -9,8 +9,10 @@ Run as ``python tests/support/providers.py PORT --provider NAME [options]`` or, 
   reason: ``max_tokens`` and a temperature other than 1 are refused, ``reasoning_effort`` is
   checked, ``max_completion_tokens`` (``max_output_tokens``) bounds reasoning and answer
   together, reasoning text never comes back on chat completions (a summary may, on responses),
-  ``*-pro`` models exist only on ``/v1/responses``;
-- ``anthropic``: ``/v1/messages`` with thinking blocks (``thinking`` enabled with
+  ``*-pro`` models exist only on ``/v1/responses``, and a ``prompt_cache_key`` must be a
+  string of at most 64 characters;
+- ``anthropic``: ``/v1/messages`` (at most 4 ``cache_control`` breakpoints, each ephemeral with
+  a TTL of 5m or 1h) with thinking blocks (``thinking`` enabled with
   ``budget_tokens`` / adaptive / disabled, ``output_config.effort``); ``claude-opus-5*`` thinks
   by default and refuses any temperature;
 - ``deepseek``: ``deepseek-reasoner`` always thinks, ``deepseek-chat`` with
@@ -562,6 +564,40 @@ def _float_text(value: Any) -> str:
 
 
 _OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: OpenAI: the longest ``prompt_cache_key`` accepted.
+PROMPT_CACHE_KEY_MAX = 64
+#: Anthropic: most ``cache_control`` blocks in one request, and the TTLs a breakpoint may name.
+CACHE_CONTROL_MAX = 4
+CACHE_TTLS = ("5m", "1h")
+
+
+def _check_prompt_cache_key(body: dict) -> None:
+    """OpenAI's checks of ``prompt_cache_key`` (optional): a string of at most 64 characters."""
+    if "prompt_cache_key" not in body or body["prompt_cache_key"] is None:
+        return
+    key = body["prompt_cache_key"]
+    if not isinstance(key, str):
+        raise _openai_error(400, f"Invalid type for 'prompt_cache_key': expected a string, but got {type(key).__name__} instead.", "prompt_cache_key", "invalid_type")
+    if len(key) > PROMPT_CACHE_KEY_MAX:
+        raise _openai_error(400, f"Invalid 'prompt_cache_key': string too long. Expected a string with maximum length {PROMPT_CACHE_KEY_MAX}, but got a string with length {len(key)} instead.", "prompt_cache_key", "string_above_max_length")
+
+
+def _check_cache_control(body: dict) -> None:
+    """Anthropic's checks of ``cache_control`` breakpoints: ``{"type": "ephemeral"}`` with an
+    optional ``ttl`` of 5m or 1h, on at most 4 blocks (system, messages)."""
+    system = body.get("system")
+    blocks = list(system) if isinstance(system, list) else []
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and isinstance(m.get("content"), list):
+            blocks += m["content"]
+    marked = [b["cache_control"] for b in blocks if isinstance(b, dict) and b.get("cache_control") is not None]
+    for c in marked:
+        if not isinstance(c, dict) or c.get("type") != "ephemeral":
+            raise _anthropic_error(400, "cache_control.type: Input should be 'ephemeral'")
+        if "ttl" in c and c["ttl"] not in CACHE_TTLS:
+            raise _anthropic_error(400, "cache_control.ephemeral.ttl: Input should be '5m' or '1h'")
+    if len(marked) > CACHE_CONTROL_MAX:
+        raise _anthropic_error(400, f"A maximum of {CACHE_CONTROL_MAX} blocks with cache_control may be provided. Found {len(marked)}.")
 
 
 @dataclass
@@ -645,6 +681,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
     async def openai_chat(body: dict, n: int) -> dict:
         model = str(body.get("model", ""))
         messages = messages_of(body, lambda s, m, p: _openai_error(s, m, p))
+        _check_prompt_cache_key(body)
         if not _is_openai_reasoner(model):
             if "reasoning_effort" in body:
                 raise _openai_error(400, "Unsupported parameter: 'reasoning_effort' is not supported with this model.", "reasoning_effort", "unsupported_parameter")
@@ -687,6 +724,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
 
     async def openai_responses(body: dict, n: int) -> dict:
         model = str(body.get("model", ""))
+        _check_prompt_cache_key(body)
         raw = body.get("input")
         if isinstance(raw, str):
             items: list[dict[str, Any]] = [{"role": "user", "content": raw}]
@@ -757,6 +795,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
                 for b in content:
                     if isinstance(b, dict) and b.get("type") == "text" and not b.get("text"):
                         raise _anthropic_error(400, f"{where.split('.')[0]}: text content blocks must be non-empty")
+        _check_cache_control(body)
         for i, m in enumerate(messages):
             content = m.get("content")
             if (content == "" or content == []) and not (i == len(messages) - 1 and m.get("role") == "assistant"):

@@ -5,15 +5,26 @@ by default, ``aiohttp``, ``sdk``); only the chosen transport's module is importe
 ``openai`` SDK is loaded only by a model that asks for ``transport = "sdk"``.
 
 Retries are never the backend's: :class:`agorabench.models.model.Model` retries, telling rate
-limits from transient faults and honouring Retry-After."""
+limits from transient faults and honouring Retry-After.
+
+OpenAI's prompt cache: a backend made with ``prompt_cache_key`` (the providers' factory sets it
+for a model on OpenAI's own API, :func:`is_openai_api`, unless the entry says
+``prompt_cache_key = false``) adds ``prompt_cache_key`` to every request made for a decision
+(:data:`~agorabench.models.base.CALL_CONTEXT`): a short hash of the game and the seat
+(:func:`prompt_cache_key`), so that a seat's calls, whose prompts grow at the end, reach the same
+cache. It is a routing hint only: the messages are the same with and without it, and it is part
+of neither the response cache's key nor a game's id. Other OpenAI-compatible servers (vLLM,
+Ollama, a gateway) never get it: some refuse fields they do not know."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..redact import redact
-from .base import BackendError, Completion, GenerationSettings
+from .base import CALL_CONTEXT, BackendError, CallContext, Completion, GenerationSettings
 from .credentials import api_key_from_env, split_credentials
 from .reasoning import chat_fields
 from .errors import MAX_RETRY_AFTER, retry_after_headers, sdk_error, status_error, too_large
@@ -84,6 +95,32 @@ def constraint_fields(dialect: str, settings: GenerationSettings) -> dict[str, A
     return {}
 
 
+#: The host of OpenAI's own API (the one a ``prompt_cache_key`` is sent to).
+OPENAI_API_HOST = "api.openai.com"
+
+
+def is_openai_api(base_url: str | None) -> bool:
+    """Whether requests to ``base_url`` reach OpenAI's own API: no base URL (the default API)
+    or one on :data:`OPENAI_API_HOST`."""
+    if base_url is None:
+        return True
+    try:
+        host = urlsplit(base_url).hostname
+    except ValueError:
+        return False
+    return (host or "").lower() == OPENAI_API_HOST
+
+
+def prompt_cache_key(context: CallContext | None) -> str | None:
+    """The ``prompt_cache_key`` of the calls of one seat of one game: ``agora-`` and 24 hex
+    digits of a hash of (game id, seat), the same for every call of that seat and another for
+    any other seat or game; None without a context (a call made for no decision)."""
+    if context is None:
+        return None
+    digest = hashlib.sha256(f"{context.game}\x1f{context.role}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"agora-{digest[:24]}"
+
+
 class ChatCompletionsBackend:
     """A model behind an OpenAI-compatible ``/chat/completions`` route."""
 
@@ -102,8 +139,11 @@ class ChatCompletionsBackend:
         key_required: bool | None = None,
         service_tier: str | None = None,
         service_tier_fallback: bool = False,
+        prompt_cache_key: bool = False,
     ) -> None:
         self.model = model
+        #: Send ``prompt_cache_key`` (one per game and seat) with every call made for a decision.
+        self.prompt_cache_key = prompt_cache_key
         #: Sent as ``service_tier`` with every call (None: not sent, the account's default);
         #: with ``service_tier_fallback`` a call the tier has no capacity for is made again
         #: without it (the standard tier), noted in the reply's ``extra``.
@@ -125,6 +165,10 @@ class ChatCompletionsBackend:
         request = chat_request(self.model, self.dialect, messages, settings)
         if self.service_tier is not None:  # an added field: a request without it is as before
             request["service_tier"] = self.service_tier
+        if self.prompt_cache_key:  # an added field beside the messages (an entry's extra_body wins)
+            key = prompt_cache_key(CALL_CONTEXT.get())
+            if key is not None:
+                request.setdefault("extra_body", {}).setdefault("prompt_cache_key", key)
         started = time.perf_counter()
         try:
             completion = await self.transport.send(request)

@@ -39,6 +39,10 @@ class BackendOptions:
     #: whether a call its tier has no capacity for is made again at the standard tier.
     service_tier: str | None = None
     service_tier_fallback: bool = False
+    #: OpenAI's own API: send ``prompt_cache_key`` (one per game and seat) with every call.
+    prompt_cache_key: bool = True
+    #: Anthropic: how long a prefix written to the prompt cache lives (``5m`` or ``1h``).
+    cache_ttl: str = "5m"
 
 
 #: Seconds a call at the ``flex`` tier may take when its model entry sets no ``timeout``: flex
@@ -65,11 +69,12 @@ class Provider:
 
 
 def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Provider) -> "Backend":
-    from .openai_compat import ChatCompletionsBackend
+    from .openai_compat import ChatCompletionsBackend, is_openai_api
 
+    base_url = spec.base_url or provider.base_url
     return ChatCompletionsBackend(
         spec.name,
-        base_url=spec.base_url or provider.base_url,
+        base_url=base_url,
         api_key_env=provider.key_variable(options),
         timeout=options.timeout,
         dialect=provider.dialect,
@@ -77,13 +82,15 @@ def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Prov
         key_required=spec.base_url is None,
         service_tier=options.service_tier,
         service_tier_fallback=options.service_tier_fallback,
+        # only OpenAI's own API gets the cache key: other servers may refuse a field they do not know
+        prompt_cache_key=options.prompt_cache_key and provider.name == "openai" and is_openai_api(base_url),
     )
 
 
 def _anthropic(spec: "ModelSpec", options: BackendOptions, provider: Provider) -> "Backend":
     from .anthropic import AnthropicBackend
 
-    return AnthropicBackend(spec.name, base_url=spec.base_url, api_key_env=provider.key_variable(options), timeout=options.timeout, prompt_caching=options.prompt_caching)
+    return AnthropicBackend(spec.name, base_url=spec.base_url, api_key_env=provider.key_variable(options), timeout=options.timeout, prompt_caching=options.prompt_caching, cache_ttl=options.cache_ttl)
 
 
 def _openai_like(name: str, dialect: str = "openai", base_url: str | None = None, key_env: str = DEFAULT_KEY_ENV) -> Provider:
