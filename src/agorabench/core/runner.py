@@ -56,7 +56,8 @@ from .agents import LLMAgent, OutsideAgent
 from .coverage import run_seating
 from .decoding import generation_settings
 from .game import GameConfig, Prompts
-from .plan import Plan, build_plan, stored_spend, unpriced
+from .lockstep import Lockstep
+from .plan import Plan, build_plan, stored_spend, tier_of, unpriced
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
 from .table import BackendFailure, Player, Table, shared_embedder
@@ -157,8 +158,16 @@ class Runner:
         probe: bool = True,
         select: Callable[[Study], Iterator[GameSpec]] | None = None,
         budget: Budget | None = None,
+        batch: bool = False,
     ) -> None:
         self.study = study
+        #: ``agora run --batch``: every language model whose provider has a batch API plays in
+        #: provider batches (:mod:`agorabench.core.lockstep`), as an entry's ``batch = true`` asks.
+        self.batch = batch
+        #: The coordinator of the batch models' rounds (made when the first one is built).
+        self.lockstep: Lockstep | None = None
+        #: Makes a batch model's client (None: :func:`agorabench.models.batch.open_batch_client`).
+        self.open_batch_client: Callable[[ModelEntry], Any] | None = None
         #: The study's spending limit in this database (None: none); see :class:`Budget`.
         self.budget = budget
         #: The estimate behind the budget (built when the run starts).
@@ -227,21 +236,58 @@ class Runner:
                 breakers=self._breakers,
             )
             if self.budget is not None:
-                self.models[entry.name].gate = self._budget_gate(self.models[entry.name])
+                self.models[entry.name].gate = self._budget_gate(self.models[entry.name], entry)
+            self._batch_mode(entry, self.models[entry.name])
         return self.models[entry.name]
 
-    def _budget_gate(self, model: Model) -> Callable[[list[dict[str, str]], Any], Callable[[], None]]:
-        """The budget's check before each call of ``model`` not answered from the response cache:
-        the call's worst case (input at characters / 4, the whole output bound, at the model's
-        prices) is held while it is in flight; a call that could take the study past the budget,
-        with what is spent and what is in flight, is refused (BackendError, one line)."""
+    def _batch_mode(self, entry: ModelEntry, model: Model) -> None:
+        """Play ``model``'s calls in provider batches when its entry (``batch = true``) or the run
+        (``--batch``) asks for it. A provider without a batch API, or one that refuses the
+        entry's settings in a batch, is a StudyError for the entry's setting and a note (the
+        model plays live) for the run's flag; batches need the response cache."""
+        if not (entry.batch or self.batch):
+            return
+        client, problem = None, None
+        try:
+            if self.open_batch_client is not None:
+                client = self.open_batch_client(entry)
+            else:
+                from ..models.batch import open_batch_client
+
+                client = open_batch_client(entry.model_spec, backend_options(entry))
+            problem = client.check(model.settings)
+        except (BackendError, SpecError) as exc:
+            problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if problem is not None:
+            if client is not None:
+                with contextlib.suppress(RuntimeError):
+                    asyncio.get_running_loop().create_task(client.aclose())
+            if entry.batch:
+                raise StudyError(f"model {entry.name!r} (batch = true): {problem}")
+            note = f"model {entry.name!r} plays live (--batch): {problem}"
+            if note not in self.notes:
+                self.notes.append(note)
+            return
+        if isinstance(self.cache, NoCache):
+            raise StudyError(f"model {entry.name!r}: batch mode keeps each batch's answers in the response cache; leave out --no-cache")
+        if self.lockstep is None:
+            self.lockstep = Lockstep(self.store, self.cache, self.study.name, owner=self.owner)
+        self.lockstep.attach(model, client, entry.name, entry.batch_poll, entry.batch_poll_max)
+
+    def _budget_gate(self, model: Model, entry: ModelEntry) -> Callable[[list[dict[str, str]], Any], Callable[[], None]]:
+        """The budget's check before each call of ``model`` not answered from the response cache
+        (in batch mode: before the call joins a round's batch): the call's worst case (input at
+        characters / 4 with no prompt-cache discount, the whole output bound, at the prices of the
+        tier it is billed at) is held while it is in flight; a call that could take the study past
+        the budget, with what is spent and what is in flight, is refused (BackendError, one line)."""
 
         def gate(messages: list[dict[str, str]], settings: Any) -> Callable[[], None]:
             budget = self.budget
             assert budget is not None
             inp = sum(len(m.get("content") or "") for m in messages) / 4
             out = float(output_limit(settings))
-            cost, tokens = (inp * model.pricing.input + out * model.pricing.output) / 1e6, inp + out
+            rates = model.pricing.rates("batch" if model.batcher is not None else tier_of(entry, False))
+            cost, tokens = (inp * rates.input + out * rates.output) / 1e6, inp + out
             spent_cost, spent_tokens = self.spent()
             over = []
             if budget.money is not None and spent_cost + self._flight[0] + cost > budget.money:
@@ -399,6 +445,8 @@ class Runner:
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
         self._live[spec.id] = table
+        if self.lockstep is not None:  # batch rounds wait for this game's calls
+            self.lockstep.started(spec.id)
         try:
             outcome = await game.play(table)
             metrics = game.metrics(outcome)
@@ -408,6 +456,9 @@ class Runner:
             status, error = "error", redact(str(exc))
         except Exception as exc:  # a bug in a game or strategy must not end the study
             status, error = "error", redact(f"{type(exc).__name__}: {exc}")
+        finally:
+            if self.lockstep is not None:
+                self.lockstep.ended(spec.id)
         self.writer.save_game(
             id=spec.id,
             study=self.study.name,
@@ -537,8 +588,10 @@ class Runner:
             if self.budget is not None:
                 self.spent_before = stored_spend(self.store, self.study.name)
                 if n_todo:
-                    self.plan = await build_plan(self.study, done, games=self.games, samples=self.budget.samples, output_tokens=self.budget.output_tokens)
+                    self.plan = await build_plan(self.study, done, games=self.games, samples=self.budget.samples, output_tokens=self.budget.output_tokens, batch=self.batch)
         except BaseException:
+            if self.lockstep is not None:
+                await self.lockstep.aclose()
             for model in self.models.values():
                 await model.aclose()
             for client in self.outside.values():
@@ -546,6 +599,10 @@ class Runner:
             raise
 
         claimed: collections.deque[GameSpec] = collections.deque()
+        width = min(self.concurrency, max(1, n_todo))
+        if self.lockstep is not None:  # batch mode: every claimed game in flight, up to a batch's size
+            self.lockstep.resume()  # the batches an earlier run left open are followed first
+            width = self.concurrency = max(self.concurrency, min(max(1, n_todo), self.lockstep.max_requests or 1))
         self._game_ended = asyncio.Event()  # set (and replaced) each time a game of this run ends
 
         async def worker() -> None:
@@ -587,7 +644,7 @@ class Runner:
         try:
             try:
                 with self.writer.grouped(), rarer_collections():  # group commit while the study runs; the rest on leaving
-                    await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, n_todo)))))
+                    await asyncio.gather(*(worker() for _ in range(width)))
             except StoreError as exc:
                 self.failure = self.failure or exc
         finally:
@@ -599,6 +656,8 @@ class Runner:
             committer.cancel()
             if reporter:
                 reporter.cancel()
+            if self.lockstep is not None:  # open batches stay recorded: the next run follows them
+                await self.lockstep.aclose()
             for model in self.models.values():
                 await model.aclose()
             for client in self.outside.values():
@@ -686,6 +745,7 @@ class Runner:
             "warnings": [w for m in ms for w in m.warnings],
             "stopped": {name: m.dead for name, m in self.models.items() if m.dead},
             "budget": self.budget_summary(),
+            "batch": self.lockstep.summary() if self.lockstep is not None else None,
         }
 
     def budget_summary(self) -> dict[str, Any] | None:
@@ -728,6 +788,7 @@ class Runner:
             rate_limited=info["rate_limited"],
             in_flight_limit=" ".join(f"{lim.current}/{lim.maximum}" for lim in adaptive),
             reasoning=self.reasoning_line(),
+            batches=self.lockstep.progress() if self.lockstep is not None else "",
         )
 
     def reasoning_line(self) -> str:
@@ -767,13 +828,13 @@ class NoCache:
         return None
 
 
-def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True, use_cache: bool = True, budget: Budget | None = None) -> tuple[RunStats, dict[str, Any]]:
+def run_study(study: Study, db: str | Path, concurrency: int = 8, cache_db: str | Path | None = None, progress: bool = True, probe: bool = True, use_cache: bool = True, budget: Budget | None = None, batch: bool = False) -> tuple[RunStats, dict[str, Any]]:
     """Synchronous entry point used by the CLI and tests (``use_cache=False``: no response
     cache is read or written; ``budget``: see :class:`Budget`)."""
     # the full integrity check before anything is written (see Store.verify)
     store = Store(db, check_integrity="full")
     cache_store = Store(cache_db, check_integrity="full") if cache_db and use_cache else store
-    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store) if use_cache else NoCache(), progress=progress, probe=probe, budget=budget)
+    runner = Runner(study, store, concurrency=concurrency, cache=SQLCache(cache_store) if use_cache else NoCache(), progress=progress, probe=probe, budget=budget, batch=batch)
     try:
         stats = run_loop(runner.run())
     finally:
