@@ -42,6 +42,9 @@ class Snapshot:
     #: Per model that reasons: its reasoning tokens and replies cut off at the token limit,
     #: e.g. "o3 12345 tok, 2 cut off" ("" when no model reasons).
     reasoning: str = ""
+    #: Batch mode: the round and each open provider batch's state and counts
+    #: (:meth:`agorabench.core.lockstep.Lockstep.progress`; "" when no model plays in batches).
+    batches: str = ""
 
     @property
     def expected_turns(self) -> float | None:
@@ -79,6 +82,8 @@ class Snapshot:
         out += [f"cost ${self.cost:.4f}", f"invalid {self.invalid_rate:.1%}", f"rate limits {self.rate_limited}", f"backoffs {self.backoffs}"]
         if self.reasoning:
             out.append(f"reasoning {self.reasoning}")
+        if self.batches:
+            out.append(f"batches: {self.batches}")
         if self.in_flight_limit:  # per model: calls in flight now / the most it allows (AIMD after rate limits)
             out.append(f"model calls in flight/allowed {self.in_flight_limit}")
         return out
