@@ -39,12 +39,13 @@ def _planned_study(args: argparse.Namespace):
     return study
 
 
-def _show_plan(study, db: str, samples: int, output_tokens: float | None, money: float | None = None, tokens: int | None = None) -> int:
+def _show_plan(study, db: str, samples: int, output_tokens: float | None, money: float | None = None, tokens: int | None = None, batch: bool = False) -> int:
     """Print what a run of ``study`` on ``db`` would play and use (nothing is played, the
-    database is only read, never created); with a budget, how many games fit it."""
+    database is only read, never created); with a budget, how many games fit it; ``batch``:
+    as ``agora run --batch`` would play it."""
     from .core.plan import plan_study
 
-    plan, spent = plan_study(study, db, samples=samples, output_tokens=output_tokens)
+    plan, spent = plan_study(study, db, samples=samples, output_tokens=output_tokens, batch=batch)
     for line in plan.lines():
         print(line)
     if money is not None or tokens is not None:
@@ -72,7 +73,7 @@ def _spent_text(money: float | None, tokens: int | None, cost: float, used: int)
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print per model the games, calls, tokens and money a run would use, and the basis."""
     study = _planned_study(args)
-    return _show_plan(study, args.db or _default_db(args.study), args.samples, args.output_tokens)
+    return _show_plan(study, args.db or _default_db(args.study), args.samples, args.output_tokens, batch=args.batch)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -82,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = _planned_study(args)
     db = args.db or _default_db(args.study)
     if args.dry_run:  # what the run would play and use; nothing is played, no key is needed
-        return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens)
+        return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens, batch=args.batch)
     study.check_keys()
     budget = Budget(args.budget, args.budget_tokens, args.output_tokens, args.samples) if args.budget is not None or args.budget_tokens is not None else None
     if args.no_cache and args.cache:
@@ -91,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if budget is not None:
             raise StudyError(f"--budget and --budget-tokens work with the async executor only (leave out --executor {args.executor})")
         return _run_shares(args, study.name, db)
-    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget)
+    stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget, batch=args.batch)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
         f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{f' ({stats.budget_stopped} stopped by the budget)' if stats.budget_stopped else ''}{elsewhere}; "
@@ -657,6 +658,7 @@ def _plan_options(p: argparse.ArgumentParser) -> None:
     """The options of the cost estimate (``plan``, ``run --dry-run``, ``run --budget``)."""
     p.add_argument("--samples", type=_positive, default=2, help="sample plays per kind of game (game, configuration, scripted seats) behind the estimate")
     p.add_argument("--output-tokens", type=_amount, metavar="N", help="output tokens assumed per call (default: the bound, max_tokens plus any reasoning budget)")
+    p.add_argument("--batch", action="store_true", help="play (or plan) every language model whose provider has a batch API in provider batches, at the batch price (a model entry's batch = true asks it for one model)")
 
 
 def _amount(text: str) -> float:

@@ -679,7 +679,7 @@ async def build_plan(
     )
 
 
-def plan_study(study: Study, db: str | None = None, samples: int = SAMPLES, count_tokens: TokenCounter = chars_over_4, output_tokens: float | None = None) -> tuple[Plan, tuple[float, int]]:
+def plan_study(study: Study, db: str | None = None, samples: int = SAMPLES, count_tokens: TokenCounter = chars_over_4, output_tokens: float | None = None, batch: bool = False) -> tuple[Plan, tuple[float, int]]:
     """The plan of what ``agora run`` would play on ``db`` (read only, never created: a missing
     file means nothing is done yet), and what the study's stored games used (dollars, tokens)."""
     from pathlib import Path
@@ -697,7 +697,7 @@ def plan_study(study: Study, db: str | None = None, samples: int = SAMPLES, coun
             spent = stored_spend(store, study.name)
         finally:
             store.dispose()
-    return run_loop(build_plan(study, done, samples=samples, count_tokens=count_tokens, output_tokens=output_tokens)), spent
+    return run_loop(build_plan(study, done, samples=samples, count_tokens=count_tokens, output_tokens=output_tokens, batch=batch)), spent
 
 
 def replayed(study: Study, store: Any, done: set[str]) -> set[str]:
