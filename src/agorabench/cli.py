@@ -91,6 +91,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.executor in ("ray", "processes"):
         if budget is not None:
             raise StudyError(f"--budget and --budget-tokens work with the async executor only (leave out --executor {args.executor})")
+        if args.batch:
+            raise StudyError(f"--batch works with the async executor only (leave out --executor {args.executor})")
         return _run_shares(args, study.name, db)
     stats, info = run_study(study, db, concurrency=args.concurrency, cache_db=args.cache, progress=not args.quiet, probe=not args.no_probe, use_cache=not args.no_cache, budget=budget, batch=args.batch)
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
@@ -102,6 +104,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         + (f", reasoning {info['reasoning']}" if info.get("reasoning") else "")
         + f", ${info['cost']:.4f}; db {redact(db)}"
     )
+    batched = info.get("batch")
+    if batched:  # batch mode: its rounds and the provider batches they took
+        extra = [f"{batched[k]} {what}" for k, what in (("followed", "batch(es) of an earlier run followed"), ("retried", "request(s) asked again"), ("failed", "request(s) failed")) if batched.get(k)]
+        print(f"batch: {batched['rounds']} round(s), {batched['batches']} provider batch(es) of {batched['items']} request(s)" + "".join(f", {x}" for x in extra))
     spent = info.get("budget")
     if spent is not None:  # one line: what the study has spent of its budget, and whether it stopped the run
         limit = _budget_text(spent["money"], spent["tokens"])
