@@ -252,6 +252,14 @@ TURN_FIELDS = ("game_id", "idx", "role", "phase", "raw", "valid", "retries", "er
 #: for a plain stop the store keeps no row for, and for players that are not models).
 REASONING_FIELDS = ("reasoning", "reasoning_tokens", "finish_reason")
 
+#: A turn's use of the provider's prompt cache and how it was billed, after
+#: :data:`REASONING_FIELDS`: prompt tokens read from the cache (``cached_tokens``, of
+#: ``prompt_tokens``) and written to it (``cache_write_tokens``), the tier its calls were billed
+#: at (``tier``: ``batch``, ``flex``, ``priority``, ``off_peak``, ``mixed``; null for the
+#: standard tier and for turns no call was billed for) and its calls made again at the standard
+#: tier (``fallbacks``); zeros and null in databases written before they were kept.
+USAGE_FIELDS = ("cached_tokens", "cache_write_tokens", "tier", "fallbacks")
+
 
 def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None, transcripts: bool = True, games: dict[str, list[Any]] | None = None, people: str = "pooled") -> pd.DataFrame:
     """One row per turn: its fields, the model in its seat (``model``), the action as JSON and
@@ -271,11 +279,12 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     fields = TURN_FIELDS if transcripts else tuple(f for f in TURN_FIELDS if f != "raw")
     if transcripts:
         rows = store.turns(study, messages=True)  # each row carries its reasoning already
-        cols = {k: [t.get(k) for t in rows] for k in (*fields, *REASONING_FIELDS, "action", "metrics", "messages")}
+        cols = {k: [t.get(k) for t in rows] for k in (*fields, *REASONING_FIELDS, *USAGE_FIELDS, "action", "metrics", "messages")}
         del rows
     else:
         cols = store.turn_columns(study)  # columns straight from the store: no dict per turn
         cols.update(_reasoning_columns(store.reasoning_columns(study), cols["game_id"], cols["idx"]))
+        cols.update(_usage_columns(store.usage_columns(study), cols["game_id"], cols["idx"]))
     if ids is not None:
         keep = [g in ids for g in cols["game_id"]]
         if not all(keep):  # (the usual case keeps every turn: no copy)
@@ -285,6 +294,8 @@ def turns_df(store: Store, study: str | None = None, ids: set[str] | None = None
     df = pd.DataFrame({k: cols[k] for k in fields})
     for k in REASONING_FIELDS if transcripts else REASONING_FIELDS[1:]:
         df[k] = pd.array(cols[k], dtype="Int64") if k == "reasoning_tokens" else cols[k]
+    for k in USAGE_FIELDS:
+        df[k] = cols[k] if k == "tier" else np.asarray(cols[k], dtype=np.int64)
     df["model"] = [seats.get(g, {}).get(r) for g, r in zip(cols["game_id"], cols["role"])]
     actions = [a or {} for a in cols["action"]]
     if transcripts:
@@ -336,6 +347,26 @@ def _reasoning_columns(found: dict[tuple[str, int], tuple[str | None, int | None
     tokens = pd.array([v[1] for v in values] + [None], dtype="Int64")
     finish = np.array([v[2] for v in values] + [None], dtype=object)
     return {"reasoning": texts[at].tolist(), "reasoning_tokens": tokens[at], "finish_reason": finish[at].tolist()}
+
+
+def _usage_columns(found: dict[tuple[str, int], tuple[int, int, str | None, int]], game_ids: list[str], idxs: list[int]) -> dict[str, Any]:
+    """The turns' :data:`USAGE_FIELDS` as columns in the order of ``game_ids`` / ``idxs``, from
+    ``Store.usage_columns`` (rows only for turns with something to say), looked up at once as
+    :func:`_reasoning_columns` does; a turn without a row gets zeros and None."""
+    n = len(game_ids)
+    if not found or not n:
+        return {"cached_tokens": np.zeros(n, dtype=np.int64), "cache_write_tokens": np.zeros(n, dtype=np.int64), "tier": [None] * n, "fallbacks": np.zeros(n, dtype=np.int64)}
+    codes, games = pd.factorize(np.asarray(game_ids, dtype=object))
+    turn = np.asarray(idxs, dtype=np.int64)
+    width = int(turn.max()) + 1
+    keys = list(found)
+    key_game = pd.Index(games).get_indexer([k[0] for k in keys])
+    key_turn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
+    usable = (key_game >= 0) & (key_turn >= 0) & (key_turn < width)
+    at = pd.Index((key_game * width + key_turn)[usable]).get_indexer(codes.astype(np.int64) * width + turn)
+    values = [v for v, kept in zip(found.values(), usable) if kept] + [(0, 0, None, 0)]  # -1 (no row) picks the last
+    column = lambda i, dtype: np.array([v[i] for v in values], dtype=dtype)[at]  # noqa: E731
+    return {"cached_tokens": column(0, np.int64), "cache_write_tokens": column(1, np.int64), "tier": column(2, object).tolist(), "fallbacks": column(3, np.int64)}
 
 
 def _scalar_columns(values: list[dict[str, Any]], index: pd.Index, prefix: str) -> pd.DataFrame:
