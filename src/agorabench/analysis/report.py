@@ -174,7 +174,40 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = N
         if thoughts is not None:
             per_model = per_model.merge(thoughts, on="model", how="left")
         parts.append("<h3>Turns per model</h3>" + table_html(per_model, name="turns per model"))
+        bill = spend(turns)
+        if bill is not None:
+            parts.append(
+                "<h3>Spend</h3><p class='note'>The calls each model was billed for (answers from the response cache cost nothing), by the tier "
+                "they were billed at: prompt tokens read from the provider's prompt cache (<i>cached input</i>), written to it (<i>cache writes</i>) "
+                "and the rest (<i>input</i>), output tokens and dollars at the study file's prices.</p>" + table_html(bill, name="spend")
+            )
     return Section("Overview", "\n".join(parts))
+
+
+def spend(turns: pd.DataFrame) -> pd.DataFrame | None:
+    """What the turns' calls were billed: per model and billed tier (``standard`` for turns
+    billed at it), turns, input tokens (not from the prompt cache), cached input, cache writes,
+    output tokens and dollars, over the turns not answered from the response cache; None when no
+    such turn used a prompt cache, another tier or any money (nothing the per-model table does
+    not already say)."""
+    needed = {"model", "cached", "prompt_tokens", "completion_tokens", "cost"}
+    if not len(turns) or not needed <= set(turns.columns):
+        return None
+    bought = turns[~turns["cached"].fillna(False).astype(bool)]
+    if not len(bought):
+        return None
+    zeros = pd.Series(0, index=bought.index)
+    cached = bought["cached_tokens"] if "cached_tokens" in bought else zeros
+    written = bought["cache_write_tokens"] if "cache_write_tokens" in bought else zeros
+    tier = bought["tier"].astype(object).where(bought["tier"].notna(), "standard") if "tier" in bought else pd.Series("standard", index=bought.index)
+    if not (cached.sum() or written.sum() or bought["cost"].sum() or (tier != "standard").any()):
+        return None
+    frame = pd.DataFrame({
+        "model": bought["model"], "tier": tier, "turns": 1,
+        "input": (bought["prompt_tokens"] - cached - written).clip(lower=0), "cached input": cached, "cache writes": written,
+        "output": bought["completion_tokens"], "cost": bought["cost"],
+    })
+    return frame.groupby(["model", "tier"], sort=True).sum().reset_index()
 
 
 def family_sections(done: pd.DataFrame, turns: pd.DataFrame, order: list[str] | None = None) -> list[Section]:
