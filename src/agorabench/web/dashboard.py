@@ -122,8 +122,11 @@ class Dashboard:
 
     def spend(self) -> dict[str, Any]:
         """The served study's spend so far beside its plan. Per language model (a seat's model
-        name): the calls bought (turns not answered from the response cache), their input, output
-        and reasoning tokens (None: no call reported any), their cost, whether the model has
+        name): the calls bought (turns not answered from the response cache), their input tokens
+        (``cached``: of them read from the provider's prompt cache, ``cache_write``: written to
+        it), output and reasoning tokens (None: no call reported any), their cost and its part
+        per billed tier (``by_tier``), the calls made again at the standard tier (``fallbacks``),
+        whether the model has
         prices (money is shown only then), and ``plan`` (the estimate's games, calls, input and
         output tokens and cost) once the plan is ready; ``total`` sums them. Turns of scripted
         players and people (``human:<hash>`` seats) cost nothing: only counted, as ``free_turns``."""
@@ -133,7 +136,7 @@ class Dashboard:
 
         def row_of(name: str) -> dict[str, Any]:
             entry = models.get(name)
-            return per.setdefault(name, {"model": name, "calls": 0, "input": 0, "output": 0, "reasoning": None, "cost": 0.0, "priced": entry is not None and bool(entry.price_input or entry.price_output), "plan": None})
+            return per.setdefault(name, {"model": name, "calls": 0, "input": 0, "cached": 0, "cache_write": 0, "output": 0, "reasoning": None, "cost": 0.0, "by_tier": {}, "fallbacks": 0, "priced": entry is not None and bool(entry.price_input or entry.price_output), "plan": None})
 
         for r in self.store.spend_by_seat(self.study.name) if self.study is not None else []:
             seats = r["seats"] if isinstance(r["seats"], dict) else {}
@@ -143,9 +146,11 @@ class Dashboard:
                 free += r["turns"]
                 continue
             row = row_of(name)
-            for k in ("calls", "input", "output"):
-                row[k] += r[k]
+            for k in ("calls", "input", "output", "cached", "cache_write", "fallbacks"):
+                row[k] += r.get(k) or 0
             row["cost"] += r["cost"]
+            for tier, dollars in (r.get("by_tier") or {}).items():
+                row["by_tier"][tier] = row["by_tier"].get(tier, 0.0) + dollars
             if r["reasoning"] is not None:
                 row["reasoning"] = (row["reasoning"] or 0) + r["reasoning"]
             row["priced"] = row["priced"] or (entry is None and r["cost"] > 0)
@@ -153,9 +158,17 @@ class Dashboard:
         for name, m in plan.models.items() if plan is not None else ():
             row_of(name)["plan"] = {"games": m.games, "calls": round(m.calls), "input": round(m.input_tokens), "output": round(m.output_tokens), "cost": m.cost}
         rows = sorted(per.values(), key=lambda r: r["model"])
+        by_tier: dict[str, float] = {}
+        for r in rows:
+            for tier, dollars in r["by_tier"].items():
+                by_tier[tier] = by_tier.get(tier, 0.0) + dollars
         total = {
             "calls": sum(r["calls"] for r in rows),
             "input": sum(r["input"] for r in rows),
+            "cached": sum(r["cached"] for r in rows),
+            "cache_write": sum(r["cache_write"] for r in rows),
+            "fallbacks": sum(r["fallbacks"] for r in rows),
+            "by_tier": by_tier,
             "output": sum(r["output"] for r in rows),
             "reasoning": None if all(r["reasoning"] is None for r in rows) else sum(r["reasoning"] or 0 for r in rows),
             "cost": sum(r["cost"] for r in rows),
