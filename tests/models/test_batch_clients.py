@@ -539,3 +539,29 @@ def test_jsonl_lines_are_whole_however_the_body_is_cut():
 
     for size in (1, 7, 100, 4096, len(body)):
         assert run(read(size)) == lines
+
+
+def test_anthropic_cache_ttl_travels_as_in_live_calls(servers):
+    base = servers["anthropic"]
+    c = open_batch_client(parse_spec(f"anthropic/{MODELS['anthropic']}@{base}"), BackendOptions(cache_ttl="1h"))
+    live = AnthropicBackend(MODELS["anthropic"], base_url=base, cache_ttl="1h")
+    item = BatchItem("ttl", harvest(3), PLAIN)
+    assert c.params(item)["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    _, _, results = run(batch_round(c, [item]))
+    sent = batch_stats(base, bodies=True)["batch_bodies"][-1]
+    want = run(live_answers(live, [item]))["ttl"]
+    assert sent == batch_stats(base, bodies=True)["bodies"][-1] and results["ttl"].text == want.text
+    with pytest.raises(BackendError, match="cache_ttl must be one of"):
+        open_batch_client(parse_spec(f"anthropic/{MODELS['anthropic']}@{base}"), BackendOptions(cache_ttl="2h"))
+
+
+def test_openai_lines_leave_out_the_live_hints():
+    """A batch line is the live body without ``service_tier`` (a batch is its own tier) and
+    ``prompt_cache_key`` (made from a decision's game and seat): the messages as they are."""
+    c = open_batch_client(parse_spec("openai/gpt-4o-mini"), BackendOptions(service_tier="flex", prompt_cache_key=True))
+    item = BatchItem("hints", harvest(4), PLAIN)
+    body = c.body(item)
+    assert "service_tier" not in body and "prompt_cache_key" not in body
+    assert body == {"model": "gpt-4o-mini", "messages": item.messages, "max_tokens": 200, "temperature": 0.0, "seed": 0}
+    line = json.loads(c.encode(item))
+    assert line == {"custom_id": "hints", "method": "POST", "url": "/v1/chat/completions", "body": body}

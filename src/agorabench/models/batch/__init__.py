@@ -78,7 +78,7 @@ def open_batch_client(spec: "ModelSpec", options: BackendOptions | None = None) 
     if spec.provider == "anthropic":
         from .anthropic import AnthropicBatchClient
 
-        return AnthropicBatchClient(spec.name, base_url=spec.base_url, api_key_env=key_env, timeout=options.timeout, prompt_caching=options.prompt_caching)
+        return AnthropicBatchClient(spec.name, base_url=spec.base_url, api_key_env=key_env, timeout=options.timeout, prompt_caching=options.prompt_caching, cache_ttl=options.cache_ttl)
     from .openai import OpenAIBatchClient
 
     return OpenAIBatchClient(

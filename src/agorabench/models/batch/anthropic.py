@@ -10,7 +10,7 @@ and ``anthropic-version: 2023-06-01``); ``GET /v1/messages/batches/{id}`` says i
 Limits: 100,000 requests and 256 MB a batch; a custom_id matches ``^[a-zA-Z0-9_-]{1,64}$``.
 
 An item's ``params`` are the live call's body
-(:func:`~agorabench.models.anthropic.messages_params`, cache breakpoints included), and a
+(:func:`~agorabench.models.anthropic.messages_params`, cache breakpoints and their TTL included), and a
 succeeded item's message is read as the live backend reads one
 (:func:`~agorabench.models.anthropic.completion_from_message`).
 """
@@ -21,7 +21,7 @@ import re
 from typing import Any, Mapping
 
 from ...redact import redact
-from ..anthropic import completion_from_message, messages_params
+from ..anthropic import cache_control, completion_from_message, messages_params
 from ..base import BackendError, Completion, GenerationSettings
 from ..credentials import api_key_from_env
 from ..transport.wire import dumps, loads
@@ -46,9 +46,16 @@ class AnthropicBatchClient:
     max_requests = 100_000
     max_bytes = 256_000_000
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 120.0, prompt_caching: bool = True) -> None:
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 120.0, prompt_caching: bool = True, cache_ttl: str = "5m") -> None:
         self.model = model
         self.prompt_caching = prompt_caching
+        try:
+            cache_control(cache_ttl)
+        except ValueError as exc:
+            raise BackendError(str(exc), retryable=False) from None
+        #: The breakpoints' lifetime, as the live backend's ("1h" suits batches, whose requests
+        #: may run far apart).
+        self.cache_ttl = cache_ttl
         if base_url is not None and base_url.rstrip("/").endswith("/v1"):
             base_url = base_url.rstrip("/")[: -len("/v1")]  # as the live backend (the SDK adds /v1)
         self.base_url = base_url
@@ -63,7 +70,7 @@ class AnthropicBatchClient:
 
     def params(self, item: BatchItem) -> dict[str, Any]:
         """The live call's body for ``item``."""
-        return messages_params(self.model, item.messages, item.settings, self.prompt_caching)
+        return messages_params(self.model, item.messages, item.settings, self.prompt_caching, self.cache_ttl)
 
     def encode(self, item: BatchItem) -> bytes:
         """``item`` as one entry of the batch's ``requests``."""

@@ -15,7 +15,9 @@ requests and 200 MB a file, one model a file.
 
 The body of each line is the live call's (:func:`~agorabench.models.openai_compat.chat_request`,
 flattened as the HTTP transports send it; with ``transport = "responses"``, the Responses API's
-body on ``/v1/responses``), and the answers are read by the live readers.
+body on ``/v1/responses``), and the answers are read by the live readers. Two hints of live
+calls are left out: ``service_tier`` (a batch is its own tier) and ``prompt_cache_key`` (made from
+the decision a call is for, which an item does not carry); neither touches the messages.
 """
 
 from __future__ import annotations
