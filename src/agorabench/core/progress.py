@@ -45,6 +45,10 @@ class Snapshot:
     #: Batch mode: the round and each open provider batch's state and counts
     #: (:meth:`agorabench.core.lockstep.Lockstep.progress`; "" when no model plays in batches).
     batches: str = ""
+    #: Prompt tokens of the calls made (``cached_tokens`` of them from the provider's prompt
+    #: cache), and the money per tier the calls were billed at.
+    prompt_tokens: int = 0
+    by_tier: dict[str, float] | None = None
 
     @property
     def expected_turns(self) -> float | None:
@@ -78,8 +82,9 @@ class Snapshot:
         """Calls, tokens, cost, invalid answers, rate limits and each adaptive model's call
         limit, as pieces that are never split across lines."""
         out = [f"calls {self.calls} ({self.calls_per_s:.1f}/s, cache hits {self.cache_hits})"]
-        out.append(f"tokens {self.tokens}" + (f" ({self.cached_tokens} prompt-cached)" if self.cached_tokens else ""))
-        out += [f"cost ${self.cost:.4f}", f"invalid {self.invalid_rate:.1%}", f"rate limits {self.rate_limited}", f"backoffs {self.backoffs}"]
+        share = f", {self.cached_tokens / self.prompt_tokens:.0%} of input" if self.prompt_tokens else ""
+        out.append(f"tokens {self.tokens}" + (f" ({self.cached_tokens} prompt-cached{share})" if self.cached_tokens else ""))
+        out += [f"cost ${self.cost:.4f}" + self.tier_line(), f"invalid {self.invalid_rate:.1%}", f"rate limits {self.rate_limited}", f"backoffs {self.backoffs}"]
         if self.reasoning:
             out.append(f"reasoning {self.reasoning}")
         if self.batches:
@@ -87,6 +92,14 @@ class Snapshot:
         if self.in_flight_limit:  # per model: calls in flight now / the most it allows (AIMD after rate limits)
             out.append(f"model calls in flight/allowed {self.in_flight_limit}")
         return out
+
+    def tier_line(self) -> str:
+        """The cost per billed tier, e.g. `` (flex $0.0120, standard $0.0031)``, when a call was
+        billed at a tier other than the standard one ("" otherwise)."""
+        spent = {t: d for t, d in (self.by_tier or {}).items() if d}
+        if not spent or set(spent) == {"standard"}:
+            return ""
+        return " (" + ", ".join(f"{t} ${d:.4f}" for t, d in sorted(spent.items())) + ")"
 
     def details(self) -> str:
         """Calls, tokens, cost, invalid answers and rate limits."""

@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..families import embeddings_field, strategies
 from ..loop import run as run_loop
@@ -99,6 +99,15 @@ def build_backend(entry: ModelEntry) -> Backend:
         return open_backend(entry.model_spec, backend_options(entry))
     except SpecError as exc:
         raise StudyError(str(exc)) from None
+
+
+def spend_by_tier(models: Iterable[Model]) -> dict[str, float]:
+    """Dollars the models' calls were billed, per billed tier (their pricing's books)."""
+    out: dict[str, float] = {}
+    for m in models:
+        for tier, dollars in getattr(m.pricing, "by_tier", {}).items():
+            out[tier] = out.get(tier, 0.0) + dollars
+    return out
 
 
 def backend_options(entry: ModelEntry) -> BackendOptions:
@@ -735,6 +744,8 @@ class Runner:
             "cache_hits": sum(m.cache_hits for m in ms),
             "tokens": sum(m.prompt_tokens + m.completion_tokens for m in ms),
             "cached_tokens": sum(m.cached_tokens for m in ms),
+            "prompt_tokens": sum(m.prompt_tokens for m in ms),
+            "by_tier": spend_by_tier(ms),
             "cost": sum(m.cost for m in ms),
             "rate_limited": sum(m.rate_limited for m in ms),
             "backoffs": sum(m.limit.backoffs for m in ms),
@@ -783,6 +794,8 @@ class Runner:
             cache_hits=info["cache_hits"],
             tokens=info["tokens"],
             cached_tokens=info["cached_tokens"],
+            prompt_tokens=info["prompt_tokens"],
+            by_tier=info["by_tier"],
             cost=info["cost"],
             backoffs=info["backoffs"],
             rate_limited=info["rate_limited"],
