@@ -247,12 +247,13 @@ def run(runner: Runner):
 def test_a_study_stores_the_same_games_live_and_in_batches(kind, tmp_path, write_study, fake_openai):
     url, stats = fake_openai()
     study = load_study(write_study(envy(url) if kind == "envy" else bargaining(url)))
+    batched = load_study(write_study(envy(url, batch=True) if kind == "envy" else bargaining(url, batch=True), "batched.toml"))  # batch: not in a game's id
     live_store = Store(tmp_path / "live.db")
     live = asyncio.run(Runner(study, live_store, concurrency=3, cache=SQLCache(live_store), progress=False, probe=False).run())
     live_store.dispose()
     requests = server_requests(stats)
     service = BatchService()
-    runner = batch_runner(study, tmp_path / "batch.db", service)
+    runner = batch_runner(batched, tmp_path / "batch.db", service)
     stats_b = run(runner)
     assert server_requests(stats) == requests  # no live call in batch mode
     assert (stats_b.done, stats_b.errors) == (live.done, live.errors) and live.done == live.total
@@ -268,7 +269,7 @@ def test_a_study_stores_the_same_games_live_and_in_batches(kind, tmp_path, write
 
 
 def test_a_stopped_run_follows_its_open_batch_and_never_submits_it_again(tmp_path, write_study):
-    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1")))
+    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True)))
     service = BatchService(hold=True)
     db = tmp_path / "b.db"
     runner = batch_runner(study, db, service)
@@ -305,7 +306,7 @@ def test_a_stopped_run_follows_its_open_batch_and_never_submits_it_again(tmp_pat
 
 
 def test_an_expired_item_is_asked_again_in_the_next_round(tmp_path, write_study):
-    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1")))
+    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True)))
     service = BatchService(expire_once=1)  # the first item of the first batch expires once
     runner = batch_runner(study, tmp_path / "b.db", service)
     stats = run(runner)
@@ -318,7 +319,7 @@ def test_an_expired_item_is_asked_again_in_the_next_round(tmp_path, write_study)
 
 
 def test_a_batch_that_fails_whole_ends_its_games_with_the_providers_words(tmp_path, write_study):
-    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1")))
+    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True)))
     service = BatchService(fail_next="yes")
     runner = batch_runner(study, tmp_path / "b.db", service)
     stats = run(runner)
@@ -332,7 +333,7 @@ def test_a_batch_that_fails_whole_ends_its_games_with_the_providers_words(tmp_pa
 
 
 def test_an_item_refused_for_good_ends_only_its_game(tmp_path, write_study):
-    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1")))
+    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True)))
     service = BatchService(refuse_with={"$10,000": "Invalid value for 'max_tokens': too large."})
     runner = batch_runner(study, tmp_path / "b.db", service)
     stats = run(runner)
@@ -342,7 +343,7 @@ def test_an_item_refused_for_good_ends_only_its_game(tmp_path, write_study):
 
 
 def test_a_refused_submission_fails_its_calls_and_a_refused_key_stops_the_model(tmp_path, write_study):
-    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1")))
+    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True)))
     service = BatchService(refuse_submit=BackendError("HTTP 401: Incorrect API key provided.", retryable=False, fatal=True))
     runner = batch_runner(study, tmp_path / "b.db", service)
     stats = run(runner)
@@ -351,7 +352,7 @@ def test_a_refused_submission_fails_its_calls_and_a_refused_key_stops_the_model(
 
 
 def test_progress_shows_the_round_and_each_open_batch(tmp_path, write_study):
-    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1")))
+    study = load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True)))
     service = BatchService(polls_to_end=3)
     out = io.StringIO()
     store = Store(tmp_path / "b.db")
@@ -374,8 +375,16 @@ def test_batch_mode_asks_for_a_batch_api_and_the_response_cache(tmp_path, write_
     assert "model 'remote' (batch = true)" in str(err.value) and "deepseek has no batch API" in str(err.value) and "\n" not in str(err.value)
     flag = Runner(load_study(write_study(text, "b.toml")), store, progress=False, probe=False, batch=True)
     flag.check_models()
-    assert flag.lockstep is None and any("model 'remote' plays live (--batch)" in n for n in flag.notes)
-    no_cache = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1"), "c.toml")), store, cache=NoCache(), progress=False, probe=False, batch=True)
+    assert flag.lockstep is None and any("model 'remote' plays live (--batch): only OpenAI's, Anthropic's and Gemini's own APIs take batches" in n for n in flag.notes)
+    # --batch takes a provider's own API, not a server named by its URL, which batch = true may name
+    url_named = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1"), "u.toml")), store, progress=False, probe=False, batch=True)
+    url_named.check_models()
+    assert url_named.lockstep is None and any("the server at http://127.0.0.1:9/v1 may have no batch API" in n for n in url_named.notes)
+    own = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1").replace('base_url = "http://127.0.0.1:9/v1"\n', ""), "o.toml")), store, progress=False, probe=False, batch=True)
+    own.open_batch_client = lambda entry: BatchService().client()
+    own.check_models()
+    assert own.lockstep is not None and own.models["remote"].batcher is not None and not own.notes
+    no_cache = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True), "c.toml")), store, cache=NoCache(), progress=False, probe=False, batch=True)
     no_cache.open_batch_client = lambda entry: BatchService().client()
     with pytest.raises(StudyError, match="leave out --no-cache"):
         no_cache.check_models()

@@ -39,12 +39,14 @@ def servers():
         yield {"openai": openai_url, "anthropic": anthropic_url}
 
 
-def remote(provider: str, url: str) -> dict:
+def remote(provider: str, url: str, batch: bool) -> dict:
+    """The model on the loopback server; ``batch``: ``batch = true`` (a server named by its URL
+    plays in batches only when its entry asks: ``--batch`` takes the providers' own APIs)."""
     key = {"api_key_env": "ANTHROPIC_API_KEY"} if provider == "anthropic" else {}
-    return model("remote", SPECS[provider], base_url=url, max_tokens=64, batch_poll=0.02, batch_poll_max=0.1, **key)
+    return model("remote", SPECS[provider], base_url=url, max_tokens=64, batch=batch, batch_poll=0.02, batch_poll_max=0.1, **key)
 
 
-def bargaining(provider: str, url: str) -> str:
+def bargaining(provider: str, url: str, batch: bool = True) -> str:
     """GLEE bargaining, the model as Alice against always-reject over 2 rounds, 4 configurations:
     Alice offers, then answers Bob's offer (two calls a game, the second after the first)."""
     return study_toml(
@@ -55,12 +57,12 @@ def bargaining(provider: str, url: str) -> str:
         max_retries=1,
         grid={"delta_a": [0.8, 0.9], "money": [100, 10000]},
         fixed={"horizon": 2, "delta_b": 0.9},
-        models=[remote(provider, url), scripted("rej", "always-reject")],
+        models=[remote(provider, url, batch), scripted("rej", "always-reject")],
     )
 
 
-def envy(provider: str, url: str) -> str:
-    return envy_points("batch_envy", [remote(provider, url), scripted("b", "always-b")], grid=paper_grid(matrix=["M1", "M3"], margin=["marginal"], peer_move=["A", "D"]), seed=3)
+def envy(provider: str, url: str, batch: bool = True) -> str:
+    return envy_points("batch_envy", [remote(provider, url, batch), scripted("b", "always-b")], grid=paper_grid(matrix=["M1", "M3"], margin=["marginal"], peer_move=["A", "D"]), seed=3)
 
 
 def stored(db) -> tuple[list, list]:
@@ -84,11 +86,13 @@ def grew(url: str, before: dict, name: str) -> int:
 def test_live_and_batch_runs_store_the_same_games(provider, kind, servers, tmp_path, write_study, capsys):
     url = servers[provider]
     before = fresh(url)
-    path = write_study((bargaining if kind == "bargaining" else envy)(provider, url))
-    rc, out, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "live.db"), "--quiet", "--no-probe")
+    study = bargaining if kind == "bargaining" else envy
+    live = write_study(study(provider, url, batch=False), "live.toml")
+    batched = write_study(study(provider, url, batch=True), "batched.toml")  # batch is not part of a game's id
+    rc, out, err = agora(capsys, "run", str(live), "--db", str(tmp_path / "live.db"), "--quiet", "--no-probe")
     assert rc == 0, out + err
     live_calls = grew(url, before, "requests")
-    rc, out, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "batch.db"), "--quiet", "--no-probe", "--batch")
+    rc, out, err = agora(capsys, "run", str(batched), "--db", str(tmp_path / "batch.db"), "--quiet", "--no-probe")
     assert rc == 0, out + err
     assert grew(url, before, "requests") == live_calls  # batch mode made no live call
     games, turns = stored(tmp_path / "live.db")
@@ -188,7 +192,7 @@ def test_a_batch_that_fails_whole_is_said_in_one_line(servers, tmp_path, write_s
     before = fresh(url)
     control(url, fail="The organization has reached its enqueued token limit for this model.")
     path = write_study(bargaining("openai", url))
-    rc, out, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "b.db"), "--quiet", "--no-probe", "--batch")
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "b.db"), "--quiet", "--no-probe")
     control(url, reset=True)
     assert rc == 1 and "4 errors" in out
     lines = [line for line in err.splitlines() if "enqueued token limit" in line]
@@ -198,3 +202,16 @@ def test_a_batch_that_fails_whole_is_said_in_one_line(servers, tmp_path, write_s
     (row,) = study_batches(store, "batch_glee")
     store.dispose()
     assert row.done and row.status == "failed" and "enqueued token limit" in row.error
+
+
+def test_the_batch_flag_names_a_model_it_leaves_live(servers, tmp_path, write_study, capsys):
+    """`--batch` batches the providers' own APIs; a model on a server named by its URL plays live,
+    said in one note (its entry's `batch = true` would send its batches there)."""
+    url = servers["openai"]
+    before = fresh(url)
+    path = write_study(bargaining("openai", url, batch=False))
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "b.db"), "--quiet", "--no-probe", "--batch")
+    assert rc == 0, out + err
+    notes = [line for line in err.splitlines() if "plays live (--batch)" in line]
+    assert len(notes) == 1 and f"model 'remote' plays live (--batch): the server at {url} may have no batch API" in notes[0]
+    assert grew(url, before, "requests") == 8 and grew(url, before, "batches_created") == 0 and "batch:" not in out

@@ -57,7 +57,7 @@ from .coverage import run_seating
 from .decoding import generation_settings
 from .game import GameConfig, Prompts
 from .lockstep import Lockstep
-from .plan import Plan, build_plan, stored_spend, tier_of, unpriced
+from .plan import Plan, batched, build_plan, stored_spend, tier_of, unpriced
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
 from .table import BackendFailure, Player, Table, shared_embedder
@@ -255,6 +255,13 @@ class Runner:
         entry's settings in a batch, is a StudyError for the entry's setting and a note (the
         model plays live) for the run's flag; batches need the response cache."""
         if not (entry.batch or self.batch):
+            return
+        if not batched(entry, self.batch):  # --batch: the providers' own batch APIs only
+            spec = entry.model_spec
+            where = f"the server at {spec.base_url} may have no batch API (batch = true on its entry sends its batches there)" if spec.hosted and spec.base_url else "only OpenAI's, Anthropic's and Gemini's own APIs take batches"
+            note = f"model {entry.name!r} plays live (--batch): {where}"
+            if note not in self.notes:
+                self.notes.append(note)
             return
         client, problem = None, None
         try:
