@@ -58,7 +58,9 @@ def gemini_batch_problem(settings: GenerationSettings) -> str | None:
 
 
 class OpenAIBatchClient:
-    """The Batch API of one model behind OpenAI's (or Gemini's OpenAI-compatible) routes."""
+    """The Batch API of one model behind OpenAI's (or Gemini's OpenAI-compatible) routes.
+    Gemini's compatible layer states no limits of its own (its native batch mode takes input
+    files up to 2 GB); a Gemini client keeps OpenAI's, which hold a file in memory comfortably."""
 
     max_requests = 50_000
     max_bytes = 200_000_000
