@@ -127,6 +127,32 @@ def test_calls_with_one_key_share_one_item_and_cached_answers_make_no_item(tmp_p
     assert a.text == b.text and a is not b and c.cached and m.cache_hits == 1
 
 
+def test_a_game_a_person_plays_calls_live(tmp_path):
+    """A person should not wait for a batch: a game started as not batched calls the backend."""
+    service = BatchService()
+
+    class Live(NoLive):
+        async def complete(self, messages, settings):
+            return Completion("Answer: 3", 5, 2)
+
+    async def main():
+        store = Store(tmp_path / "p.db")
+        cache = MemoryCache()
+        lockstep = Lockstep(store, cache, "s")
+        m = Model(Live(), GenerationSettings(), cache=cache)
+        lockstep.attach(m, service.client(), "m")
+        lockstep.started("person-game", batched=False)
+        CALL_CONTEXT.set(CallContext("person-game", "buyer"))
+        try:
+            return await m.complete([{"role": "user", "content": "hello"}]), m
+        finally:
+            lockstep.ended("person-game")
+            await lockstep.aclose()
+
+    c, m = asyncio.run(main())
+    assert c.text == "Answer: 3" and service.submissions == 0 and m.calls == 1
+
+
 def test_polling_backs_off_by_half_up_to_its_limit(tmp_path):
     service = BatchService(polls_to_end=7)
     times: list[float] = []
@@ -386,6 +412,7 @@ def test_batch_mode_asks_for_a_batch_api_and_the_response_cache(tmp_path, write_
     assert own.lockstep is not None and own.models["remote"].batcher is not None and not own.notes
     no_cache = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True), "c.toml")), store, cache=NoCache(), progress=False, probe=False, batch=True)
     no_cache.open_batch_client = lambda entry: BatchService().client()
-    with pytest.raises(StudyError, match="leave out --no-cache"):
-        no_cache.check_models()
+    no_cache.check_models()  # a check of the models alone passes (the process executor's driver makes one)
+    with pytest.raises(StudyError, match="model 'remote': batch mode keeps each batch's answers in the response cache; leave out --no-cache"):
+        asyncio.run(no_cache.run())
     store.dispose()

@@ -167,6 +167,7 @@ class Lockstep:
         self.items_failed = 0
         self._lanes: dict[int, _Lane] = {}
         self._live: set[str] = set()
+        self._unbatched: set[str] = set()
         self._waiting: dict[str | None, int] = {}
         self._live_waiting = 0
         self._arrivals = 0
@@ -200,8 +201,12 @@ class Lockstep:
         for lane in self._lanes.values():
             self._start(lane)
 
-    def started(self, game: str) -> None:
-        """A game of the run began: rounds wait for its calls."""
+    def started(self, game: str, batched: bool = True) -> None:
+        """A game of the run began: rounds wait for its calls. A game not ``batched`` (one a
+        person plays, who should not wait for a batch) makes its calls live."""
+        if not batched:
+            self._unbatched.add(game)
+            return
         if game in self._live:
             return
         self._live.add(game)
@@ -211,6 +216,7 @@ class Lockstep:
 
     def ended(self, game: str) -> None:
         """A game of the run ended: rounds no longer wait for it."""
+        self._unbatched.discard(game)
         if game not in self._live:
             return
         self._live.discard(game)
@@ -240,6 +246,9 @@ class Lockstep:
         lane = self._lanes.get(id(model))
         if lane is None:
             raise BackendError(f"{model.backend.identity}: not attached to batch mode", retryable=False)
+        context = CALL_CONTEXT.get()
+        if context is not None and context.game in self._unbatched:  # a person's game: no waiting for a batch
+            return await model._attempts(messages, settings)
         if model.dead is not None:
             raise BackendError(f"{lane.identity}: {model.dead}", retryable=False, fatal=True)
         self._start(lane)
@@ -255,7 +264,6 @@ class Lockstep:
                     return hit
                 call = lane.queue[key] = _Call(item)
                 self._arrived()
-        context = CALL_CONTEXT.get()
         waiter = _Waiter(asyncio.get_running_loop().create_future(), context.game if context is not None else None)
         call.waiters.append(waiter)
         self._wait(waiter.game, +1)

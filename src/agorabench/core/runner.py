@@ -177,6 +177,8 @@ class Runner:
         self.lockstep: Lockstep | None = None
         #: Makes a batch model's client (None: :func:`agorabench.models.batch.open_batch_client`).
         self.open_batch_client: Callable[[ModelEntry], Any] | None = None
+        #: A model that would play in batches, were there a response cache (the run refuses it).
+        self.uncached_batch: str | None = None
         #: The study's spending limit in this database (None: none); see :class:`Budget`.
         self.budget = budget
         #: The estimate behind the budget (built when the run starts).
@@ -284,8 +286,9 @@ class Runner:
             if note not in self.notes:
                 self.notes.append(note)
             return
-        if isinstance(self.cache, NoCache):
-            raise StudyError(f"model {entry.name!r}: batch mode keeps each batch's answers in the response cache; leave out --no-cache")
+        if isinstance(self.cache, NoCache):  # refused when the run starts (a check of the models alone passes)
+            self.uncached_batch = self.uncached_batch or entry.name
+            return
         if self.lockstep is None:
             self.lockstep = Lockstep(self.store, self.cache, self.study.name, owner=self.owner)
         self.lockstep.attach(model, client, entry.name, entry.batch_poll, entry.batch_poll_max)
@@ -461,8 +464,8 @@ class Runner:
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
         self._live[spec.id] = table
-        if self.lockstep is not None:  # batch rounds wait for this game's calls
-            self.lockstep.started(spec.id)
+        if self.lockstep is not None:  # batch rounds wait for this game's calls (a person's game calls live)
+            self.lockstep.started(spec.id, batched=not seated)
         try:
             outcome = await game.play(table)
             metrics = game.metrics(outcome)
@@ -591,6 +594,8 @@ class Runner:
         self.stats = RunStats(total=total, skipped=skipped)
         try:
             self.check_models()
+            if self.uncached_batch is not None:
+                raise StudyError(f"model {self.uncached_batch!r}: batch mode keeps each batch's answers in the response cache; leave out --no-cache")
             for note in self.notes if n_todo else []:
                 print(f"agora: note: {note}", file=sys.stderr, flush=True)
             for line in unpriced(self.study, names) if n_todo else []:
