@@ -27,6 +27,14 @@ Run as ``python tests/support/providers.py PORT --provider NAME [options]`` or, 
   returned, ``usage.completion_tokens`` leaves the thinking tokens out while ``total_tokens``
   counts them; errors as a list ``[{"error": {...}}]``.
 
+Service tiers (openai, gemini; live calls only, not batch items): ``service_tier`` is checked
+(OpenAI's auto / default / flex / scale / priority, Gemini's standard / flex / priority) and the
+tier that served the call is said: in the answer's ``service_tier`` (OpenAI; ``default`` when
+none was asked) or the ``x-gemini-service-tier`` header (Gemini). ``--flex-delay S`` makes flex
+answers wait S seconds; ``--unavailable N`` refuses the first N flex calls with a 429 (OpenAI's
+``Resource Unavailable``, code ``resource_unavailable``; Gemini's ``RESOURCE_EXHAUSTED``);
+``--downgrade`` serves Gemini's priority calls at standard. ``/stats`` counts calls per tier.
+
 The answer is a pure function of the conversation (:func:`final_answer`): a valid answer in
 the format the prompt asks for (a JSON object, a ``<response>`` XML block or an ``Answer: N``
 line). The reasoning holds a draft in the same format with other values
@@ -39,6 +47,7 @@ bodies, so a test can check exactly what a client sent.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -523,6 +532,16 @@ class Options:
     raw_think: bool = False  # vllm without a reasoning parser
     no_opener: bool = False  # vllm --raw-think without the opening <think>
     keep_bodies: int = 200
+    flex_delay: float = 0.0  # openai, gemini: seconds a flex call waits before its answer
+    unavailable: int = 0  # openai, gemini: the first N flex calls find the tier without capacity
+    downgrade: bool = False  # gemini: priority calls served at the standard tier (and said so)
+
+
+#: OpenAI's service tiers (``service_tier``) and Gemini's.
+OPENAI_TIERS = ("auto", "default", "flex", "scale", "priority")
+GEMINI_TIERS = ("standard", "flex", "priority")
+#: The response header in which Gemini names the tier that served a call.
+GEMINI_TIER_HEADER = "x-gemini-service-tier"
 
 
 class _Refused(Exception):
@@ -645,7 +664,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
     if isinstance(models, str):
         models = [m for m in models.split(",") if m]
     o = Options(models=list(models or DEFAULT_MODELS[provider]), **opts)
-    state: dict[str, Any] = {"requests": 0, "refused": 0, "listings": 0, "statuses": {}, "bodies": deque(maxlen=o.keep_bodies), "log": deque(maxlen=o.keep_bodies)}
+    state: dict[str, Any] = {"requests": 0, "refused": 0, "listings": 0, "statuses": {}, "tiers": {}, "unavailable_left": o.unavailable, "bodies": deque(maxlen=o.keep_bodies), "log": deque(maxlen=o.keep_bodies)}
 
     def think_tokens(effort: str | None) -> int:
         if o.reasoning_tokens is not None:
@@ -968,6 +987,34 @@ def make_app(provider: str, **opts: Any) -> web.Application:
                 out["error"]["message"] = f"Invalid request: {exc}"
             return 400, out
 
+    async def service_tier(body: Any) -> str | None:
+        """The tier a live call is served at (OpenAI, Gemini; None elsewhere): the one asked for
+        (checked; ``auto`` and none are OpenAI's ``default``, Gemini's ``standard``), a flex call
+        waits ``flex_delay`` seconds first and the first ``unavailable`` flex calls are refused
+        with a 429 (OpenAI: ``Resource Unavailable``, code ``resource_unavailable``; Gemini:
+        ``RESOURCE_EXHAUSTED``); with ``downgrade`` a Gemini priority call is served at standard."""
+        if provider not in ("openai", "gemini") or not isinstance(body, dict):
+            return None
+        tier = body.get("service_tier")
+        allowed = OPENAI_TIERS if provider == "openai" else GEMINI_TIERS
+        if tier is not None and tier not in allowed:
+            if provider == "openai":
+                listed = ", ".join(f"'{t}'" for t in allowed[:-1]) + f", and '{allowed[-1]}'"
+                raise _openai_error(400, f"Invalid value: '{tier}'. Supported values are: {listed}.", "service_tier", "invalid_value")
+            raise _gemini_error(400, f"Invalid value at 'service_tier' ({tier}): must be one of {', '.join(allowed)}.")
+        if tier == "flex":
+            if state["unavailable_left"] > 0:
+                state["unavailable_left"] -= 1
+                if provider == "openai":
+                    raise _openai_error(429, "Resource Unavailable: flex processing has no capacity for this request right now. Try again later, or at the default tier.", None, "resource_unavailable", "service_unavailable_error")
+                raise _Refused(429, [{"error": {"code": 429, "message": "Resource exhausted. Please try again later.", "status": "RESOURCE_EXHAUSTED"}}])
+            if o.flex_delay > 0:
+                await asyncio.sleep(o.flex_delay)
+            return "flex"
+        if tier == "priority" and not (provider == "gemini" and o.downgrade):
+            return "priority"
+        return "default" if provider == "openai" else "standard"
+
     async def answer(request: web.Request, kind: str) -> web.Response:
         state["requests"] += 1
         n = state["requests"]
@@ -977,6 +1024,17 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         except ValueError:
             body = None
         status, out = 0, None
+        headers: dict[str, str] = {}
+        tier: str | None = None
+        if kind in ("chat", "responses"):
+            try:
+                tier = await service_tier(body)
+            except _Refused as refused:
+                status, out = refused.status, refused.body
+            else:
+                if tier is not None:  # served at it: said in the answer (OpenAI) or a header (Gemini)
+                    headers = {GEMINI_TIER_HEADER: tier} if provider == "gemini" else {}
+                    state["tiers"][tier] = state["tiers"].get(tier, 0) + 1
         if isinstance(body, dict) and kind == "messages":
             if not (request.headers.get("x-api-key") or request.headers.get("authorization", "").startswith("Bearer ")):
                 status, out = 401, _anthropic_error(401, "x-api-key header is required", "authentication_error").body
@@ -984,12 +1042,14 @@ def make_app(provider: str, **opts: Any) -> web.Application:
                 status, out = 400, _anthropic_error(400, "anthropic-version: header is required").body
         if not status:
             status, out = await respond(kind, body, n)
+            if status == 200 and tier is not None and provider == "openai" and isinstance(out, dict):
+                out["service_tier"] = tier
         state["statuses"][str(status)] = state["statuses"].get(str(status), 0) + 1
         if 400 <= status < 500:
             state["refused"] += 1
         state["bodies"].append(body if body is not None else raw.decode("utf-8", "replace"))
         state["log"].append({"path": request.path, "status": status})
-        return web.json_response(out, status=status)
+        return web.json_response(out, status=status, headers=headers if status == 200 else None)
 
     async def chat(request: web.Request) -> web.Response:
         return await answer(request, "chat")
@@ -1010,7 +1070,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": owner} for m in ids]})
 
     async def stats(request: web.Request) -> web.Response:
-        out = {"provider": provider, "requests": state["requests"], "refused": state["refused"], "listings": state["listings"], "statuses": state["statuses"]}
+        out = {"provider": provider, "requests": state["requests"], "refused": state["refused"], "listings": state["listings"], "statuses": state["statuses"], "tiers": state["tiers"]}
         if request.query.get("bodies"):
             out["bodies"] = list(state["bodies"])
             out["log"] = list(state["log"])
@@ -1101,11 +1161,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--raw-think", action="store_true", help="vllm: no reasoning parser; thoughts inside the content between <think> tags")
     p.add_argument("--no-opener", action="store_true", help="vllm --raw-think: without the opening <think> tag")
     p.add_argument("--keep-bodies", type=int, default=200, help="how many request bodies /stats?bodies=1 keeps")
+    p.add_argument("--flex-delay", type=float, default=0.0, help="openai, gemini: seconds a flex call waits before its answer")
+    p.add_argument("--unavailable", type=int, default=0, help="openai, gemini: the first N flex calls are refused with a 429 (the tier has no capacity)")
+    p.add_argument("--downgrade", action="store_true", help="gemini: priority calls served at the standard tier (the x-gemini-service-tier header says so)")
     p.add_argument("--cautious", action="store_true", help="numbers asked in a wide range drawn from its lowest twentieth (a commons lasts)")
     a = p.parse_args(argv)
     global CAUTIOUS
     CAUTIOUS = a.cautious
-    app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies)
+    app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies, flex_delay=a.flex_delay, unavailable=a.unavailable, downgrade=a.downgrade)
     web.run_app(app, host="127.0.0.1", port=a.port, print=None, access_log=None, shutdown_timeout=1.0)
 
 
