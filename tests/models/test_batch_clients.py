@@ -135,6 +135,7 @@ def test_openai_results_are_matched_by_custom_id_whatever_their_order(servers):
     batch = items(8)
     batch_id, _, results = run(batch_round(c, batch))
     status, info = raw(base, "GET", f"/batches/{batch_id}", headers={"Authorization": "Bearer x"})
+    assert status == 200 and info["status"] == "completed"
     with urllib.request.urlopen(urllib.request.Request(base + f"/files/{info['output_file_id']}/content", headers={"Authorization": "Bearer x"})) as resp:
         order = [json.loads(line)["custom_id"] for line in resp.read().splitlines()]
     assert sorted(order) == [i.custom_id for i in batch] and order != sorted(order)  # shuffled
@@ -145,7 +146,7 @@ def test_openai_results_are_matched_by_custom_id_whatever_their_order(servers):
 def test_openai_partial_errors_and_expiry_come_back_per_item(servers):
     base = servers["openai"]
     control(base, errors={"k001": [400, "Invalid 'max_tokens':\ninteger below minimum value."], "k002": [500, "The server had an error processing your request."]}, expire=["k003"])
-    batch_id, states, results = run(batch_round(client(servers, "openai"), items(5)))
+    _, states, results = run(batch_round(client(servers, "openai"), items(5)))
     assert states[-1].status == "expired" and states[-1].ended and states[-1].failed is None
     assert states[-1].counts["succeeded"] == 2 and states[-1].counts["errored"] == 3
     assert isinstance(results["k000"], Completion) and isinstance(results["k004"], Completion)
@@ -274,6 +275,7 @@ def test_openai_reasoning_and_the_responses_route(servers):
     for transport in ("lean", "responses"):
         c = client(servers, "openai", "o3", transport=transport)
         _, states, results = run(batch_round(c, batch))
+        assert states[-1].status == "completed"
         sent = batch_stats(base, bodies=True)["batch_bodies"][-2:]
         live = run(live_answers(ChatCompletionsBackend("o3", base_url=base, transport=transport), batch))
         assert sent == batch_stats(base, bodies=True)["bodies"][-2:]
