@@ -73,10 +73,12 @@ async def chain(lockstep: Lockstep, m: Model, game: str, prompts: list[str], tog
     texts = []
     try:
         for i, prompt in enumerate(prompts):
-            async def one(seat: int) -> str:
+
+            async def one(seat: int, prompt: str = prompt, i: int = i) -> str:
                 CALL_CONTEXT.set(CallContext(game, f"seat{seat}"))
                 c = await m.complete([{"role": "user", "content": f"{prompt} (seat {seat})"}], sample=f"{game}:{i}:{seat}")
                 return c.text
+
             texts += await asyncio.gather(*(one(s) for s in range(together)))
     finally:
         lockstep.ended(game)
@@ -113,7 +115,7 @@ def test_calls_with_one_key_share_one_item_and_cached_answers_make_no_item(tmp_p
     service = BatchService()
 
     async def main():
-        lockstep, m, cache, store = lockstep_with(tmp_path, service)
+        lockstep, m, cache, _ = lockstep_with(tmp_path, service)
         messages = [{"role": "user", "content": "same question"}]
         cache.data[m.cache_key([{"role": "user", "content": "known"}], m.settings, 0)] = Completion("Answer: 1")
         try:
@@ -158,7 +160,7 @@ def test_polling_backs_off_by_half_up_to_its_limit(tmp_path):
     times: list[float] = []
 
     async def main():
-        lockstep, m, cache, store = lockstep_with(tmp_path, service)
+        lockstep, m, _, _ = lockstep_with(tmp_path, service)
         client = lockstep._lanes[id(m)].client
         poll = client.poll
 
@@ -195,8 +197,9 @@ def test_call_waves_count_a_games_rounds():
 
             return Reply(text=self.text)
 
-    from agorabench.core.actions import Action
     from typing import ClassVar, Literal
+
+    from agorabench.core.actions import Action
 
     class Pick(Action):
         response_format: ClassVar = "json"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from agorabench.models.base import BackendError, Completion, GenerationSettings
 from agorabench.models.batch import BatchItem, BatchState, ItemFailure
@@ -59,7 +59,7 @@ class BatchService:
     #: Set each time a batch is submitted.
     submitted_event: asyncio.Event | None = None
 
-    def client(self, identity: str = "fake", provider: str = "openai", max_requests: int = 50_000, max_bytes: int = 200_000_000) -> "FakeBatchClient":
+    def client(self, identity: str = "fake", provider: str = "openai", max_requests: int = 50_000, max_bytes: int = 200_000_000) -> FakeBatchClient:
         return FakeBatchClient(self, identity, provider, max_requests, max_bytes)
 
     @property
