@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import io
 import sqlite3
-import time
 
 import pytest
 
@@ -157,32 +156,25 @@ def test_a_game_a_person_plays_calls_live(tmp_path):
 
 def test_polling_backs_off_by_half_up_to_its_limit(tmp_path):
     service = BatchService(polls_to_end=7)
-    times: list[float] = []
+    waits: list[float] = []
 
     async def main():
         lockstep, m, _, _ = lockstep_with(tmp_path, service)
-        client = lockstep._lanes[id(m)].client
-        poll = client.poll
 
-        async def timed(batch_id):
-            times.append(time.monotonic())
-            return await poll(batch_id)
+        async def recorded(delay):
+            waits.append(delay)
+            await asyncio.sleep(0)
 
-        client.poll = timed
+        lockstep.sleep = recorded
         lane = lockstep._lanes[id(m)]
-        lane.poll, lane.poll_max = 0.02, 0.05
-        start = time.monotonic()
+        lane.poll, lane.poll_max = 2.0, 5.0
         try:
             await m.complete([{"role": "user", "content": "x"}])
         finally:
             await lockstep.aclose()
-        return start
 
-    start = asyncio.run(main())
-    gaps = [b - a for a, b in zip([start] + times, times)]
-    assert len(times) == 7
-    assert gaps[1] >= 0.02 * 1.5 - 0.005 and gaps[2] >= 0.02 * 2.25 - 0.005  # x1.5 each time
-    assert all(g < 0.05 + 0.04 for g in gaps[3:]) and all(g >= 0.05 - 0.005 for g in gaps[3:])  # then the limit
+    asyncio.run(main())
+    assert waits == pytest.approx([2.0, 3.0, 4.5, 5.0, 5.0, 5.0, 5.0])  # batch_poll, x1.5 each time, at most batch_poll_max
 
 
 def test_call_waves_count_a_games_rounds():

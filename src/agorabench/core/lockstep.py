@@ -176,6 +176,8 @@ class Lockstep:
         self._pump: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
+        #: How the wait between polls is slept (a test may record it).
+        self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     # the runner's side --------------------------------------------------------------
     def attach(self, model: Model, client: BatchClient, name: str, poll: float = 1.0, poll_max: float = 300.0) -> None:
@@ -429,7 +431,7 @@ class Lockstep:
             wait = lane.poll if first_delay <= 0 else min(lane.poll * POLL_GROWTH, lane.poll_max)
             while True:
                 if delay > 0:
-                    await asyncio.sleep(delay)
+                    await self.sleep(delay)
                 try:
                     state = await lane.client.poll(batch_id)
                 except BackendError as exc:
