@@ -177,6 +177,19 @@ def test_polling_backs_off_by_half_up_to_its_limit(tmp_path):
     assert waits == pytest.approx([2.0, 3.0, 4.5, 5.0, 5.0, 5.0, 5.0])  # batch_poll, x1.5 each time, at most batch_poll_max
 
 
+def test_a_poll_that_fails_for_a_while_is_tried_again(tmp_path):
+    service = BatchService(poll_errors=3)
+
+    async def main():
+        lockstep, m, _, _ = lockstep_with(tmp_path, service)
+        try:
+            return await m.complete([{"role": "user", "content": "x"}])
+        finally:
+            await lockstep.aclose()
+
+    assert asyncio.run(main()).text.startswith("Answer:") and service.poll_errors == 0 and service.submissions == 1
+
+
 def test_call_waves_count_a_games_rounds():
     """The plan's count: each wave waits for the one before; a simultaneous move is one wave."""
 

@@ -50,6 +50,8 @@ class BatchService:
     fail_next: str | None = None
     #: The next submission is refused with this error.
     refuse_submit: BackendError | None = None
+    #: This many polls (the next ones) answer 503, as an overloaded API does.
+    poll_errors: int = 0
     answer: Callable[[list[dict[str, str]]], str] = lambda messages: answer_for(messages, False)
     batches: dict[str, FakeBatch] = field(default_factory=dict)
     #: How many times each custom_id was submitted.
@@ -104,6 +106,9 @@ class FakeBatchClient:
 
     async def poll(self, batch_id: str) -> BatchState:
         s = self.service
+        if s.poll_errors > 0:
+            s.poll_errors -= 1
+            raise BackendError("HTTP 503: The server is overloaded or not ready yet.", retryable=True)
         batch = s.batches.get(batch_id)
         if batch is None:
             raise BackendError(f"No batch found with id '{batch_id}'.", retryable=False)
