@@ -35,6 +35,15 @@ answers wait S seconds; ``--unavailable N`` refuses the first N flex calls with 
 ``Resource Unavailable``, code ``resource_unavailable``; Gemini's ``RESOURCE_EXHAUSTED``);
 ``--downgrade`` serves Gemini's priority calls at standard. ``/stats`` counts calls per tier.
 
+Prompt caches (``--prompt-cache``; off by default, and then every answer is as before): the
+servers keep a prompt cache as the provider documents it and report it in the usage
+(:class:`PromptCaches`): OpenAI's ``prompt_tokens_details.cached_tokens`` (chat completions;
+``input_tokens_details`` on responses): the longest prefix shared with an earlier prompt of the
+same ``prompt_cache_key`` (with none: any earlier prompt), from 1,024 tokens in steps of 128;
+Anthropic's ``cache_read_input_tokens``, ``cache_creation_input_tokens`` (and ``cache_creation``
+by TTL) and ``input_tokens`` for the rest, from the request's ``cache_control`` breakpoints and
+the model's minimum. Batch items answered by :func:`make_app`'s ``respond`` are cached alike.
+
 The answer is a pure function of the conversation (:func:`final_answer`): a valid answer in
 the format the prompt asks for (a JSON object, a ``<response>`` XML block or an ``Answer: N``
 line). The reasoning holds a draft in the same format with other values
@@ -535,6 +544,7 @@ class Options:
     flex_delay: float = 0.0  # openai, gemini: seconds a flex call waits before its answer
     unavailable: int = 0  # openai, gemini: the first N flex calls find the tier without capacity
     downgrade: bool = False  # gemini: priority calls served at the standard tier (and said so)
+    prompt_cache: bool = False  # openai, anthropic: report prompt-cache reads (and writes) as the API does
 
 
 #: OpenAI's service tiers (``service_tier``) and Gemini's.
@@ -650,6 +660,132 @@ def _generate(messages: list[dict[str, Any]], think_tokens: int, limit: int | No
     return _Turn(reasoning, "", r, limit - r, True)
 
 
+# --------------------------------------------------------------------------------------------
+# Prompt caches (``--prompt-cache``): what each provider's usage says was read from its cache.
+# Written from the providers' own documentation (OpenAI's prompt-caching guide, Anthropic's
+# prompt-caching page), apart from the project's simulator (agorabench.models.prompt_cache), so
+# that comparing the two is not the simulator checked against itself.
+
+#: OpenAI: prompts shorter than this are never cached; hits come in steps of this many tokens.
+OPENAI_CACHE_MIN = 1024
+OPENAI_CACHE_STEP = 128
+#: Anthropic: the shortest prefix a breakpoint caches, by model (its prompt-caching page), first
+#: match wins; any other model: :data:`ANTHROPIC_CACHE_MIN_DEFAULT`.
+ANTHROPIC_CACHE_MIN = ((r"opus-4-5|haiku-4-5", 4096), (r"haiku-3", 2048), (r"3-5-haiku|3-haiku", 2048))
+ANTHROPIC_CACHE_MIN_DEFAULT = 1024
+#: Anthropic: block boundaries before a breakpoint at which an earlier entry is looked for.
+ANTHROPIC_CACHE_LOOKBACK = 20
+#: Anthropic: a cache entry's life without use, by ``cache_control.ttl``.
+ANTHROPIC_CACHE_LIFE = {"5m": 300.0, "1h": 3600.0}
+
+
+def anthropic_cache_min(model: str) -> int:
+    """The shortest prefix (tokens) an Anthropic model caches."""
+    name = model.lower().replace(".", "-")
+    for pattern, tokens in ANTHROPIC_CACHE_MIN:
+        if re.search(pattern, name):
+            return tokens
+    return ANTHROPIC_CACHE_MIN_DEFAULT
+
+
+class PromptCaches:
+    """The prompt caches of one server (its organisation's), by model.
+
+    OpenAI (chat completions, responses): a prompt of at least 1,024 tokens reads the longest
+    prefix it shares with an earlier cached prompt of the same model and ``prompt_cache_key``
+    (without a key: with any earlier cached prompt of the model), in whole steps of 128 tokens,
+    nothing below 1,024; every such prompt is then cached. The prompt is the messages' words in
+    order, each tagged with its message's place and role (a prompt split into messages otherwise
+    shares nothing past the split).
+
+    Anthropic (messages): each ``cache_control`` block ends a prefix (system blocks, then the
+    messages' blocks). A request reads the longest prefix an earlier request wrote exactly,
+    looked for at each breakpoint and the 20 block boundaries before it; it writes the prefixes of
+    its breakpoints that have at least the model's minimum of tokens, and what lies between the
+    read prefix and its last such breakpoint is reported as written. Entries live 5 minutes (1
+    hour with ``ttl: 1h``) from their last use."""
+
+    def __init__(self, clock: Any = None) -> None:
+        import time
+
+        self.clock = clock or time.monotonic
+        self.openai_keyed: dict[tuple[str, str | None], set[bytes]] = {}
+        self.openai_any: dict[str, set[bytes]] = {}
+        self.anthropic: dict[bytes, tuple[float, float]] = {}  # prefix -> (when it expires, its life)
+
+    def openai(self, model: str, messages: list[dict[str, Any]], key: str | None) -> int:
+        """Cached tokens of an accepted OpenAI request (``usage...cached_tokens``)."""
+        plain = plain_messages(messages)
+        h = hashlib.blake2b(model.encode(), digest_size=16)
+        marks: list[bytes] = []  # the prefix of every whole step
+        n = 0
+        for i, m in enumerate(plain):
+            for word in m["content"].split():
+                h.update(f"{i}\x1f{m['role']}\x1f{word}\x1e".encode("utf-8", "surrogatepass"))
+                n += 1
+                if n % OPENAI_CACHE_STEP == 0:
+                    marks.append(h.copy().digest())
+        if n < OPENAI_CACHE_MIN:
+            return 0
+        pool = self.openai_keyed.get((model, key), set()) if key is not None else self.openai_any.get(model, set())
+        hit = 0
+        for k, mark in enumerate(marks, start=1):
+            if mark in pool:
+                hit = k * OPENAI_CACHE_STEP
+        self.openai_keyed.setdefault((model, key), set()).update(marks)
+        self.openai_any.setdefault(model, set()).update(marks)
+        return hit if hit >= OPENAI_CACHE_MIN else 0
+
+    def anthropic_usage(self, body: dict) -> tuple[int, int, dict[str, int]]:
+        """(read, written, written by TTL) of an accepted Messages request."""
+        model = str(body.get("model", ""))
+        system = body.get("system")
+        blocks: list[tuple[str, dict]] = []
+        if isinstance(system, str) and system:
+            blocks.append(("system", {"type": "text", "text": system}))
+        elif isinstance(system, list):
+            blocks += [("system", b) for b in system if isinstance(b, dict)]
+        for m in body.get("messages") or []:
+            content = m.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            blocks += [(str(m.get("role")), b) for b in content or [] if isinstance(b, dict)]
+        h = hashlib.blake2b(model.encode(), digest_size=16)
+        keys, tokens = [h.digest()], [0]
+        for role, b in blocks:
+            h.update(json.dumps([role, b.get("type"), b.get("text", "")], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            keys.append(h.copy().digest())
+            tokens.append(tokens[-1] + (words(b["text"]) if b.get("type", "text") == "text" and isinstance(b.get("text"), str) else 0))
+        now = self.clock()
+        for k in [k for k, (until, _) in self.anthropic.items() if until <= now]:
+            del self.anthropic[k]
+        breaks = [(j, (b.get("cache_control") or {}).get("ttl", "5m")) for j, (_, b) in enumerate(blocks, start=1) if b.get("cache_control")]
+        read_at = 0
+        for j, _ in breaks:
+            for k in range(j, max(0, j - ANTHROPIC_CACHE_LOOKBACK) - 1, -1):
+                if k and keys[k] in self.anthropic and tokens[k] > tokens[read_at]:
+                    read_at = k
+        least = anthropic_cache_min(model)
+        kept = [(j, ttl) for j, ttl in breaks if tokens[j] >= least]
+        by_ttl = {"5m": 0, "1h": 0}
+        written = 0
+        if kept and tokens[kept[-1][0]] > tokens[read_at]:
+            written = tokens[kept[-1][0]] - tokens[read_at]
+            # each span between breakpoints is written at its breakpoint's TTL
+            start = tokens[read_at]
+            for j, ttl in kept:
+                if tokens[j] > start:
+                    by_ttl[ttl if ttl in by_ttl else "5m"] += tokens[j] - start
+                    start = tokens[j]
+        if read_at:  # a read refreshes its entry
+            life = self.anthropic[keys[read_at]][1]
+            self.anthropic[keys[read_at]] = (now + life, life)
+        for j, ttl in kept:
+            life = max(ANTHROPIC_CACHE_LIFE.get(ttl, 300.0), self.anthropic.get(keys[j], (0.0, 0.0))[1])
+            self.anthropic[keys[j]] = (now + life, life)
+        return tokens[read_at], written, {"ephemeral_5m_input_tokens": by_ttl["5m"], "ephemeral_1h_input_tokens": by_ttl["1h"]}
+
+
 #: Where :func:`make_app` leaves its ``respond(kind, body, n)``: one request body answered as the
 #: live route answers it, nothing counted (the batch servers answer their items with it).
 RESPOND = web.AppKey("respond", object)
@@ -664,6 +800,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
     if isinstance(models, str):
         models = [m for m in models.split(",") if m]
     o = Options(models=list(models or DEFAULT_MODELS[provider]), **opts)
+    caches = PromptCaches() if o.prompt_cache else None
     state: dict[str, Any] = {"requests": 0, "refused": 0, "listings": 0, "statuses": {}, "tiers": {}, "unavailable_left": o.unavailable, "bodies": deque(maxlen=o.keep_bodies), "log": deque(maxlen=o.keep_bodies)}
 
     def think_tokens(effort: str | None) -> int:
@@ -708,6 +845,8 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             turn = _generate(messages, 0, limit)
             usage = {"prompt_tokens": _prompt_tokens(messages), "completion_tokens": turn.output_tokens, "total_tokens": _prompt_tokens(messages) + turn.output_tokens,
                      "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
+            if caches is not None:
+                usage["prompt_tokens_details"]["cached_tokens"] = caches.openai(model, messages, body.get("prompt_cache_key"))
             message = {"role": "assistant", "content": turn.answer, "refusal": None, "annotations": []}
             return chat_reply(body, message, "length" if turn.cut else "stop", usage, n)
         if model.endswith("-pro") or "-pro-" in model:
@@ -727,6 +866,8 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": turn.reasoning_tokens, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
         }
+        if caches is not None:
+            usage["prompt_tokens_details"]["cached_tokens"] = caches.openai(model, messages, body.get("prompt_cache_key"))
         message = {"role": "assistant", "content": turn.answer, "refusal": None, "annotations": []}
         return chat_reply(body, message, "length" if turn.cut else "stop", usage, n)
 
@@ -777,6 +918,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             output.append({"id": f"msg_{n:08x}", "type": "message", "status": "completed", "role": "assistant",
                            "content": [{"type": "output_text", "text": turn.answer, "annotations": []}]})
         prompt = _prompt_tokens(messages)
+        cached = caches.openai(model, messages, body.get("prompt_cache_key")) if caches is not None else 0
         return {
             "id": f"resp_{n:08x}",
             "object": "response",
@@ -791,7 +933,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             "reasoning": {"effort": reasoning.get("effort", DEFAULT_EFFORT) if thinks else None, "summary": reasoning.get("summary")},
             "usage": {
                 "input_tokens": prompt,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens_details": {"cached_tokens": cached},
                 "output_tokens": turn.output_tokens,
                 "output_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
                 "total_tokens": prompt + turn.output_tokens,
@@ -861,6 +1003,10 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         if turn.answer:
             content.append({"type": "text", "text": turn.answer})
         output = body["max_tokens"] if turn.cut else turn.output_tokens
+        usage: dict[str, Any] = {"input_tokens": _prompt_tokens(chat), "output_tokens": output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        if caches is not None:  # the prompt split as the Messages API reports it
+            read, written, by_ttl = caches.anthropic_usage(body)
+            usage.update(input_tokens=usage["input_tokens"] - read - written, cache_creation_input_tokens=written, cache_read_input_tokens=read, cache_creation=by_ttl)
         return {
             "id": f"msg_{n:08x}",
             "type": "message",
@@ -869,7 +1015,7 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             "content": content,
             "stop_reason": "max_tokens" if turn.cut else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": _prompt_tokens(chat), "output_tokens": output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "usage": usage,
         }
 
     # ---- deepseek, vllm, ollama, gemini (chat completions with reasoning fields)
@@ -1164,11 +1310,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--flex-delay", type=float, default=0.0, help="openai, gemini: seconds a flex call waits before its answer")
     p.add_argument("--unavailable", type=int, default=0, help="openai, gemini: the first N flex calls are refused with a 429 (the tier has no capacity)")
     p.add_argument("--downgrade", action="store_true", help="gemini: priority calls served at the standard tier (the x-gemini-service-tier header says so)")
+    p.add_argument("--prompt-cache", action="store_true", help="openai, anthropic: a prompt cache per server, its reads (and Anthropic's writes) in each answer's usage as the API reports them")
     p.add_argument("--cautious", action="store_true", help="numbers asked in a wide range drawn from its lowest twentieth (a commons lasts)")
     a = p.parse_args(argv)
     global CAUTIOUS
     CAUTIOUS = a.cautious
-    app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies, flex_delay=a.flex_delay, unavailable=a.unavailable, downgrade=a.downgrade)
+    app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies, flex_delay=a.flex_delay, unavailable=a.unavailable, downgrade=a.downgrade, prompt_cache=a.prompt_cache)
     web.run_app(app, host="127.0.0.1", port=a.port, print=None, access_log=None, shutdown_timeout=1.0)
 
 
