@@ -14,6 +14,7 @@ from typing import ClassVar, Literal
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from agorabench.analysis.frames import USAGE_FIELDS, export, turns_df
 from agorabench.analysis.report import spend
@@ -46,12 +47,12 @@ TURNS = [
 ]
 
 
-def test_rows_only_where_there_is_something_to_say_and_read_back(tmp_path):
-    db = tmp_path / "u.db"
-    store = Store(db)
+def test_rows_only_where_there_is_something_to_say_and_read_back(make_db, tmp_path):
+    """On SQLite and PostgreSQL alike."""
+    store = Store(make_db("u"))
     _save(store, "g1", TURNS)
-    with sqlite3.connect(db) as con:
-        rows = con.execute("select idx, cached_tokens, cache_write_tokens, tier, fallbacks from usage order by idx").fetchall()
+    with store.engine.connect() as con:
+        rows = [tuple(r) for r in con.execute(sa.text("select idx, cached_tokens, cache_write_tokens, tier, fallbacks from usage order by idx"))]
     assert rows == [(0, 600, 0, None, 0), (1, 0, 0, "flex", 0), (3, 0, 300, "mixed", 1)]
     expected = [(600, 0, None, 0), (0, 0, "flex", 0), (0, 0, None, 0), (0, 300, "mixed", 1), (0, 0, None, 0)]
     assert [(r["cached_tokens"], r["cache_write_tokens"], r["tier"], r["fallbacks"]) for r in store.turns("s")] == expected

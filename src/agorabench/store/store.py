@@ -437,7 +437,7 @@ class Store(ClaimMethods):
         over the calls bought (no ``usage`` table: empty, every call read as the standard tier)."""
         if not self._has_table(conn, "usage"):
             return {}
-        tier = sa.func.coalesce(usage.c.tier, "standard")
+        tier = sa.func.coalesce(usage.c.tier, sa.literal_column("'standard'"))  # a literal, not a parameter: PostgreSQL groups by the same expression
         q = (
             sa.select(seats_text, turns.c.role, tier, sa.func.sum(usage.c.cached_tokens), sa.func.sum(usage.c.cache_write_tokens), sa.func.sum(usage.c.fallbacks), sa.func.sum(turns.c.cost))
             .select_from(turns.join(games, games.c.id == turns.c.game_id).outerjoin(usage, sa.and_(usage.c.game_id == turns.c.game_id, usage.c.idx == turns.c.idx)))
