@@ -177,3 +177,38 @@ def test_a_turns_cost_is_the_models_books():
     (turn,) = table.turns
     assert turn.cost == pytest.approx(m.cost) == pytest.approx((400 * 1.0 + 600 * 0.25 + 20 * 4.0) / 1e6)
     assert (turn.tier, turn.cached_tokens, turn.cache_write_tokens, turn.fallbacks) == ("flex", 600, 0, 0)
+
+
+# against the loopback Anthropic server's prompt cache --------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("ttl, multiple", [("5m", 1.25), ("1h", 2.0)])
+def test_anthropic_replies_are_billed_with_their_cache_reads_and_writes(ttl, multiple):
+    """The loopback server's prompt cache (as the Messages API reports it): the first call writes
+    the prefix, the next reads it and writes its new turn; each reply is billed reads at
+    price_cached_input, writes at the TTL's multiple of price_input, and says its tier."""
+    from agorabench.models.anthropic import AnthropicBackend
+    from support.providers import provider_server
+
+    words = lambda n, w: " ".join(f"{w}{i}" for i in range(n))  # noqa: E731
+    first = [{"role": "system", "content": words(1000, "s")}, {"role": "user", "content": words(100, "a") + " Answer with {\"choice\": \"left or right\"} in JSON."}]
+    with provider_server("anthropic", prompt_cache=True) as base:
+        m = Model(AnthropicBackend("claude-sonnet-4-5", base_url=base, cache_ttl=ttl), GenerationSettings(max_tokens=50), pricing=Pricing(3.0, 15.0, 0.3, provider="anthropic", cache_ttl=ttl))
+
+        async def go():
+            try:
+                a = await m.complete(first, sample=0)
+                b = await m.complete(first + [{"role": "assistant", "content": a.text}, {"role": "user", "content": words(60, "b") + " Answer with {\"choice\": \"left or right\"} in JSON."}], sample=1)
+                return a, b
+            finally:
+                await m.aclose()
+
+        a, b = asyncio.run(go())
+    assert a.extra.get("cache_write_tokens", 0) > 1000 and a.cached_tokens == 0
+    assert b.cached_tokens > 1000 and b.extra.get("cache_write_tokens", 0) > 0 and b.extra["service_tier"] == "standard"
+    for c in (a, b):
+        written = c.extra.get("cache_write_tokens", 0)
+        plain = c.prompt_tokens - c.cached_tokens - written
+        assert c.extra["cost"] == pytest.approx((plain * 3.0 + c.cached_tokens * 0.3 + written * 3.0 * multiple + c.completion_tokens * 15.0) / 1e6)
+    assert m.cost == pytest.approx(a.extra["cost"] + b.extra["cost"])

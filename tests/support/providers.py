@@ -1004,9 +1004,9 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             content.append({"type": "text", "text": turn.answer})
         output = body["max_tokens"] if turn.cut else turn.output_tokens
         usage: dict[str, Any] = {"input_tokens": _prompt_tokens(chat), "output_tokens": output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        if caches is not None:  # the prompt split as the Messages API reports it
+        if caches is not None:  # the prompt split as the Messages API reports it, with the tier that served it
             read, written, by_ttl = caches.anthropic_usage(body)
-            usage.update(input_tokens=usage["input_tokens"] - read - written, cache_creation_input_tokens=written, cache_read_input_tokens=read, cache_creation=by_ttl)
+            usage.update(input_tokens=usage["input_tokens"] - read - written, cache_creation_input_tokens=written, cache_read_input_tokens=read, cache_creation=by_ttl, service_tier="standard")
         return {
             "id": f"msg_{n:08x}",
             "type": "message",

@@ -104,6 +104,9 @@ def completion_from_message(message: Any, latency: float = 0.0) -> Completion:
     extra: dict[str, Any] = counts.note({"cache_write_tokens": written} if written else {})
     if any(_get(b, "type") == "redacted_thinking" for b in thoughts):
         extra["redacted_thinking"] = True
+    tier = _get(usage, "service_tier")  # the tier that served it (standard, priority, batch), as billed
+    if isinstance(tier, str) and tier:
+        extra["service_tier"] = tier
     prompt, output = counts(usage, "input_tokens") or 0, counts(usage, "output_tokens") or 0
     counts.note(extra)
     return Completion(
