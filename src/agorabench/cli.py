@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, families
+from .core.progress import tier_text
 from .core.study import load_study, StudyError
 
 
@@ -102,7 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         + (f" ({info['cached_tokens']} prompt-cached)" if info.get("cached_tokens") else "")
         + (f", {info['rate_limited']} rate limits ({info['backoffs']} backoffs)" if info.get("rate_limited") else "")
         + (f", reasoning {info['reasoning']}" if info.get("reasoning") else "")
-        + f", ${info['cost']:.4f}; db {redact(db)}"
+        + f", ${info['cost']:.4f}{tier_text(info.get('by_tier'))}; db {redact(db)}"
     )
     batched = info.get("batch")
     if batched:  # batch mode: its rounds and the provider batches they took

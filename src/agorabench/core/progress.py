@@ -94,12 +94,8 @@ class Snapshot:
         return out
 
     def tier_line(self) -> str:
-        """The cost per billed tier, e.g. `` (flex $0.0120, standard $0.0031)``, when a call was
-        billed at a tier other than the standard one ("" otherwise)."""
-        spent = {t: d for t, d in (self.by_tier or {}).items() if d}
-        if not spent or set(spent) == {"standard"}:
-            return ""
-        return " (" + ", ".join(f"{t} ${d:.4f}" for t, d in sorted(spent.items())) + ")"
+        """The cost per billed tier (:func:`tier_text`)."""
+        return tier_text(self.by_tier)
 
     def details(self) -> str:
         """Calls, tokens, cost, invalid answers and rate limits."""
@@ -107,6 +103,15 @@ class Snapshot:
 
     def line(self, final: bool = False) -> str:
         return f"[{self.study}] {self.head(final)} | {self.details()}"
+
+
+def tier_text(by_tier: dict[str, float] | None) -> str:
+    """The cost per billed tier, e.g. `` (flex $0.0120, standard $0.0031)``, when a call was
+    billed at a tier other than the standard one ("" otherwise)."""
+    spent = {t: d for t, d in (by_tier or {}).items() if d}
+    if not spent or set(spent) == {"standard"}:
+        return ""
+    return " (" + ", ".join(f"{t} ${d:.4f}" for t, d in sorted(spent.items())) + ")"
 
 
 def _packed(pieces: list[str], width: int) -> list[str]:
