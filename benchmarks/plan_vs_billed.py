@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.billing import SEATS, compare  # noqa: E402
+from support.billing import SEATS, compare
 
 #: (label, study key, its shape)
 STUDIES = [

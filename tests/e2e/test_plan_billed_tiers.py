@@ -16,7 +16,6 @@ default address and API host, patched in this process (billing.openai_own_api)."
 from __future__ import annotations
 
 import pytest
-
 from support.billing import SEATS, Compared, compare
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")  # the Anthropic SDK on the loopback's model name

@@ -19,7 +19,6 @@ import json
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
-
 from support.batch_servers import make_batch_app
 from support.providers import PromptCaches, anthropic_cache_min, make_app
 

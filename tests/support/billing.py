@@ -27,9 +27,10 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 try:
     from .helpers import free_port, wait_http
@@ -221,7 +222,11 @@ def billed(db: Path) -> tuple[Side, int, dict[str, int]]:
 def replay(db: Path, entry: Any) -> tuple[float, float]:
     """(read, written) of the plan's cache simulator on the run's own prompts: each seat's model
     calls in order, OpenAI's rules with a key per seat, Anthropic's with the model's minimum."""
-    from agorabench.models.prompt_cache import anthropic_min_tokens, anthropic_share, openai_share
+    from agorabench.models.prompt_cache import (
+        anthropic_min_tokens,
+        anthropic_share,
+        openai_share,
+    )
     from agorabench.store.store import Store
 
     store = Store(db, read_only=True)
