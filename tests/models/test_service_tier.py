@@ -173,3 +173,15 @@ def test_gemini_reports_its_tier_in_a_header():
         model = Model(gemini(base, "priority"), SETTINGS, pricing=prices)
         (d,) = asyncio.run(_complete(model))
     assert d.extra["service_tier"] == "standard" and d.extra["billed_tier"] == "standard"
+
+
+def test_a_tier_on_an_anthropic_model_is_refused_in_one_line(tmp_path):
+    from agorabench.core.study import StudyError, load_study
+    from support.studies import model, study_toml
+
+    path = tmp_path / "s.toml"
+    path.write_text(study_toml("s", "glee.bargaining", models=[model("c", "anthropic/claude-sonnet-4-5", service_tier="flex")]))
+    with pytest.raises(StudyError) as err:
+        load_study(path)
+    assert "service_tier is sent to OpenAI-compatible APIs only" in str(err.value) and "\n" not in str(err.value)
+    assert ModelEntry(name="m", spec="local", service_tier="flex").service_tier == "flex"  # a shared default leaves the embedded model alone

@@ -238,6 +238,17 @@ class ModelEntry(BaseModel):
             raise ValueError("reasoning_effort is an empty list; give one effort or several")
         return self
 
+    @model_validator(mode="after")
+    def _service_tier_where_sent(self) -> "ModelEntry":
+        """``service_tier`` travels on OpenAI-compatible APIs only: on an Anthropic model it
+        would be ignored, so it is an error naming what to do instead (the embedded model has no
+        tiers: a ``model_defaults`` tier leaves it alone)."""
+        if self.service_tier is None or spec_kind(self.spec) != "hosted":
+            return self
+        if self.spec.split("/", 1)[0] == "anthropic":
+            raise ValueError("service_tier is sent to OpenAI-compatible APIs only; Anthropic's own (auto, standard_only) goes in extra_body = {service_tier = ...}")
+        return self
+
     def efforts(self) -> list["ModelEntry"]:
         """This entry once per reasoning effort when it names several (``NAME-EFFORT``, with the
         display name likewise), else itself."""
