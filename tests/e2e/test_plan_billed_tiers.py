@@ -59,7 +59,6 @@ def test_flex_and_batch_are_billed_at_half_the_standard_price(compared):
     assert compared["anthropic-batch"].run.cost == pytest.approx(compared["anthropic"].run.cost / 2)
 
 
-@pytest.mark.xfail(strict=True, reason="the books (models/pricing.py) bill Anthropic's cache reads at price_input when price_cached_input is unset; the plan, as Anthropic bills them, at 0.1 x")
 def test_anthropic_reads_without_a_cached_price_are_planned_and_billed_alike(tmp_path):
     c = compare(SEATS["anthropic-no-read-price"], "commons", tmp_path, steps=0)
     assert c.run.cached > 0

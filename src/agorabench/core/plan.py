@@ -51,7 +51,8 @@ import sqlalchemy as sa
 
 from ..families import strategies
 from ..models.pricing import STANDARD, Pricing
-from ..models.prompt_cache import ANTHROPIC_READ, CacheShare, anthropic_min_tokens, anthropic_share, openai_share
+from ..models.openai_compat import is_openai_api
+from ..models.prompt_cache import CacheShare, anthropic_min_tokens, anthropic_share, openai_share
 from ..models.reasoning import output_limit
 from ..store.schema import games as games_table, turns as turns_table
 from .game import PlanStandIn, Prompts
@@ -412,7 +413,7 @@ def _cache_rules(entry: ModelEntry) -> str | None:
         return None
     if spec.provider == "anthropic" and entry.prompt_caching:
         return "anthropic"
-    if spec.provider == "openai" and (spec.base_url is None or "api.openai.com" in spec.base_url):
+    if spec.provider == "openai" and is_openai_api(spec.base_url):
         return "openai"
     return None
 
@@ -518,8 +519,6 @@ def _model_plan(entry: ModelEntry, output_per_call: float, batch: bool, games: i
     rates = pricing.rates(tier)
     rules = _cache_rules(entry)
     read = rates.cached_input if rules is not None else None
-    if rules == "anthropic" and entry.price_cached_input is None and not (entry.tier_prices.get(tier) or {}).get("cached_input"):
-        read = rates.input * ANTHROPIC_READ  # a read costs a tenth of the input price on Anthropic
     plan = ModelPlan(entry.name, output_per_call, rates.input, rates.output, games=games, tier=tier, price_cached_input=read, write_multiplier=pricing.write_multiplier if rules else 1.0)
     plan.cache_basis = {"openai": "OpenAI's automatic prompt cache", "anthropic": f"Anthropic's prompt cache ({entry.cache_ttl} TTL)"}.get(rules or "", "")
     return plan

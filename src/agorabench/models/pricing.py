@@ -14,7 +14,8 @@ Each tier's prices (:data:`TIERS`), where a model entry's ``tier_prices`` does n
 - ``off_peak``: the standard price; a standard call whose reply came within the tier's ``hours``
   (UTC, ``"16:30-00:30"`` unless given: DeepSeek's discount hours) is billed at it.
 
-Prompt tokens: those read from the cache at ``cached_input`` (the input price when None), those
+Prompt tokens: those read from the cache at ``cached_input`` (when None: a tenth of the input
+price on Anthropic, as it bills every model, the input price elsewhere), those
 written to it (``extra["cache_write_tokens"]``, Anthropic) at ``cache_write_multiplier`` × the
 input price (None: Anthropic's 1.25 for a 5-minute TTL, 2 for an hour; 1 elsewhere), the rest at
 the input price; output tokens (reasoning included) at the output price.
@@ -30,6 +31,8 @@ from typing import Any, Callable, Mapping
 
 from .base import Completion
 
+#: Anthropic bills a prompt token read from its cache at this share of the input price.
+ANTHROPIC_READ = 0.1
 #: The tier every call is billed at unless its provider reports another.
 STANDARD = "standard"
 #: The tiers ``tier_prices`` may price.
@@ -163,6 +166,13 @@ class Pricing:
         )
 
     @property
+    def default_cached_input(self) -> float:
+        """The price of a prompt token read from the cache when ``price_cached_input`` is unset:
+        a tenth of the input price on Anthropic (its documented rate for every model), the
+        input price elsewhere (OpenAI's discount differs by model: give ``price_cached_input``)."""
+        return self.input * ANTHROPIC_READ if self.provider == "anthropic" else self.input
+
+    @property
     def write_multiplier(self) -> float:
         """What a prompt token written to the cache costs, as a multiple of the input price."""
         if self.cache_write_multiplier is not None:
@@ -173,7 +183,7 @@ class Pricing:
 
     def rates(self, tier: str) -> Rates:
         """The prices of ``tier`` (a name of :data:`TIERS` or :data:`STANDARD`)."""
-        standard = Rates(self.input, self.output, self.input if self.cached_input is None else self.cached_input)
+        standard = Rates(self.input, self.output, self.default_cached_input if self.cached_input is None else self.cached_input)
         if tier == STANDARD or tier not in TIERS:
             return standard
         if tier == "batch":

@@ -62,7 +62,7 @@ ANTHROPIC_MAX_BREAKPOINTS = 4
 #: Anthropic: block boundaries checked for a hit before each breakpoint.
 ANTHROPIC_LOOKBACK = 20
 #: Anthropic: a read costs this many times the input price; a write by TTL.
-ANTHROPIC_READ = 0.1
+from .pricing import ANTHROPIC_READ  # noqa: E402  (a read: a tenth of the input price)
 ANTHROPIC_WRITE = {"5m": 1.25, "1h": 2.0}
 #: Anthropic's minimum cacheable prompt length by model (its prompt-caching guide); a model not
 #: listed: :data:`ANTHROPIC_DEFAULT_MIN`. Names are matched after ``.`` -> ``-``, lower case.
