@@ -50,8 +50,6 @@ import contextlib
 import json
 import random
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from collections import deque
@@ -62,10 +60,10 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 try:
-    from .helpers import free_port, wait_http
+    from .helpers import serving
     from .providers import RESPOND, _anthropic_error, _gemini_error, _openai_error, _Refused, make_app
 except ImportError:  # run as a script: tests/support is the first entry of sys.path
-    from helpers import free_port, wait_http  # type: ignore[no-redef]
+    from helpers import serving  # type: ignore[no-redef]
     from providers import RESPOND, _anthropic_error, _gemini_error, _openai_error, _Refused, make_app  # type: ignore[no-redef]
 
 PROVIDERS = ("openai", "anthropic", "gemini")
@@ -504,23 +502,11 @@ def batch_server(provider: str, **opts: Any) -> Iterator[str]:
     """Start this file as the batch server of ``provider`` on a free loopback port; yields its
     base URL (``http://127.0.0.1:PORT/v1``; Gemini's ``.../v1beta/openai``) and stops it on exit.
     ``opts``: the CLI's options by their Python names (``reasoning_tokens=5``)."""
-    port = free_port()
-    cmd = [sys.executable, str(Path(__file__).resolve()), str(port), "--provider", provider]
+    args = ["--provider", provider]
     for key, value in opts.items():
-        cmd += [f"--{key.replace('_', '-')}", str(value)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/stats", timeout=30, proc=proc)
-        yield f"http://127.0.0.1:{port}{PREFIXES[provider][0]}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    with serving(Path(__file__), *args, path=PREFIXES[provider][0]) as url:
+        yield url
 
 
 def _root(base_url: str) -> str:

@@ -25,18 +25,16 @@ import dataclasses
 import io
 import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 try:
-    from .helpers import free_port, wait_http
+    from .helpers import serving
     from .studies import commons, model, scripted, study_toml
 except ImportError:  # run as a script: tests/support is the first entry of sys.path
-    from helpers import free_port, wait_http  # type: ignore[no-redef]
+    from helpers import serving  # type: ignore[no-redef]
 
 KEYS = {"OPENAI_API_KEY": "sk-loopback-billing", "ANTHROPIC_API_KEY": "sk-ant-loopback-billing"}
 
@@ -54,21 +52,8 @@ def cache_server(provider: str, cautious: bool = True) -> Iterator[str]:
     """A fresh loopback server of ``provider`` (openai or anthropic) with its prompt cache on and
     its batch routes (this file run as a script); ``cautious``: numbers drawn low (a commons
     lasts all its months). Yields ``http://127.0.0.1:PORT/v1``."""
-    port = free_port()
-    cmd = [sys.executable, str(Path(__file__).resolve()), str(port), "--provider", provider, *(["--cautious"] if cautious else [])]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/stats", timeout=30, proc=proc)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    with serving(Path(__file__), "--provider", provider, *(["--cautious"] if cautious else [])) as url:
+        yield url
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ to answer, the real command line run as a subprocess, and the request count of t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -11,6 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 #: The repository root (this file lives in ``tests/support/``).
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +74,23 @@ def one_line_error(rc: int, err: str, *words: str) -> str:
     for w in words:
         assert w.lower() in lines[0].lower(), (w, lines[0])
     return lines[0]
+
+
+@contextlib.contextmanager
+def serving(script: Path, *args: str, path: str = "/v1") -> Iterator[str]:
+    """Run ``script PORT *args`` as a loopback server on a free port until it answers
+    ``/stats``; yields ``http://127.0.0.1:PORT`` + ``path`` and stops the server on exit."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(script).resolve()), str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/stats", timeout=30, proc=proc)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()

@@ -61,8 +61,6 @@ import contextlib
 import hashlib
 import json
 import re
-import subprocess
-import sys
 import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
@@ -72,9 +70,9 @@ from typing import Any, Iterator
 from aiohttp import web
 
 try:
-    from .helpers import free_port, wait_http
+    from .helpers import serving
 except ImportError:  # run as a script: tests/support is the first entry of sys.path
-    from helpers import free_port, wait_http  # type: ignore[no-redef]
+    from helpers import serving  # type: ignore[no-redef]
 
 PROVIDERS = ("openai", "anthropic", "deepseek", "vllm", "ollama", "gemini")
 
@@ -1263,21 +1261,8 @@ def provider_server(provider: str, **opts: Any) -> Iterator[str]:
     options by their Python names, e.g. ``reasoning_tokens=5, raw_think=True``); yields its
     base URL ``http://127.0.0.1:PORT/v1`` and stops it on exit. ``stats_url(base_url)`` names
     its statistics."""
-    port = free_port()
-    cmd = [sys.executable, str(Path(__file__).resolve()), str(port), "--provider", provider, *_cli_args(opts)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/stats", timeout=30, proc=proc)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    with serving(Path(__file__), "--provider", provider, *_cli_args(opts)) as url:
+        yield url
 
 
 def stats_url(base_url: str, bodies: bool = False) -> str:
