@@ -112,6 +112,13 @@ class ModelPlan:
     cache_basis: str = ""
     #: The sample plays' prompt-cache simulation, all kinds together (for what limits it).
     cache_share: CacheShare | None = field(default=None, repr=False)
+    #: Output tokens a call may use at most (``max_tokens`` plus any reasoning budget).
+    output_bound: float = 0.0
+
+    @property
+    def worst_cost(self) -> float:
+        """The cost with every call at its output bound."""
+        return self.price(self.input_tokens, self.cached_input_tokens, self.cache_write_tokens, self.calls * self.output_bound)
 
     @property
     def output_tokens(self) -> float:
@@ -266,7 +273,11 @@ class Plan:
                 f"batch: {self.rounds:,} round(s), the longest chain of calls in a game (each round waits for its batch: most batches end within an hour, "
                 f"a provider may take up to its 24-hour window: from some minutes a round to {self.rounds * 24:,} hours in all; re-asks add rounds)"
             ]
-        return [head, *table, *batch, f"basis: {self.basis}"]
+        worst = []
+        if not self.output_bound and self.models:
+            top = sum(m.worst_cost for m in self.models.values())
+            worst = [f"worst case: ${top:,.4f} with every call at its output bound (max_tokens plus any reasoning budget)"]
+        return [head, *table, *batch, *worst, f"basis: {self.basis}"]
 
 
 # stand-ins -----------------------------------------------------------------------------------
@@ -636,6 +647,7 @@ async def build_plan(
     for name in study.models:
         if name in per_model:
             models[name] = _model_plan(study.models[name], _output_per_call(study.models[name], study.file.seed, output_tokens), batch, per_model[name])
+            models[name].output_bound = _output_per_call(study.models[name], study.file.seed, None)
     for (kind, role, name), count in seated.items():
         use = (uses.get(kind) or means.get((kind[0], kind[2])) or {}).get(role)
         if use is not None:

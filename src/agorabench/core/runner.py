@@ -54,7 +54,7 @@ from ..store.store import Store
 from ..store.writer import GameWriter
 from .agents import LLMAgent, OutsideAgent
 from .coverage import run_seating
-from .decoding import generation_settings
+from .decoding import generation_settings, sent_settings
 from .game import GameConfig, Prompts
 from .lockstep import Lockstep
 from .plan import Plan, batched, build_plan, stored_spend, tier_of, unpriced
@@ -110,10 +110,30 @@ def spend_by_tier(models: Iterable[Model]) -> dict[str, float]:
     return out
 
 
+#: A reasoning model whose entry sets no ``timeout`` waits the default plus one second per this
+#: many output tokens it may use (16,256 tokens: 120 + 325 = 445 s): a long chain of thought
+#: at a provider's few dozen tokens a second takes minutes.
+REASONING_TOKENS_PER_SECOND = 50
+
+
+def default_timeout(entry: ModelEntry) -> float:
+    """Seconds a call of ``entry`` may take: its ``timeout`` when set; else a ``flex`` tier's
+    :data:`~agorabench.models.providers.FLEX_TIMEOUT`; else, for a reasoning model, the default
+    lengthened by its output limit (:data:`REASONING_TOKENS_PER_SECOND`); else the default."""
+    if "timeout" in entry.model_fields_set:
+        return entry.timeout
+    if entry.service_tier == "flex":
+        return FLEX_TIMEOUT
+    if entry.model_spec.hosted:
+        settings = sent_settings(entry, 0)
+        if settings.reasoning:
+            return entry.timeout + output_limit(settings) / REASONING_TOKENS_PER_SECOND
+    return entry.timeout
+
+
 def backend_options(entry: ModelEntry) -> BackendOptions:
-    """The entry's settings that say how its backend makes calls (a ``flex`` tier without a
-    ``timeout`` of its own waits :data:`~agorabench.models.providers.FLEX_TIMEOUT` per call)."""
-    timeout = FLEX_TIMEOUT if entry.service_tier == "flex" and "timeout" not in entry.model_fields_set else entry.timeout
+    """The entry's settings that say how its backend makes calls (the timeout: :func:`default_timeout`)."""
+    timeout = default_timeout(entry)
     return BackendOptions(
         api_key_env=entry.api_key_env, timeout=timeout, transport=entry.transport, prompt_caching=entry.prompt_caching, params=entry.params, state_cache_mb=entry.state_cache_mb,
         service_tier=entry.service_tier, service_tier_fallback=entry.service_tier_fallback,
@@ -295,16 +315,23 @@ class Runner:
 
     def _budget_gate(self, model: Model, entry: ModelEntry) -> Callable[[list[dict[str, str]], Any], Callable[[], None]]:
         """The budget's check before each call of ``model`` not answered from the response cache
-        (in batch mode: before the call joins a round's batch): the call's worst case (input at
-        characters / 4 with no prompt-cache discount, the whole output bound, at the prices of the
-        tier it is billed at) is held while it is in flight; a call that could take the study past
-        the budget, with what is spent and what is in flight, is refused (BackendError, one line)."""
+        (in batch mode: before the call joins a round's batch): the call's estimate (input at
+        characters / 4 with no prompt-cache discount; output at the mean of the model's replies so
+        far, reasoning included, before any the ``--output-tokens`` assumed, else the whole output
+        bound; at the prices of the tier it is billed at) is held while it is in flight; a call
+        that could take the study past the budget, with what is spent and what is in flight, is
+        refused (BackendError, one line). What the run spends past the budget is thus at most what
+        the calls in flight at that moment use beyond their estimates (at worst, their bound)."""
 
         def gate(messages: list[dict[str, str]], settings: Any) -> Callable[[], None]:
             budget = self.budget
             assert budget is not None
             inp = sum(len(m.get("content") or "") for m in messages) / 4
-            out = float(output_limit(settings))
+            bound = float(output_limit(settings))
+            if model.replies:
+                out = min(bound, model.completion_tokens / model.replies)
+            else:
+                out = bound if budget.output_tokens is None else min(bound, float(budget.output_tokens))
             rates = model.pricing.rates("batch" if model.batcher is not None else tier_of(entry, False))
             cost, tokens = (inp * rates.input + out * rates.output) / 1e6, inp + out
             spent_cost, spent_tokens = self.spent()
@@ -821,7 +848,8 @@ class Runner:
         pieces = []
         for name, m in self.models.items():
             if m.settings.reasoning or m.reasoning_tokens:  # models that reason (a plain model's cut replies are judged as given)
-                pieces.append(f"{name} {m.reasoning_tokens} tok, {m.cut_off} cut off")
+                used = f"{m.reasoning_tokens} tok" if m.reasoning_reported else "n/a tok (not reported)"
+                pieces.append(f"{name} {used}, {m.cut_off} cut off")
         return "; ".join(pieces)
 
     async def _report_progress(self, view: ProgressView, todo: int) -> None:

@@ -248,8 +248,12 @@ class Model:
         self.prompt_tokens = 0
         self.cached_tokens = 0  # prompt tokens the server served from its prompt cache
         self.completion_tokens = 0
-        #: Output tokens spent thinking, as reported (replies that report none add nothing).
+        #: Output tokens spent thinking, as reported (replies that report none add nothing), and
+        #: how many replies reported them (none: the provider does not say, shown as "n/a").
         self.reasoning_tokens = 0
+        self.reasoning_reported = 0
+        #: Replies counted in the books (answers from the backend, not from the response cache).
+        self.replies = 0
         #: Replies cut off at the output token limit.
         self.cut_off = 0
         #: Replies in a row (and in all) that spent the whole output budget thinking and gave no answer.
@@ -326,7 +330,9 @@ class Model:
         self.prompt_tokens += completion.prompt_tokens
         self.cached_tokens += completion.cached_tokens
         self.completion_tokens += completion.completion_tokens
+        self.replies += 1
         self.reasoning_tokens += completion.reasoning_tokens or 0
+        self.reasoning_reported += completion.reasoning_tokens is not None
         self.cut_off += completion.cut
         self.cost += self.pricing.cost(completion)
         if "completion_tokens_reported" in completion.extra and not any("fewer than its totals imply" in w for w in self.warnings):
