@@ -380,9 +380,18 @@ def test_a_budget_the_reasoning_outgrows_stops_the_model_with_one_line(provider,
     games, turns = stored(played.db, "tight")
     assert len(games) == 2 and all(g["status"] == "error" and "raise reasoning_budget" in g["error"] for g in games), games
     assert turns  # the decisions before the stop: invalid, with why, never re-asked
+    stops = [t for t in turns if "3 replies in a row spent all 1256 output tokens" in t["error"]]
     for t in turns:
-        assert not t["valid"] and t["retries"] == 0 and t["error"].startswith("spent 1256 of 1256 output tokens reasoning"), t["error"]
-        assert t["raw"] == "" and t["finish_reason"] in ("length", "max_tokens")
+        assert not t["valid"] and t["retries"] == 0 and t["raw"] == ""
+        if t in stops:  # the reply that stopped the model: billed, so its game's record keeps it (issue 40, item 10)
+            assert t["completion_tokens"] > 0 and t["cost"] >= 0
+            continue
+        assert t["error"].startswith("spent 1256 of 1256 output tokens reasoning"), t["error"]
+        assert t["finish_reason"] in ("length", "max_tokens")
+    assert len(stops) >= 1
+    # every call the run paid for is in the database: the tokens stored are the run's own count
+    counted = int(re.search(r"model calls, \d+ cache hits, (\d+) tokens", played.out).group(1))
+    assert sum(t["prompt_tokens"] + t["completion_tokens"] for t in turns) == counted, played.out
 
 
 def test_replies_in_flight_when_the_model_stops_end_their_games_too(servers, capsys, tmp_path):

@@ -49,7 +49,8 @@ class LLMAgent:
         try:
             c = await self.model.complete(request.messages, settings, sample=sample)
         except BackendError as exc:
-            raise BackendFailure(str(exc)) from None
+            billed = exc.completion
+            raise BackendFailure(str(exc), usage=call_usage(billed, self.model) if billed is not None else None) from None
         finally:
             CALL_CONTEXT.reset(token)
         unusable, final = unusable_reason(c, settings)

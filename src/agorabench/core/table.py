@@ -251,7 +251,12 @@ class _Thoughts:
 
 
 class BackendFailure(RuntimeError):
-    """A player's backend failed for good (after its retries); the game is aborted, not lost."""
+    """A player's backend failed for good (after its retries); the game is aborted, not lost.
+    ``usage``: what a reply that came but cannot count used (billed all the same)."""
+
+    def __init__(self, message: str, usage: "Usage | None" = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class Table:
@@ -447,7 +452,14 @@ class Table:
             request = TurnRequest(role, messages, prompt, action_type, retries, self._player_rngs[role], error, [parts for _, parts in view], decision)
             started = time.perf_counter()
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
-            reply = await player.act(request)
+            try:
+                reply = await player.act(request)
+            except BackendFailure as exc:
+                if exc.usage is not None:
+                    usage.add(exc.usage)
+                if usage.prompt_tokens or usage.completion_tokens or usage.cost:  # billed: kept in the game's record
+                    self._record(role, prompt, messages_at_ask, raw, None, False, retries, str(exc), usage, latency, False, thoughts)
+                raise
             latency += reply.latency or (time.perf_counter() - started)
             usage.add(reply.usage)
             cached = cached and reply.cached

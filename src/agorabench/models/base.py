@@ -128,6 +128,9 @@ class BackendError(RuntimeError):
         self.retryable = retryable
         self.retry_after = retry_after
         self.rate_limited = rate_limited
+        #: A reply that was answered (and billed) but cannot count, e.g. one that arrived after
+        #: its model was stopped: the game's record keeps its usage.
+        self.completion: "Completion | None" = None
 
 
 class Backend(Protocol):

@@ -387,7 +387,9 @@ class Model:
                 )
             # a reply that was in flight when the model stopped ends its game too, rather than
             # leaving a forfeit in a game stored as done
-            raise BackendError(f"{self.backend.identity}: {self.dead}", retryable=False, fatal=True)
+            stop = BackendError(f"{self.backend.identity}: {self.dead}", retryable=False, fatal=True)
+            stop.completion = completion  # billed: the game's record keeps what it used
+            raise stop
 
     async def _call(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         """One request under the concurrency limit and the per-minute budgets."""
