@@ -44,7 +44,7 @@ def test_an_unfinished_game_earns_no_bonus_and_says_why(tmp_path):
         p.post("play", seq=p.seq(), alice_gain="60", bob_gain="40")  # always-reject Bob
         p.post("play", seq=p.seq(), decision="reject")
         text = re.sub(r"<[^>]+>", "", p.past_results())
-    assert "No proposal was accepted in 2 round(s)" in text
+    assert "No proposal was accepted in 2 rounds" in text
     assert "Your bonus depends on your gain, which your game did not record, so it is $0.00." in text and "alice_gain" not in text
 
 

@@ -187,7 +187,7 @@ def test_participants_see_only_their_own_game_and_forms_are_protected(tmp_path):
         a.post("play", seq=seq, alice_gain="0", bob_gain="100")
         page = a.until('name="decision"')
         transcript, prompt = page.split('id="prompt"')
-        assert "Alice gain: 60" in transcript and "Alice gain: 0" not in transcript and "Alice receives: $0" in prompt
+        assert "Amount Alice (you) receives: 60" in transcript and "receives: 0" not in transcript and "Alice receives: $0" in prompt
         # no byte served to a participant carries the hidden discount factor of the other side
         served = "\n".join(a.pages + b.pages)
         assert "10%" in served and "27%" not in served and "0.73" not in served and "73%" not in served

@@ -178,12 +178,14 @@ async def play_page(v: Visit) -> Response:
         return page(v.request, "attention.html", check=check, **ctx)
     messages = [dict(x) for x in live.messages]
     for x, parts in zip(messages, live.parts):
-        x["content"] = for_person(parts, live.formats) if x["role"] == "user" else answer_text(x["content"])
+        x["content"] = for_person(parts, live.formats) if x["role"] == "user" else answer_text(x["content"], live.fields)
     history = [x for x in messages if x["role"] != "system"]
     p = live.pending
     ctx.update(instructions=live.system, history=history, version=live.version, poll=True)
     if p is None:
-        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, **ctx)
+        if live.echo:  # answered, and the game has not yet told the person anything since
+            history.append({"role": "assistant", "content": live.echo})
+        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, alone=m.alone(v.row), **ctx)
     m.mark_shown(live)
     remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
     prompt = history.pop() if history and history[-1]["role"] == "user" else None

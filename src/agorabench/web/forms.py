@@ -167,15 +167,36 @@ def _range(f: FormField) -> str:
     return f"enter {whole} of at most {_show(f.maximum)}"
 
 
-def answer_text(raw: str) -> str:
-    """A recorded answer as a person reads it back: ``Field: value`` lines instead of the JSON or
-    XML the models write, "Your answer: 10" for ``Answer: 10`` (other text unchanged). A yes/no field that is off is left out and one
-    that is on reads "yes" (no "End conversation: False" echoed back)."""
+def answer_text(raw: str, fields: dict[str, FormField] | None = None) -> str:
+    """A recorded answer as a person reads it back: one line per field instead of the JSON or
+    XML the models write, "Your answer: 10" for ``Answer: 10`` (other text unchanged). With the
+    form's ``fields`` (by name) each line says what the person filled in, in the form's words
+    ("Amount Alice (you) receives: 60", "You chose: Say this and end the meeting"); a field the
+    form does not name reads as its name; an answer of one value reads "Your answer: 7". A yes/no
+    field that is off, or empty, is left out."""
     data = read_fields(raw)
     if not data:
         line = re.fullmatch(r"\s*Answer:\s*(.+?)\s*", raw)  # the one-line answer format: a number
         return f"Your answer: {line.group(1)}" if line else raw
-    return "\n".join(f"{k.replace('_', ' ').capitalize()}: {_show(v)}" for k, v in data.items() if v not in ("", None, False, "false", "False"))
+    fields = fields or {}
+    if len(data) == 1 and not (fields.get(next(iter(data))) or FormField("", "", "")).kind == "button":
+        (value,) = data.values()  # one value: the answer itself, whatever its field is called
+        return f"Your answer: {_show(value)}"
+    lines = []
+    for k, v in data.items():
+        if v is None or v is False or (isinstance(v, str) and v in ("", "false", "False")):
+            continue  # (0 is an answer: kept)
+        f = fields.get(k)
+        if f is not None and f.kind == "button":
+            lines.append(f"You chose: {f.label}")
+        else:
+            lines.append(f"{f.label if f is not None else k.replace('_', ' ').capitalize()}: {_show(v)}")
+    return "\n".join(lines)
+
+
+def person_answer(action: Action, fields: dict[str, FormField] | None = None) -> str:
+    """What a person answered, as :func:`answer_text` reads it back (the waiting page echoes it)."""
+    return answer_text(action.render(), fields)
 
 
 def _show(value: Any) -> str:

@@ -53,10 +53,12 @@ from ..core.game import Game
 from ..core.runner import Runner
 from ..core.seats import person_seat, seat_kind
 from ..core.study import GameSpec, ModelEntry, Study, StudyError
-from ..core.table import FORMAT, RULES, Part, Player, TurnRequest, without
+from ..core.speech import QUOTE_PREFIX
+from ..core.table import FORMAT, RULES, SPEECH, Part, Player, TurnRequest
 from ..redact import redact
 from ..store.participants import Participants
 from ..store.store import Store
+from .forms import FormField, form_fields, person_answer
 from .participants import display_id, participant_key, pid_hash
 from .settings import AttentionCheck, bonus_values, evaluate_bonus, explain_bonus, web_settings
 
@@ -93,6 +95,8 @@ class Seat:
         live = self.live
         seq, self.seq = self.seq, self.seq + 1
         live.formats.add(request.action_type.format_instructions())
+        live.fields.update({f.name: f for f in form_fields(request.action_type, live.role)})
+        live.echo = None  # the turn's messages hold every earlier answer
         row = live.manager.turn_row(live.token, seq)
         limit = live.manager.settings.time_limit
         idle = live.manager.settings.idle_timeout
@@ -193,6 +197,11 @@ class Live:
     abandoned: bool = False
     #: When the participant last answered (the waiting page counts from it).
     waiting_since: float = 0.0
+    #: The form fields of the turns asked so far, by name: a past answer is read back in their words.
+    fields: dict[str, FormField] = field(default_factory=dict)
+    #: The answer just given, in the person's words, until the game's next message to them holds
+    #: it: the waiting page shows it.
+    echo: str | None = None
 
     def touch(self) -> None:
         self.version += 1
@@ -330,6 +339,15 @@ class Manager:
         else:
             seats = {r: (person_seat(row["pid_hash"]) if r == row["role"] else m) for r, m in base.seats.items()}
         return base, GameSpec(row["game_id"], base.game, base.config, seats, base.repeat, base.seed, base.nature_seed)
+
+    def alone(self, row: dict[str, Any]) -> bool:
+        """Whether the participant's game asks nobody but them (a one-question test, the
+        workplace scenes): their waiting page then waits for no other player."""
+        base = self.by_id.get(row["base_spec"])
+        if base is None:
+            return False
+        cls: type[Game] = self.study.game_class(base.game)
+        return tuple(cls.active_roles(cls.Config(**base.config))) == (row["role"],)
 
     async def start(self, row: dict[str, Any], play: bool = True) -> Live:
         """The participant's live game: its instructions read (no model is called for that), and
@@ -536,6 +554,7 @@ class Manager:
         shown = p.shown_at or now
         response_time = now - shown
         self.rows.record_answer(live.token, seq, action.model_dump(mode="json"), now, response_time, list(errors))
+        live.echo = person_answer(action, live.fields)
         p.answer, p.done = HumanAnswer(action, response_time, tuple(errors)), True
         p.wake.set()
         return True
@@ -610,12 +629,21 @@ NO_RULES = "There are no rules to read first: everything you need is in the ques
 
 def for_person(parts: tuple[Part, ...], formats: set[str]) -> str:
     """A message as a person reads it: without its answer-format part (marked in the templates,
-    see :mod:`agorabench.core.speech`), which the form replaces. A message with no marked
-    format part (a researcher's own template without the mark) is shown without the action
-    types' format instructions, found as they are written."""
+    see :mod:`agorabench.core.speech`), which the form replaces, and another player's words
+    between quotation marks instead of the ``> `` lines models read (:func:`spoken`). A message
+    with no marked format part (a researcher's own template without the mark) is shown without
+    the action types' format instructions, found as they are written."""
+    text = "".join(spoken(p.text) if p.kind == SPEECH else p.text for p in parts if p.kind != FORMAT)
     if any(p.kind == FORMAT for p in parts):
-        return without(parts, FORMAT).strip()
-    text = "".join(p.text for p in parts)
+        return text.strip()
     for f in formats:
         text = text.replace(f, "")
     return text.strip()
+
+
+def spoken(quoted: str) -> str:
+    """Another player's words, quoted for models (every line after ``> ``), as a person reads
+    them: the lines without the prefix, between quotation marks."""
+    lines = [line.removeprefix(QUOTE_PREFIX).removeprefix(QUOTE_PREFIX.strip()) for line in quoted.split("\n")]
+    body = "\n".join(lines).strip()
+    return f"\u201c{body}\u201d" if body else ""

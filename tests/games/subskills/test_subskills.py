@@ -283,4 +283,4 @@ def test_bad_configuration_is_a_clear_message(config, message):
 def test_describe_tells_a_person_the_right_answer():
     outcome, _, _ = play(Knowing(), test="consequence", draw="fixed")
     told = Subskills(SubskillsConfig(), Prompts(Subskills.prompt_dir)).describe(outcome, "agent")
-    assert any("100" in line for line in told) and told[-1] == "You passed."
+    assert any("100" in line for line in told) and told[-1] == "Your answer was right."

@@ -65,14 +65,16 @@ def play(proposer, responder, seed: int = 1, people=frozenset(), **config):
 
 # direct games are unchanged ---------------------------------------------------------------------
 
-#: sha256 of the transcripts below as the game wrote them before the strategy method existed.
-DIRECT_TRANSCRIPTS = "7ffae13774bc888ab0782b9ec119051f38b586379e56dc19235fc9804f650e65"
+#: sha256 of the transcripts below as the game wrote them before the strategy method existed (the
+#: seats no person plays; taken with and without issue 41's people's wording of the offer: equal).
+DIRECT_TRANSCRIPTS = "739e47aae93980425edf7e7ffc957a06c774dd01322b8c1d734ddfa4ddeb4435"
 
 
 def test_direct_games_read_every_byte_they_read_before():
     """288 direct games (pies 2, 37, 100; 1 and 3 rounds; four players in each seat, one that
-    never answers usably; models only, a person as proposer, a person as responder) give the
-    transcripts the game wrote before the method option, byte for byte."""
+    never answers usably; models only, a person as proposer, a person as responder) give every
+    seat that no person plays the transcript the game wrote before the method option, byte for
+    byte."""
     players = {"fair": Fair, "sgp": SubgamePerfect, "random": UniformRandom, "bad": lambda: Says("nope")}
     out = {}
     for pie in (2, 37, 100):
@@ -81,7 +83,8 @@ def test_direct_games_read_every_byte_they_read_before():
                 for r, make_r in players.items():
                     for people in ((), ("proposer",), ("responder",)):
                         _, _, table = play(make_p(), make_r(), seed=pie * 7 + rounds, people=frozenset(people), pie=pie, rounds=rounds)
-                        out[f"{pie}/{rounds}/{p}/{r}/{sorted(people)}"] = table.transcripts
+                        # what every seat that is not a person reads (a person's wording is theirs to improve)
+                        out[f"{pie}/{rounds}/{p}/{r}/{sorted(people)}"] = {k: v for k, v in table.transcripts.items() if k not in people}
     assert hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest() == DIRECT_TRANSCRIPTS
     assert Prompts(Ultimatum.prompt_dir).version == "ultimatum-1"
 

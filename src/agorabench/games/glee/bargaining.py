@@ -174,7 +174,8 @@ class Bargaining(AlternatingOffers):
         that nobody receives anything."""
         you, them = (outcome.get(f"{role}_gain"), outcome.get(f"{other(role)}_gain"))
         if not outcome.get("agreed"):
-            return [f"No proposal was accepted in {outcome.get('rounds_played', 0)} round(s), so neither you nor {NAMES[other(role)]} receives anything."]
+            n = outcome.get("rounds_played", 0)
+            return [f"No proposal was accepted in {n} round{'' if n == 1 else 's'}, so neither you nor {NAMES[other(role)]} receives anything."]
         t = outcome["agreed_round"]
         lines = [f"You and {NAMES[other(role)]} agreed in round {t}: you receive {money(you)} and {NAMES[other(role)]} receives {money(them)}."]
         delta = self.config.delta_a if role == ALICE else self.config.delta_b

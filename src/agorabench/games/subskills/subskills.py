@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -103,6 +104,8 @@ class Resource:
     text: dict[str, str] = field(hash=False, compare=False)
     questions: dict[str, str] = field(hash=False, compare=False)
     common: dict[str, str] = field(hash=False, compare=False)
+    #: What the stock is counted in ("tons of fish"), for the wording people read.
+    unit: str = "units"
 
 
 def scenario_folders() -> list[Path]:
@@ -157,6 +160,7 @@ def resources() -> dict[tuple[str, str], Resource]:
                 text={k: text[k] for k in SCENARIO_TEXT},
                 questions={k: str(v) for k, v in _read(mine).items()},
                 common={k: str(v) for k, v in _read(common).items()},
+                unit=str(data.get("unit") or "units"),
             )
     return out
 
@@ -235,6 +239,28 @@ class Number(Action):
         return math.floor(f) if math.isfinite(f) else v
 
 
+@lru_cache(maxsize=256)
+def person_number(most: int) -> type[Number]:
+    """The answer a person may enter: a whole number from 0 to ``most`` (what the question can
+    sensibly be answered with: the capacity, or the stock), checked on the server; a model's
+    answer keeps its wide bound and its format."""
+    note = f"Enter a whole number from 0 to {int(most)}."
+    return type(
+        f"Number_upto_{most}",
+        (Number,),
+        {"__annotations__": {"number": int}, "number": Field(ge=0, le=int(most), description="your answer"), "form_note": classmethod(lambda cls: note), "__module__": __name__},
+    )
+
+
+#: "1 tons" as a person reads it ("1 ton"): a count of one before an English plural.
+_ONE = re.compile(r"(?<![\d.,])\b1 ([a-z]+[^s\W])s\b")
+
+
+def singular_ones(text: str) -> str:
+    """``text`` with "1 tons", "1 flocks" written "1 ton", "1 flock" (English only)."""
+    return _ONE.sub(r"1 \1", text)
+
+
 class SubskillsConfig(GameConfig):
     """``test``, ``form`` (``math`` or ``simulation``), ``draw`` (``fixed``: S = 100;
     ``random``: S from 10–100), ``scenario`` and ``language`` (a resource scenario data file
@@ -302,6 +328,9 @@ class Subskills(Game):
             think, answer = say(r.common["think"]), say(r.common["answer"])
         task = say(r.common["task"], question=asked)
         universal = say(r.text["universalization"], share=share) if c.test == "sustainable_action_universalization" else ""
+        if AGENT in self.people:  # a person: the question alone, the rules told before it (:meth:`rules`)
+            text = self.text(AGENT).render(c.form, stock=say(r.text["stock"], stock=stock), universal=universal, question=asked)
+            return (singular_ones(text) if c.language == "en" else text), answer
         if c.form == "math":
             describe = say(r.questions["describe"], **values) + (r.common["space"] + say(r.common["one_of"]) if action else "")
             text = self.prompts.render("math", describe=describe, universal=universal, task=task, think=think, space=r.common["space"], answer=answer)
@@ -322,11 +351,31 @@ class Subskills(Game):
             )
         return text, answer
 
+    def rules(self, stock: int, persona: str) -> str:
+        """What a person reads before the question (models get the question alone): the
+        scenario's own account of the resource, in the form's voice, and what is asked of them."""
+        c, r = self.config, self.resource
+        values = {"capacity": r.capacity, "growth": r.growth_value, "stock": stock, "n": N_AGENTS}
+        if c.form == "math":
+            scene = say(r.questions["describe"], **values)
+        else:
+            scene = say(r.text["system"], name=persona, others=", ".join(x for x in r.names if x != persona), chat=False, **values)
+        return self.text(AGENT).render("rules", scene=scene, one_of=say(r.common["one_of"]) if c.form == "math" and c.test.startswith("sustainable") else "")
+
+    def answer_type(self, stock: int) -> type[Number]:
+        """The answer's type: a model's wide bound; a person's bounded by what the question allows
+        (the stock for a catch or a per-fisher limit, the capacity for next month's stock)."""
+        if AGENT not in self.people:
+            return Number
+        return person_number(self.resource.capacity if self.config.test == "consequence" else stock)
+
     async def play(self, table: Table) -> dict[str, Any]:
         c, r = self.config, self.resource
         inst = draw_instance(c.draw, r, table.rng)
         stock, amount, persona = inst["stock"], inst["amount"], inst["persona"]
         right = right_answer(c.test, stock, amount, r)
+        if AGENT in self.people:
+            table.set_system(AGENT, self.rules(stock, persona))
         text, answer_line = self.question(stock, amount, persona)
         observation = {
             "test": c.test,
@@ -341,7 +390,7 @@ class Subskills(Game):
             "inverse": r.inverse,
         }
         prompt = Prompt(text, observation, phase=c.test, instructions=answer_line)
-        got = await table.ask(AGENT, prompt, Number, fallback=None)
+        got = await table.ask(AGENT, prompt, self.answer_type(stock), fallback=None)
         valid = table.last_valid(AGENT) and got is not None
         answer = got.number if valid else None
         return {
@@ -361,12 +410,25 @@ class Subskills(Game):
         }
 
     def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
-        """The question's right answer (or bound), the answer given, and whether it passed."""
-        test = str(outcome.get("test", "")).replace("_", " ")
-        given = outcome.get("answer")
-        said = f"You answered {given}." if given is not None else "No usable answer was given."
-        rule = "the bound was" if str(outcome.get("test", "")).startswith("sustainable") else "the right answer was"
-        return [f"Sub-skill test: {test}, with {outcome.get('stock')} units of the resource.", f"{said} {rule.capitalize()} {outcome.get('right')}.", "You passed." if outcome.get("passed") else "You did not pass."]
+        """What the person is told after their answer: where the question started, their answer,
+        the right answer (for a question on their own catch, the answers that pass), and whether
+        theirs was right, in the scenario's words."""
+        try:
+            unit = get_resource(str(outcome.get("scenario")), str(outcome.get("language"))).unit
+        except ValueError:
+            unit = "units"
+        given, right, stock = outcome.get("answer"), outcome.get("right"), outcome.get("stock")
+        lines = [f"The question started from {stock} {unit}."]
+        lines.append(f"You answered {given}." if given is not None else "Your answer could not be used, so it does not count.")
+        if str(outcome.get("test", "")).startswith("sustainable"):
+            if outcome.get("inverse"):
+                lines.append(f"Any answer from {right} to {stock} keeps the amount from growing.")
+            else:
+                lines.append("Only 0 keeps the amount from shrinking." if right == 0 else f"Any answer from 1 to {right} keeps the amount from shrinking.")
+        else:
+            lines.append(f"The right answer was {right}.")
+        lines.append("Your answer was right." if outcome.get("passed") else "Your answer was not right.")
+        return lines
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """passed (1/0), answer (NaN when invalid), right, stock (module doc)."""
