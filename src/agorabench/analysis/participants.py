@@ -13,9 +13,10 @@ order (:data:`LEAD`, then one per attention check, one per questionnaire answer,
   ``id_source`` (``prolific``, ``mturk`` or ``link``), ``entry_params`` (the other entry-link
   parameters, as JSON);
 - ``stage`` (where the person is: consent, instructions, quiz, play, results, questionnaire,
-  done), ``status`` (``finished``: reached the end; ``declined``: did not consent; ``in
-  progress`` otherwise), ``game_status`` (the game's: done, abandoned, error; empty before it
-  ended);
+  done), ``status`` (``finished``: reached the end; ``declined``: did not consent; ``dropped
+  out``: stopped answering during the game, past its idle deadline, and never reached the end;
+  ``in progress`` otherwise), ``game_status`` (the game's: done, abandoned, error; empty before
+  it ended);
 - ``created`` (entry), ``consented`` and ``finished`` as ISO 8601 UTC times, and
   ``total_seconds`` (entry to finish): ``consented_at`` and ``finished_at`` as the web app
   recorded them (consent given; questionnaire submitted); in rows written before those columns
@@ -30,7 +31,9 @@ order (:data:`LEAD`, then one per attention check, one per questionnaire answer,
   other name a row holds), empty where the person gave none;
 - ``bonus``;
 - any other column a newer web app added to the table, by its own name (values that are not
-  text or numbers as JSON); session secrets (tokens, CSRF values, resume codes, hashes) never.
+  text or numbers as JSON; the times ``dropped_out``, when a group member's seat went to the
+  fallback, and ``waiting_since``, when they reached the waiting room, as ISO 8601 UTC); session
+  secrets (tokens, CSRF values, resume codes, hashes) never.
 
 The table is read by reflection, not through a fixed schema, so columns added later come along.
 """
@@ -58,6 +61,8 @@ _READ = {"study", "pid_hash", "game_id", "role", "base_spec", "participant", "so
 _SECRET_NAMES = ("token", "csrf", "resume", "hash", "secret", "code", "cookie", "password")
 _CONSENTED = ("consented_at",)
 _FINISHED = ("finished_at",)
+#: Other stored columns that hold a time (seconds since the epoch): exported as ISO 8601 UTC.
+_TIMES = ("dropped_out", "waiting_since")
 
 
 def _attention(taken: dict[str, Any] | None) -> str:
@@ -135,9 +140,16 @@ def _first(row: dict[str, Any], names: tuple[str, ...]) -> Any:
 
 
 def _status(row: dict[str, Any]) -> str:
+    """Where the person stands (the module docstring): a person whose seat went to the fallback
+    (``dropped_out``) or whose game was abandoned for their silence, and who did not reach the
+    end, dropped out."""
     if row.get("game_status") == "declined":
         return "declined"
-    return "finished" if row.get("stage") == "done" else "in progress"
+    if row.get("stage") == "done":
+        return "finished"
+    if row.get("dropped_out") is not None or row.get("game_status") == "abandoned":
+        return "dropped out"
+    return "in progress"
 
 
 def _consent(row: dict[str, Any]) -> str | None:
@@ -232,7 +244,7 @@ def participants_df(store: Store, study: str, spec: dict[str, Any] | None = None
         for q in questions:
             record[f"q_{q}"] = _cell(answers.get(q))
         for k in extra:
-            record[k] = _cell(row.get(k))
+            record[k] = _time(_seconds(row.get(k))) if k in _TIMES else _cell(row.get(k))
         out.append(record)
     df = pd.DataFrame(out, columns=columns)
     for c in columns:  # answers as given (a scale's 3 stays 3 beside an empty answer, not 3.0)
