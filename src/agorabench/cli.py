@@ -414,6 +414,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _rehearse(args, study)
     if study is not None:
         study.check_keys()
+        from .web.rehearse import start_problems
+
+        problems = start_problems(study)  # what a rehearsal would name, before anyone enters
+        if problems:
+            raise StudyError(f"study {study.name!r} is not ready to serve: " + "; ".join(problems) + " (agora serve --rehearse N runs these checks with simulated participants)")
     db = args.db or _default_db(args.study)
     if study is None and "://" not in db and not Path(db).exists():
         raise StudyError(f"database not found: {db}")

@@ -36,7 +36,7 @@ WEB = {
     "bonus_max": 5.0,
     "quiz": [{"question": "Is this a test?", "options": ["No", "Yes"], "answer": "Yes"}],
     "attention_checks": [{"after": 1, "question": "Choose Blue.", "options": ["Red", "Blue"], "answer": "Blue"}],
-    "questionnaire": [{"name": "why", "question": "Why?"}, {"name": "fair", "question": "Fair?", "kind": "scale", "scale": 5}],
+    "questionnaire": [{"name": "why", "question": "Why?"}, {"name": "fair", "question": "Fair?", "kind": "scale", "scale": 5, "scale_labels": ["not fair at all", "completely fair"]}],
 }
 
 

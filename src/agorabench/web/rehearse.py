@@ -710,6 +710,76 @@ def check_bonus(result: Rehearsal, study: Study, store: Store, rows: list[dict[s
         result.warnings.append(f"the bonus rule ({' / '.join(rules)}) paid nothing to any of the {len(finished)} participant(s) who finished this rehearsal; check that people who play well are paid")
 
 
+def scale_problems(study: Study) -> list[str]:
+    """Scale questions of the questionnaire that do not say what their ends mean: without
+    ``scale_labels`` in the study file a participant would read "strongly disagree" / "strongly
+    agree" at the ends of any question, "How sure are you?" included."""
+    out = []
+    for q in (study.file.web or {}).get("questionnaire") or []:
+        if isinstance(q, dict) and q.get("kind") == "scale" and not q.get("scale_labels"):
+            out.append(f"questionnaire item {q.get('name')!r} is a scale without scale_labels: participants would read 'strongly disagree' / 'strongly agree' at its ends whatever it asks; set scale_labels = [\"what 1 means\", \"what {q.get('scale', 7)} means\"]")
+    return out
+
+
+#: Games per (game, role) a served study's bonus check plays with random answers.
+CHECK_PLAYS = 3
+
+
+def bonus_problems(study: Study, plays: int = CHECK_PLAYS) -> list[str]:
+    """Bonus rules that name a value no game of their role records, found before anyone enters:
+    each game a participant is seated in is played up to ``plays`` times (its first specs) with
+    random answers in every seat (nothing is called), and a rule's names are looked up among the
+    values (:func:`~.settings.bonus_values`) those games record for the role."""
+    from ..core.agents import RandomAnswers
+    from ..core.game import Prompts
+    from ..core.table import Table
+
+    s = web_settings(study)
+    recorded: dict[str, set[str]] = defaultdict(set)
+    played: Counter = Counter()
+    for n, spec in enumerate(study.iter_specs()):
+        if n > 20_000:
+            break
+        people = {r for r, m in spec.seats.items() if study.models[m].is_human}
+        for role in sorted(people):
+            if played[(spec.game, role)] >= plays:
+                continue
+            played[(spec.game, role)] += 1
+            cls = study.game_class(spec.game)
+            config = cls.Config(**spec.config)
+            game = cls(config, Prompts(cls.prompt_dir), {r: f"Player {chr(65 + i)}" for i, r in enumerate(spec.seats)}, people=people)
+            table = Table({r: RandomAnswers() for r in cls.active_roles(config)}, seed=spec.seed, nature_seed=spec.nature_seed)
+            outcome = asyncio.run(game.play(table))
+            # a value the game leaves empty in this play (a gain without a deal) is one it records
+            recorded[role] |= set(bonus_values(_filled(outcome), _filled(game.metrics(outcome)), role=role))
+    out = []
+    per_role = isinstance(s.bonus, dict)
+    for role in sorted(recorded):
+        rule = s.bonus_rule(role)
+        missing = sorted(_names(rule) - recorded[role])
+        if missing:
+            where = f"for {role}" if per_role else "(every role)"
+            known = ", ".join(sorted(recorded[role])) or "nothing"
+            out.append(f"bonus rule {rule!r} {where} names {', '.join(missing)}, which no game of {role} records (it records: {known}): nobody would be paid by it")
+    return out
+
+
+def _filled(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with empty numbers (None, NaN) as 0, also one level down: the names a game
+    records, whatever one play of it happened to leave empty."""
+
+    def fill(v: Any) -> Any:
+        return 0.0 if v is None or (isinstance(v, float) and v != v) else v
+
+    return {k: ({kk: fill(vv) for kk, vv in v.items()} if isinstance(v, dict) else fill(v)) for k, v in (values or {}).items()}
+
+
+def start_problems(study: Study) -> list[str]:
+    """What ``agora serve`` refuses to start with (:func:`scale_problems`,
+    :func:`bonus_problems`): the protocol errors a rehearsal names, found without a participant."""
+    return scale_problems(study) + bonus_problems(study)
+
+
 async def _drive(run: Run, n: int) -> None:
     people = [Participant(run, i) for i in range(n)]
     for p in people:
@@ -798,6 +868,8 @@ def rehearse(
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="agora-rehearsal-server")
     result = Rehearsal(study.name, db, url, n, settings=said)
+    for problem in scale_problems(study):
+        result.problem(problem)
     t0 = time.monotonic()
     thread.start()
     try:
