@@ -38,6 +38,13 @@ draws S uniformly from 10–100, X from 0..S // 5 and the persona from the scena
 all from nature's stream (``table.rng``), so every model meets the same instance in a given
 repeat. A study plays 150 repeats of each test (the original's number of instances).
 
+A person in the seat (a served study) reads the family's wording for people
+(``prompts/people/``): the scenario's rules first, as a system message models never get
+(:meth:`Subskills.rules`), then the question alone, without the reasoning request and the
+memory-line format; their number is bounded by the stock or the capacity
+(:func:`person_number`) and :meth:`Subskills.describe` says the right answer in the scenario's
+words. Models read the same bytes as before.
+
 An answer that stays unparseable after the retries fails the test (no fallback; the turn is
 recorded invalid). A fractional answer is rounded down, as the original's integer extraction.
 
