@@ -34,24 +34,32 @@ def test_json_in_fence_with_thousands_separators():
     assert offer.message == "deal, 1,000 left"  # free text is never rewritten
 
 
-def test_last_well_formed_block_wins():
+def test_blocks_naming_different_actions_are_refused_never_resolved():
+    """A reply that changes its mind in its text holds two answers: refused with both shown (and
+    asked again), never settled on either; the same action written twice is that action."""
     text = '{"alice_gain": 1, "bob_gain": 9} then I changed my mind: {"alice_gain": 7, "bob_gain": 3}'
-    assert Offer.parse(text).alice_gain == 7
-
-
-def test_an_invalid_last_block_is_never_replaced_by_an_earlier_one():
-    """Only the final answer counts: an earlier block of the same reply is a draft."""
-    text = '{"alice_gain": 5, "bob_gain": 5} and {"alice_gain": -1, "bob_gain": 11}'
-    with pytest.raises(ParseError, match="alice_gain"):
+    with pytest.raises(ParseError, match="2 different actions"):
         Offer.parse(text)
+    assert Offer.parse('{"alice_gain": 7, "bob_gain": 3} so: {"alice_gain": "7", "bob_gain": 3.0}').alice_gain == 7
 
 
-def test_a_fenced_draft_never_beats_a_later_bare_answer():
+def test_an_invalid_block_is_never_replaced_by_another():
+    """Only the answer counts: a valid block beside an invalid one does not stand in for it."""
+    text = '{"alice_gain": 5, "bob_gain": 5} and {"alice_gain": -1, "bob_gain": 11}'
+    with pytest.raises(ParseError, match="different actions"):
+        Offer.parse(text)
+    with pytest.raises(ParseError, match="alice_gain"):
+        Offer.parse('{"alice_gain": -1, "bob_gain": 11} again {"alice_gain": -1, "bob_gain": 11}')
+
+
+def test_a_fenced_block_beside_an_answer_in_the_text_is_shown_not_answered():
+    """A reply that answers in its text uses fences to show things (a draft, an example), before
+    or after its answer; a reply that answers only in fences answers there."""
     text = 'Draft:\n```json\n{"alice_gain": 9, "bob_gain": 1}\n```\nNo, final: {"alice_gain": 4, "bob_gain": 6}'
     assert Offer.parse(text).alice_gain == 4
-    # and a fenced answer after a bare draft wins as before
-    text = '{"alice_gain": 9, "bob_gain": 1} no:\n```json\n{"alice_gain": 3, "bob_gain": 7}\n```'
+    text = '{"alice_gain": 3, "bob_gain": 7}\nA draft I rejected:\n```json\n{"alice_gain": 9, "bob_gain": 1}\n```'
     assert Offer.parse(text).alice_gain == 3
+    assert Offer.parse('Here:\n```json\n{"alice_gain": 2, "bob_gain": 8}\n```').alice_gain == 2
 
 
 def test_json_invalid_value_raises_with_field_name():

@@ -15,9 +15,9 @@ from agorabench.models.transport.wire import completion_from_json
 def test_thoughts_are_split_from_the_answer_with_and_without_the_opening_tag():
     assert split_thoughts("<think>\nOffer 60? No.\n</think>\n\nAnswer: 40") == ("Answer: 40", "Offer 60? No.", False)
     assert split_thoughts("Offer 60? No.\n</think>\nAnswer: 40") == ("Answer: 40", "Offer 60? No.", False)
-    # several thought blocks: everything before the last closing tag is thought, drafts included
+    # several thought blocks: the answer is the text outside all of them (the parser judges it)
     answer, thoughts, unclosed = split_thoughts("<think>a</think>Answer: 1<think>b</think>Answer: 2")
-    assert answer == "Answer: 2" and "Answer: 1" in thoughts and not unclosed
+    assert answer == "Answer: 1\n\nAnswer: 2" and thoughts == "a\n\nb" and not unclosed
     assert split_thoughts("<think>\nstill thinking, Answer: 7") == ("", "still thinking, Answer: 7", True)
     assert split_thoughts("Answer: 3") == ("Answer: 3", None, False)
     # envy's XML answers carry a <reasoning> field: that is an answer, not a thought

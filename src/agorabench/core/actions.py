@@ -7,8 +7,14 @@ of the human form. Its ``response_format`` names one of the answer formats of
 answers; this module turns what the format found into a valid action.
 
 Parsing is tolerant of presentation (code fences, surrounding prose, case, thousands
-separators; the last well-formed block wins) but never guesses a missing or invalid value:
-it raises :class:`ParseError` with a message that can be shown to the player.
+separators) but never guesses a missing or invalid value, nor which of several answers a reply
+meant: it raises :class:`ParseError` with a message that can be shown to the player. The
+answer is read from the reply's text outside its thoughts (a reply cut inside a ``<think>``
+has none), from the blocks that are its answer (:meth:`~agorabench.core.formats.AnswerFormat.answers`:
+never a quoted block, nor a fenced example or draft beside an answer written in the text).
+In the answer-line format the last answer line counts (its instruction puts it at the end);
+in JSON and XML every answer block counts: repeated blocks naming the same action are that
+action, blocks naming different actions are refused with both shown, and asked again.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..models.reasoning import answer_of
 from ..text import storable
 from .formats import FORMATS, AnswerFormat, Format
 
@@ -75,21 +82,47 @@ class Action(BaseModel):
 
     @classmethod
     def parse(cls, text: str) -> "Action":
-        """Turn a reply into an action of this type or raise ParseError."""
+        """Turn a reply into an action of this type or raise ParseError (module doc: which
+        blocks are the answer, and that blocks naming different actions are refused)."""
         if not text or not text.strip():
             raise ParseError("The answer was empty.")
-        candidates = cls.format().candidates(text, cls.field_names())
-        if not candidates:
+        text, unclosed = answer_of(text)
+        if unclosed:
+            raise ParseError("The reply ended inside its reasoning (an unclosed <think>), with no answer after it.")
+        fmt, fields = cls.format(), cls.field_names()
+        found = fmt.answers(text, fields)
+        if not found:
             raise ParseError(f"No answer in the expected format was found. {cls.format_instructions()}")
-        try:  # the last well-formed block is the answer; an earlier one is a draft, never a fallback
-            action = cls.model_validate(_clean(candidates[-1], cls.text_fields))
+        if fmt.ends_reply:
+            found = found[-1:]
+        else:  # blocks of other things (no field of the action) are not answers, unless all are
+            names = set(fields)
+            found = [c for c in found if any(isinstance(k, str) and k.strip().lower() in names for k in c)] or found[-1:]
+        outcomes: dict[str, tuple["Action | None", str, dict[str, Any]]] = {}
+        for block in found:
+            action, problem = cls._read(block)
+            key = action.render() if action is not None else "invalid: " + repr(sorted(block.items(), key=repr))
+            outcomes.setdefault(key, (action, problem, block))
+        if len(outcomes) > 1:
+            shown = [_short(a.render() if a is not None else fmt.write(b)) for a, _, b in list(outcomes.values())[:3]]
+            more = f" and {len(outcomes) - 3} more" if len(outcomes) > 3 else ""
+            raise ParseError(f"The answer holds {len(outcomes)} different actions ({'; '.join(shown)}{more}); give exactly one.")
+        ((action, problem, _),) = outcomes.values()
+        if action is None:
+            raise ParseError(f"The answer is not a valid action: {problem}")
+        return action
+
+    @classmethod
+    def _read(cls, block: dict[str, Any]) -> tuple["Action | None", str]:
+        """One answer block as an action of this type, or None and what is wrong with it."""
+        try:
+            action = cls.model_validate(_clean(block, cls.text_fields))
             _check_numbers(dict(action))
-            return action
+            return action, ""
         except ValidationError as exc:
-            problem = _describe(exc)
+            return None, _describe(exc)
         except ParseError as exc:
-            problem = str(exc)
-        raise ParseError(f"The answer is not a valid action: {problem}")
+            return None, str(exc)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -147,3 +180,7 @@ def _clean(data: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]
     return out
 
 
+def _short(text: str, limit: int = 120) -> str:
+    """``text`` on one line, at most ``limit`` characters (an ellipsis where it is cut)."""
+    line = storable(" ".join(text.split()))
+    return line if len(line) <= limit else line[: limit - 1] + "…"

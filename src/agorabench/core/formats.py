@@ -8,10 +8,23 @@ them, so that nothing else switches on a format's name.
 Each says how to ask for it (:meth:`AnswerFormat.instructions`), how to decode it under
 constraints (a GBNF :meth:`~AnswerFormat.grammar`, or the JSON schema where a backend takes
 one: :attr:`~AnswerFormat.schema_decoding`), how to write values in it
-(:meth:`~AnswerFormat.write`) and where its well-formed blocks are in a reply
-(:meth:`~AnswerFormat.candidates`, left to right). Turning a block into a valid action stays
-with :meth:`agorabench.core.actions.Action.parse`. Every search is linear in the length of the
+(:meth:`~AnswerFormat.write`), where its well-formed blocks are in a reply
+(:meth:`~AnswerFormat.candidates`, left to right) and which of them are the reply's answer
+(:meth:`~AnswerFormat.answers`). Turning the answer into a valid action stays with
+:meth:`agorabench.core.actions.Action.parse`. Every search is linear in the length of the
 reply (replies are untrusted text).
+
+Which blocks are the answer (thoughts already left out, :func:`agorabench.models.reasoning.answer_of`):
+
+- a block in a Markdown quotation (its line starts with ``>``) is quoted, never answered;
+- a reply that writes a block in its text (not in a code fence) answers there: its fenced
+  blocks show something else (an example, a draft it rejected, the format), wherever they are;
+- a reply whose blocks are all fenced answers in its fences.
+
+What then counts is the format's own rule (:attr:`~AnswerFormat.ends_reply`): the answer-line
+format's instruction puts the answer on the reply's last such line, so the last one counts;
+the JSON and XML formats name no place, so every answer block counts and they must agree
+(:meth:`~agorabench.core.actions.Action.parse` refuses blocks that name different actions).
 """
 
 from __future__ import annotations
@@ -44,9 +57,25 @@ class AnswerFormat:
         """``data`` (field -> value) written in this format."""
         raise NotImplementedError
 
+    #: Whether the format's instruction puts the answer at the end of the reply (so the last
+    #: answer block counts); otherwise every answer block counts and they must agree.
+    ends_reply: bool = False
+
     def candidates(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
         """Every well-formed block of ``text`` as field -> raw value, in order."""
         raise NotImplementedError
+
+    def answers(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
+        """The blocks of ``text`` that are its answer (module doc), in order: not quoted; those
+        outside code fences when there are any, else the fenced ones."""
+        text = _unquoted(text)
+        if "```" in text:
+            fences = _pairs(text, "```", "```")
+            if fences:
+                bare = self.candidates(_blanked(text, [(a - 3, b + 3) for a, b in fences]), fields)
+                if bare:
+                    return bare
+        return self.candidates(text, fields)
 
 
 class JsonFormat(AnswerFormat):
@@ -91,6 +120,7 @@ class XmlFormat(AnswerFormat):
 
 class AnswerLineFormat(AnswerFormat):
     name = "answer"
+    ends_reply = True  # "End your answer with a line of the form 'Answer: N'"
 
     def instructions(self, fields: dict[str, Any]) -> str:
         (name,) = fields
@@ -113,13 +143,38 @@ FORMATS: dict[str, AnswerFormat] = {f.name: f for f in (JsonFormat(), XmlFormat(
 
 
 def read_fields(text: str) -> dict[str, Any] | None:
-    """The fields of the last well-formed JSON or XML block of ``text`` in any format, for
-    showing a recorded answer to a person (None when there is none)."""
+    """The fields of the last JSON or XML answer block of ``text`` (:meth:`AnswerFormat.answers`:
+    never a quoted block, nor a fenced one after an answer in the text), for showing a recorded
+    answer to a person (None when there is none)."""
     for fmt, fields in ((FORMATS["json"], None), (FORMATS["xml"], None)):
-        found = fmt.candidates(text, fields or _tags(text))
+        found = fmt.answers(text, fields or _tags(text))
         if found:
             return found[-1]
     return None
+
+
+def _unquoted(text: str) -> str:
+    """``text`` with the lines of its Markdown quotations (a line whose first character other
+    than a space is ``>``) blanked out; the same text when it has none."""
+    if "\n>" not in text and "\n " not in text and not text.lstrip(" ").startswith(">"):
+        return text
+    lines = text.split("\n")
+    if not any(line.lstrip(" ").startswith(">") for line in lines):
+        return text
+    return "\n".join(" " * len(line) if line.lstrip(" ").startswith(">") else line for line in lines)
+
+
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each ``(start, end)`` span replaced by spaces (line breaks kept), so that
+    nothing on either side of a span runs into the other."""
+    out, pos = [], 0
+    for start, end in spans:
+        start, end = max(start, pos), max(min(end, len(text)), pos)
+        out.append(text[pos:start])
+        out.append("".join("\n" if ch == "\n" else " " for ch in text[start:end]))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _tags(text: str) -> list[str]:

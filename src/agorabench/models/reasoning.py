@@ -167,29 +167,85 @@ def sampling_notes(dialect: str, name: str, settings: "GenerationSettings", temp
     return []
 
 
-_TAGS = (("<think>", "</think>"), ("<thought>", "</thought>"))
+#: Any thought tag, opening or closing: ``<think>``, ``</think>``, ``<thought>``, ``</thought>``.
+_TAG = re.compile(r"</?(?:think|thought)>")
+
+
+def _scan_thoughts(text: str, unopened: bool) -> tuple[list[str], list[str], bool]:
+    """(pieces outside every complete thought, the thoughts, unclosed) of ``text``, in one pass.
+
+    A thought is ``<think>...</think>`` (or ``<thought>...</thought>``), closed by the first
+    closing tag of its own kind. With ``unopened``, a closing tag that comes before any other
+    tag ends a leading thought whose opening tag the server stripped; any other closing tag
+    outside a thought is literal text of the answer. An opening tag never closed leaves the
+    reply inside its thoughts (``unclosed``)."""
+    outside: list[str] = []
+    thoughts: list[str] = []
+    pos, closing, opened_at, first = 0, "", 0, True
+    for m in _TAG.finditer(text):
+        tag = m.group()
+        if closing:
+            if tag == closing:
+                thoughts.append(text[opened_at : m.start()])
+                pos, closing = m.end(), ""
+        elif not tag.startswith("</"):
+            outside.append(text[pos : m.start()])
+            closing, opened_at = "</" + tag[1:], m.end()
+        elif first and unopened:
+            thoughts.append(text[: m.start()])
+            pos = m.end()
+        first = False
+    if closing:
+        thoughts.append(text[opened_at:])
+        return outside, thoughts, True
+    outside.append(text[pos:])
+    return outside, thoughts, False
+
+
+def _joined(pieces: list[str]) -> str:
+    """Pieces of text as one, blank ones left out, a blank line between the others."""
+    return "\n\n".join(p.strip() for p in pieces if p.strip())
 
 
 def split_thoughts(text: str) -> tuple[str, str | None, bool]:
-    """(answer, thoughts, unclosed) of a reply that may carry its reasoning inside the text:
-    everything up to the last ``</think>`` (or ``</thought>``) is thought, with or without an
-    opening tag; a reply that opens a thought and never closes it has no answer (``unclosed``).
-    A reply without such tags comes back as it is, with thoughts None."""
-    for opening, closing in _TAGS:
-        end = text.rfind(closing)
-        if end >= 0:
-            head = text[:end].replace(opening, "")
-            return text[end + len(closing) :].lstrip(), head.strip(), False
-    stripped = text.lstrip()
-    for opening, _ in _TAGS:
-        if stripped.startswith(opening):
-            return "", stripped[len(opening) :].strip(), True
-    return text, None, False
+    """(answer, thoughts, unclosed) of a reply that may carry its reasoning inside the text.
+    The answer is the text outside every complete thought (``<think>...</think>`` or
+    ``<thought>...</thought>``): an answer followed by a second thought, or holding a stray
+    ``</think>`` after a complete thought, is kept. A reply whose first tag is a closing one
+    began with a thought whose opening tag the server stripped. A reply that opens a thought
+    and never closes it has no answer (``unclosed``; all its text is thought). A reply without
+    such tags comes back as it is, with thoughts None."""
+    outside, thoughts, unclosed = _scan_thoughts(text, unopened=True)
+    if not thoughts and not unclosed:
+        return text, None, False
+    if unclosed:
+        return "", _TAG.sub("\n", text).strip(), True
+    if not any(p.strip() for p in outside[:-1]):  # the answer only after the thoughts: as it always was
+        answer = outside[-1].lstrip()
+    else:
+        answer = _joined(outside)
+    return answer, _joined(thoughts), False
+
+
+def answer_of(text: str) -> tuple[str, bool]:
+    """(answer, unclosed) of a text that is read as an answer, for a parser: its complete
+    thoughts left out, and whether it opens a thought it never closes (cut reasoning, which
+    holds no answer). Unlike :func:`split_thoughts` a closing tag without its opening one is
+    literal text here: a reply already split (whose answer may hold a stray ``</think>``)
+    reads the same again."""
+    if "<th" not in text:
+        return text, False
+    outside, thoughts, unclosed = _scan_thoughts(text, unopened=False)
+    if unclosed:
+        return "", True
+    if not thoughts:
+        return text, False
+    return _joined(outside), False
 
 
 def may_hold_thoughts(text: str) -> bool:
     """A cheap test before :func:`split_thoughts`: whether ``text`` has a thought tag at all."""
-    return "</th" in text or text.lstrip()[:9] in ("<think>", "<thought>") or text.lstrip().startswith(("<think>", "<thought>"))
+    return "<th" in text or "</th" in text
 
 
 def join_thoughts(*parts: str | None) -> str | None:
