@@ -251,7 +251,7 @@ def _pairs(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
 
 def _json_candidates(text: str) -> list[dict[str, Any]]:
     """Every JSON object in the text, in order of position: fenced blocks and bare balanced
-    braces outside them alike (a fenced draft never beats a later bare answer)."""
+    braces outside them alike (which of them answer: :meth:`AnswerFormat.answers`)."""
     found: list[tuple[int, dict[str, Any]]] = []
     fences = _pairs(text, "```", "```")
     for start, end in fences:
