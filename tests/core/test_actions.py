@@ -131,5 +131,5 @@ def test_each_format_writes_what_it_reads_and_a_person_sees_fields():
         assert fmt.candidates(text, list(data))[-1] == {k: (str(v) if fmt.name != "json" else v) for k, v in data.items()}
     assert read_fields('{"choice": "A"} then {"choice": "C"}') == {"choice": "C"}
     assert read_fields("no block here") is None
-    assert answer_text('<response>\n  <choice>B</choice>\n</response>') == "Choice: B"
+    assert answer_text('<response>\n  <choice>B</choice>\n</response>') == "Your answer: B"  # one value reads as the answer itself (issue 41)
     assert answer_text('{"price": 5000.0, "message": ""}') == "Price: 5000"
