@@ -59,7 +59,7 @@ def test_openai_reasoning_models_get_max_completion_tokens_and_no_sampling_field
         ("ollama", dict(reasoning_effort="medium"), {"reasoning_effort": "medium"}),
         ("ollama", dict(thinking="off"), {"reasoning_effort": "none"}),
         ("gemini", dict(reasoning_effort="low"), {"reasoning_effort": "low"}),
-        ("gemini", dict(reasoning_budget=2048), {"google": {"thinking_config": {"thinking_budget": 2048}}}),
+        ("gemini", dict(reasoning_budget=2048), {"extra_body": {"google": {"thinking_config": {"thinking_budget": 2048}}}}),
     ],
 )
 def test_each_dialect_carries_its_switch(dialect, kw, expected):

@@ -571,6 +571,13 @@ def _anthropic_error(status: int, message: str, kind: str = "invalid_request_err
 _GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}
 
 
+#: Claude models that refuse ``thinking.type: enabled`` (Opus 4.7 and later take adaptive thinking).
+_ANTHROPIC_ADAPTIVE_ONLY = re.compile(r"claude-opus-(?:4-(?:[7-9]|\d\d)|[5-9]|\d\d)(?!\d)")
+#: Top-level fields Gemini's OpenAI-compatible chat endpoint takes (``extra_body`` carries
+#: Google's own settings); any other is refused with 400.
+_GEMINI_FIELDS = frozenset({"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "presence_penalty", "frequency_penalty", "reasoning_effort", "response_format", "tools", "tool_choice", "extra_body", "service_tier", "logprobs", "top_logprobs", "user"})
+
+
 def _gemini_error(status: int, message: str) -> _Refused:
     return _Refused(status, [{"error": {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "INVALID_ARGUMENT")}}])
 
@@ -965,6 +972,8 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         if thinking is not None and kind not in ("enabled", "adaptive", "disabled"):
             raise _anthropic_error(400, f"thinking.type: Input tag '{kind}' found using 'type' does not match any of the expected tags: 'adaptive', 'disabled', 'enabled'")
         budget = None
+        if kind == "enabled" and _ANTHROPIC_ADAPTIVE_ONLY.search(model):
+            raise _anthropic_error(400, f"thinking.type.enabled is not supported for model {model}. Use thinking.type.adaptive and output_config.effort to control thinking behavior.")
         if kind == "enabled":
             budget = thinking.get("budget_tokens")
             if not isinstance(budget, int):
@@ -1083,7 +1092,10 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         allowed = ("high", "low", "medium", "minimal", "none")
         if effort is not None and effort not in allowed:
             raise _gemini_error(400, f"Invalid reasoning_effort: {effort}. Valid values are: {', '.join(allowed)}")
-        google = (body.get("extra_body") or {}).get("google") or body.get("google") or {}
+        unknown = sorted(k for k in body if k not in _GEMINI_FIELDS)
+        if unknown:  # Google answers a field it does not know with 400, not by ignoring it
+            raise _gemini_error(400, f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.')
+        google = (body.get("extra_body") or {}).get("google") or {}
         config = google.get("thinking_config") or {}
         budget = config.get("thinking_budget")
         if budget is not None and effort is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..models.base import GenerationSettings
-from ..models.providers import PROVIDERS
+from ..models.providers import PROVIDERS, spec_dialect
 from ..models.reasoning import looks_like_reasoning
 from .study import ModelEntry
 
@@ -40,7 +40,7 @@ def entry_dialect(entry: ModelEntry) -> str:
     """The dialect an entry's calls speak, from its provider (no backend opened): the
     embedded model's for a spec no provider serves."""
     spec = entry.model_spec
-    return PROVIDERS[spec.provider].dialect if spec.kind == "hosted" and spec.provider in PROVIDERS else EMBEDDED_DIALECT
+    return spec_dialect(spec) if spec.kind == "hosted" and spec.provider in PROVIDERS else EMBEDDED_DIALECT
 
 
 def decoding(entry: ModelEntry, seed: int, dialect: str | None = None) -> Decoding:

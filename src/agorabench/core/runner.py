@@ -249,7 +249,7 @@ class Runner:
                 raise StudyError(f"model {entry.name!r}: {exc}") from None
             dialect = dialect_of(backend)
             settings = generation_settings(entry, self.study.file.seed, dialect)
-            problems = setting_problems(dialect, settings)
+            problems = setting_problems(dialect, settings, entry.model_spec.name)
             if problems:
                 raise StudyError(f"model {entry.name!r}: " + "; ".join(problems))
             for note in sampling_notes(dialect, entry.name, settings, entry.temperature):

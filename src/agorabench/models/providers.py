@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from .errors import SpecError
 
@@ -77,7 +78,7 @@ def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Prov
         base_url=base_url,
         api_key_env=provider.key_variable(options),
         timeout=options.timeout,
-        dialect=provider.dialect,
+        dialect=spec_dialect(spec),
         transport=options.transport,
         key_required=spec.base_url is None,
         service_tier=options.service_tier,
@@ -105,15 +106,40 @@ PROVIDERS: dict[str, Provider] = {
     "vllm": _openai_like("vllm", dialect="vllm"),
     "sglang": _openai_like("sglang", dialect="vllm"),
     "ollama": _openai_like("ollama", dialect="ollama"),
-    "openrouter": _openai_like("openrouter", base_url="https://openrouter.ai/api/v1"),
+    "openrouter": _openai_like("openrouter", dialect="generic", base_url="https://openrouter.ai/api/v1"),
     "deepseek": _openai_like("deepseek", dialect="deepseek", base_url="https://api.deepseek.com"),
-    "together": _openai_like("together", base_url="https://api.together.xyz/v1"),
+    "together": _openai_like("together", dialect="generic", base_url="https://api.together.xyz/v1"),
     "gemini": _openai_like("gemini", dialect="gemini", base_url="https://generativelanguage.googleapis.com/v1beta/openai", key_env="GEMINI_API_KEY"),
     "llamacpp": _openai_like("llamacpp", dialect="llamacpp"),  # llama.cpp's server: GBNF grammars
 }
 
 #: The provider of a spec with a base URL whose prefix is no provider's (``NAME@URL``).
 GENERIC_PROVIDER = "openai"
+
+
+def _on_openai_hosts(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (none, or ``api.openai.com``) or Azure OpenAI
+    (``*.openai.azure.com``)."""
+    if base_url is None:
+        return True
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host == "api.openai.com" or host.endswith(".openai.azure.com")
+
+
+def spec_dialect(spec: "ModelSpec") -> str:
+    """The dialect a hosted spec's calls speak. OpenAI's reasoning form belongs to OpenAI's own
+    API and Azure: a ``NAME@URL`` spec on any other server (Ollama, vLLM, llama.cpp, LM Studio,
+    ...) speaks ``generic`` (``max_tokens``, the model's temperature and seed); one written
+    ``openai/NAME@URL`` is taken at its word."""
+    provider = PROVIDERS[spec.provider] if spec.provider in PROVIDERS else None
+    if provider is None:
+        return "generic"
+    if provider.dialect == "openai" and not spec.text.startswith("openai/") and not _on_openai_hosts(spec.base_url or provider.base_url):
+        return "generic"
+    return provider.dialect
 
 
 def open_backend(spec: "ModelSpec", options: BackendOptions | None = None) -> "Backend":

@@ -14,15 +14,21 @@ Settings (model-entry fields, see :class:`agorabench.core.study.ModelEntry`):
 Wire forms by dialect (:func:`chat_fields`, :func:`anthropic_fields`):
 
 =========  ==========================================================================
-openai     ``max_completion_tokens``, ``reasoning_effort``; no temperature, no seed
+openai     (OpenAI's own API and Azure) ``max_completion_tokens``, ``reasoning_effort``;
+           no temperature, no seed
+generic    (any other OpenAI-compatible server: ``NAME@URL``, OpenRouter, Together, LM Studio)
+           ``max_tokens``, the model's temperature and seed, ``reasoning_effort``
 deepseek   ``max_tokens``, ``thinking: {"type": "enabled" | "disabled"}``
 vllm       ``max_tokens``, ``chat_template_kwargs.enable_thinking``, ``reasoning_effort``
 ollama     ``max_tokens``, ``reasoning_effort`` (``none`` turns thinking off)
 gemini     ``max_tokens``, ``reasoning_effort`` (``none`` turns thinking off), or a thinking
-           budget as ``google.thinking_config.thinking_budget``
+           budget as ``extra_body.google.thinking_config.thinking_budget`` (the documented
+           form; unknown top-level fields are refused); 2.5 Pro and Gemini 3 cannot stop
+           thinking, Gemini 3 Pro takes only ``low`` and ``high``
 llamacpp   ``max_tokens``, ``chat_template_kwargs.enable_thinking``
 anthropic  ``max_tokens``, ``thinking`` (enabled with ``budget_tokens`` / adaptive /
-           disabled), ``output_config.effort``; temperature only without thinking
+           disabled), ``output_config.effort``; temperature only without thinking; Claude
+           Opus 4.7 and later refuse ``enabled`` (adaptive with an effort instead)
 =========  ==========================================================================
 
 Thoughts: a reply's reasoning arrives in a field of its own (``reasoning_content``,
@@ -104,8 +110,8 @@ def chat_fields(dialect: str, settings: "GenerationSettings") -> dict[str, Any]:
         elif effort is not None:
             fields["reasoning_effort"] = effort
         elif settings.reasoning_budget is not None:
-            fields["google"] = {"thinking_config": {"thinking_budget": settings.reasoning_budget}}
-    else:  # openai, ollama and any other OpenAI-compatible server
+            fields["extra_body"] = {"google": {"thinking_config": {"thinking_budget": settings.reasoning_budget}}}
+    else:  # openai, ollama, generic (any other OpenAI-compatible server)
         if thinking == "off":
             fields["reasoning_effort"] = "none"
         elif effort is not None:
@@ -137,9 +143,27 @@ def anthropic_fields(settings: "GenerationSettings") -> dict[str, Any]:
     return fields
 
 
-def setting_problems(dialect: str, settings: "GenerationSettings") -> list[str]:
-    """What in ``settings`` this dialect cannot carry (checked before a study's first game)."""
+#: Claude models that refuse ``thinking: {"type": "enabled"}`` (Opus 4.7 and later): adaptive
+#: thinking with an effort instead.
+_ADAPTIVE_ONLY = re.compile(r"claude-opus-(?:4-(?:[7-9]|\d\d)|[5-9]|\d\d)(?!\d)", re.I)
+#: Gemini models whose thinking cannot be turned off (2.5 Pro, Gemini 3 and later).
+_ALWAYS_THINKS = re.compile(r"gemini-(?:2\.5-pro|[3-9])", re.I)
+#: Gemini 3 Pro's thinking levels (it refuses the others, e.g. "Thinking level MEDIUM is not
+#: supported for this model").
+_GEMINI_PRO_LEVELS = re.compile(r"gemini-[3-9](?:\.\d+)?-pro", re.I)
+
+
+def setting_problems(dialect: str, settings: "GenerationSettings", name: str = "") -> list[str]:
+    """What in ``settings`` this dialect (and model ``name``, after its provider prefix) cannot
+    carry, one line each (checked before a study's first game)."""
     problems = []
+    effort = settings.reasoning_effort
+    if dialect == "anthropic" and settings.thinking == "on" and _ADAPTIVE_ONLY.search(name):
+        problems.append(f"{name} refuses thinking = \"on\" (enabled with a budget); use thinking = \"adaptive\" with a reasoning_effort")
+    if dialect == "gemini" and _ALWAYS_THINKS.search(name) and (settings.thinking == "off" or effort == "none"):
+        problems.append(f"{name} cannot turn its thinking off (thinking = \"off\" / reasoning_effort = \"none\"); use a low reasoning_effort")
+    if dialect == "gemini" and _GEMINI_PRO_LEVELS.search(name) and effort not in (None, "none", "low", "high"):
+        problems.append(f"{name} takes reasoning_effort \"low\" or \"high\" only (not {effort!r})")
     if dialect == "anthropic" and settings.thinking == "on":
         budget = settings.reasoning_budget if settings.reasoning_budget is not None else DEFAULT_REASONING_BUDGET
         if budget < ANTHROPIC_MIN_BUDGET:

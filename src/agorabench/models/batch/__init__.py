@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from ..providers import PROVIDERS, BackendOptions
+from ..providers import PROVIDERS, BackendOptions, spec_dialect
 from .base import ENVELOPE_BYTES, BatchClient, BatchItem, BatchState, ItemFailure, split_items, unique_items
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,7 +87,7 @@ def open_batch_client(spec: "ModelSpec", options: BackendOptions | None = None) 
         base_url=spec.base_url or provider.base_url,
         api_key_env=key_env,
         timeout=options.timeout,
-        dialect=provider.dialect,
+        dialect=spec_dialect(spec),
         transport=options.transport,
         key_required=spec.base_url is None,
     )
