@@ -63,6 +63,7 @@ MAX_REASONING_CHARS = 400_000
 #: :data:`_ANY_REASONING`. A study sets ``reasoning = true/false`` where this guess is wrong.
 _REASONING_NAMES = {
     "openai": re.compile(r"^(?:openai/)?(?:o\d|gpt-5)", re.I),
+    "generic": re.compile(r"^(?:openai/)?(?:o\d|gpt-5)", re.I),  # e.g. OpenRouter's openai/gpt-5
     "anthropic": re.compile(r"claude-(?:opus|sonnet)-5", re.I),
     "deepseek": re.compile(r"reasoner|r1", re.I),
     "gemini": re.compile(r"gemini-(?:2\.5|[3-9])", re.I),
