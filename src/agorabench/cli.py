@@ -257,6 +257,35 @@ def _left_out(n: int) -> None:
         print(f"left out {n} stored game(s) that are not in the study file's current design (--all includes them)", file=sys.stderr)
 
 
+def _own_files(args: argparse.Namespace) -> list[tuple[Path, str]]:
+    """The files a reading command must never write over, each with what it is: its SQLite
+    database(s) with their ``-wal`` / ``-shm`` / ``-journal`` files (the response cache of these
+    commands is the database itself) and the study file."""
+    from .analysis.files import sqlite_companions
+
+    dbs = args.db if isinstance(args.db, list) else [args.db or (_default_db(args.study) if getattr(args, "study", None) else None)]
+    own = [(p, "the database" if p == Path(db) else f"a file of the database {db}") for db in dbs if db and "://" not in db for p in sqlite_companions(db)]
+    study = getattr(args, "study", None)
+    if study and Path(study).is_file():
+        own.append((Path(study), "the study file"))
+    return own
+
+
+def _refuse_own_files(args: argparse.Namespace, *names: str) -> list[tuple[Path, str]]:
+    """A ``--out`` that is (symlinks followed) the database, its ``-wal`` / ``-shm``, the cache
+    or the study file, or a folder in which the command would write one of ``names`` over one of
+    them, is an error before anything is read; returns the files to protect while writing."""
+    from .analysis.files import refusal
+
+    own = _own_files(args)
+    out = Path(args.out)
+    for target in [out, *(out / n for n in names)] if names else [out]:
+        why = refusal(target, own)
+        if why:
+            raise StudyError(f"--out {args.out}: refused, {why}")
+    return own
+
+
 def _check_out_file(out: str) -> None:
     path = Path(out)
     if path.is_dir():
@@ -268,12 +297,16 @@ def _check_out_file(out: str) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     from .analysis.report import build_report
 
+    from .analysis.files import protecting
+
+    own = _refuse_own_files(args, "index.html")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise StudyError(f"--out {args.out} is a file; the report needs a folder (it writes OUT/index.html)")
     store = _store(args)
     name, ids, left_out, spec = _scope(args, store)
     try:
-        path = build_report(store, name, args.out, spec=spec, ids=ids, left_out=left_out)
+        with protecting(p for p, _ in own):
+            path = build_report(store, name, args.out, spec=spec, ids=ids, left_out=left_out)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     _left_out(left_out)
@@ -284,11 +317,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .analysis.frames import export
 
+    from .analysis.files import protecting
+
+    own = _refuse_own_files(args)
     _check_out_file(args.out)
     store = _store(args)
     name, ids, left_out, spec = _scope(args, store)
     try:
-        n = export(store, name, args.table, args.format, args.out, ids=ids, spec=spec)
+        with protecting(p for p, _ in own):
+            n = export(store, name, args.table, args.format, args.out, ids=ids, spec=spec)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     _left_out(left_out)
@@ -338,7 +375,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     a reasoning effort, the text ends with each model's effort and every CSV it wrote that names
     models gets ``effort`` / ``effort_<role>`` beside them (the analyses key on the model's name,
     ``NAME-EFFORT``)."""
-    from .analysis.files import staged
+    from .analysis.files import protecting, staged
     from .analysis.frames import games_df
     from .analysis.reasoning import add_efforts_to_csv, efforts
     from .analysis.report import named_models_only
@@ -356,7 +393,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     folder = Path(args.out) if args.out else None
     written = {p: p.stat().st_mtime_ns for p in folder.glob("*.csv")} if folder is not None and folder.is_dir() else {}
     try:
-        with staged():  # the CSVs are renamed into place together once the analysis is done
+        with staged(), protecting(p for p, _ in _own_files(args)):  # the CSVs are renamed into place together once the analysis is done
             text = analyze(games, spec, out=args.out, reference=args.reference, reps=args.reps)
     except ValueError as exc:  # (a failed write is an OutputError, an OSError: main says which file)
         raise StudyError(str(exc)) from None
@@ -391,11 +428,15 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from .analysis.profile import build_profile
 
+    from .analysis.files import protecting
+
+    own = _refuse_own_files(args, "profile.html", "profile.csv")
     missing = [db for db in args.db if "://" not in db and not Path(db).exists()]
     if missing:
         raise StudyError(f"database not found: {missing[0]}")
     try:
-        page, table = build_profile(args.db, args.out)
+        with protecting(p for p, _ in own):
+            page, table = build_profile(args.db, args.out)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     print(f"profile: {page.resolve()}\nrows: {table.resolve()}")

@@ -13,6 +13,11 @@ reports/x/index.html: No space left on device``.
 Inside :func:`staged` the renames wait for the end of the block: a report or profile whose
 fifth figure cannot be written leaves every file of the earlier report in place, not a mix of
 old and new files.
+
+A command's own inputs are never an output: inside :func:`protecting` a target that resolves
+(symlinks followed, hard links compared) to one of the given files is refused before anything
+is written, and so is, always, a target that already holds an SQLite database or its write-ahead
+log (a cache database, a database of another study): ``--out runs/x.db`` never replaces it.
 """
 
 from __future__ import annotations
@@ -65,6 +70,57 @@ class _Stage:
 
 
 _STAGE: ContextVar[_Stage | None] = ContextVar("staged_outputs", default=None)
+_PROTECTED: ContextVar[tuple[Path, ...]] = ContextVar("protected_inputs", default=())
+
+#: The first bytes of an SQLite database file and of its write-ahead log (two byte orders).
+_SQLITE_MAGIC = (b"SQLite format 3\x00", b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+
+
+def sqlite_companions(db: str | Path) -> list[Path]:
+    """A SQLite database file and the files SQLite keeps beside it (``-wal``, ``-shm``,
+    ``-journal``)."""
+    path = Path(db)
+    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: equal once resolved, or one inode (a hard link)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refusal(path: str | Path, inputs: Any = ()) -> str | None:
+    """Why ``path`` may not be written (None: it may): it is one of ``inputs`` (paths, each with
+    a word saying what it is, as ``(path, what)`` pairs) or of the files protected by
+    :func:`protecting`, or it already holds an SQLite database or write-ahead log."""
+    target = Path(path)
+    for item in [*inputs, *((p, "an input of this command") for p in _PROTECTED.get())]:
+        other, what = item if isinstance(item, tuple) else (item, "an input of this command")
+        if _same(target, Path(other)):
+            return f"it is {what} ({other})"
+    try:
+        with open(target, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return None
+    if head.startswith(_SQLITE_MAGIC):
+        return "it holds an SQLite database (or its log); give another file name"
+    return None
+
+
+@contextlib.contextmanager
+def protecting(paths: Any) -> Iterator[None]:
+    """Inside the block, a write whose target is one of ``paths`` (a command's database, its
+    ``-wal`` / ``-shm``, the study file) raises :class:`OutputError` before anything is written."""
+    token = _PROTECTED.set((*_PROTECTED.get(), *(Path(p) for p in paths)))
+    try:
+        yield
+    finally:
+        _PROTECTED.reset(token)
 
 
 @contextlib.contextmanager
@@ -98,6 +154,9 @@ def write_with(path: str | Path, write: Callable[[Path], Any]) -> Path:
     temporary file, leaves an earlier ``path`` whole and raises :class:`OutputError` (an
     ``OSError``); an error that is no ``OSError`` (a writer's own) is raised as it was."""
     target = Path(path)
+    why = refusal(target)
+    if why:
+        raise OutputError(target, ValueError(f"refused, {why}"))
     tmp = temporary_name(target)
     try:
         write(tmp)
