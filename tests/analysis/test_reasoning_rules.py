@@ -32,6 +32,7 @@ def test_a_models_row_counts_reported_tokens_and_every_kind_of_cut_off():
             "model": ["o3", "o3", "o3", "claude", "claude", "b"],
             "reasoning_tokens": pd.array([10, None, 30, 5, 7, None], dtype="Int64"),
             "finish_reason": ["stop", "length", None, "max_tokens", "end_turn", None],
+            "valid": [True, False, True, False, True, True],
         }
     )
     rows = per_model(turns).set_index("model")
@@ -40,7 +41,7 @@ def test_a_models_row_counts_reported_tokens_and_every_kind_of_cut_off():
     assert rows.loc["o3", "cut_off_turns"] == 1 and abs(rows.loc["o3", "cut_off_share"] - 1 / 3) < 1e-12
     assert rows.loc["claude", "cut_off_turns"] == 1 and rows.loc["b", "cut_off_turns"] == 0
     warned = cut_off_warnings(turns)
-    assert len(warned) == 2 and warned[0].startswith("claude: 1 of its 2 turns (50%)") and "<code>max_tokens</code>) and are invalid" in warned[0]
+    assert len(warned) == 2 and warned[0].startswith("claude: 1 of its 2 turns (50%)") and "<code>max_tokens</code>) before their answer was complete and are invalid" in warned[0]
 
 
 def test_effort_columns_sit_beside_the_model_and_change_no_other_cell(tmp_path):

@@ -120,11 +120,39 @@ def per_model(turns: pd.DataFrame, reasoning_models: bool = False) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def cut_off_warnings(turns: pd.DataFrame) -> list[str]:
-    """One line (HTML) per model with turns cut off at the output token limit, most cut first."""
+def _cut_off(turns: pd.DataFrame) -> pd.Series:
+    """Which turns were cut off at the output token limit (:data:`CUT_OFF`)."""
+    return turns["finish_reason"].isin(CUT_OFF)
+
+
+def _valid(turns: pd.DataFrame) -> pd.Series:
+    """The runner's stored decision per turn (all valid when the frame has no ``valid`` column)."""
+    return turns["valid"].fillna(False).astype(bool) if "valid" in turns else pd.Series(True, index=turns.index)
+
+
+def _advice(entry: dict[str, Any] | None) -> str:
+    """What to change for a model whose answers were cut off: ``max_tokens`` always,
+    ``reasoning_budget`` only for an entry with a reasoning setting, the effort only for an
+    entry run with one."""
+    entry = entry or {}
+    knobs = ["<code>max_tokens</code>"]
+    if any(entry.get(key) is not None for key in SETTINGS):
+        knobs.append("<code>reasoning_budget</code>")
+    advice = "raise " + " or ".join(knobs)
+    if isinstance(entry.get("reasoning_effort"), str):
+        advice += f", or lower the effort (<code>{html.escape(entry['reasoning_effort'])}</code>)"
+    return advice
+
+
+def cut_off_warnings(turns: pd.DataFrame, spec: dict[str, Any] | None = None) -> list[str]:
+    """One line (HTML) per model with invalid turns cut off at the output token limit, most
+    cut first. Only turns the runner stored as invalid count (a cut-off reply whose choice was
+    complete is valid: :func:`cut_off_notes` mentions those); the advice follows the model's
+    entry in the study file ``spec`` (:func:`_advice`)."""
     if not len(turns) or "finish_reason" not in turns or "model" not in turns:
         return []
-    mask = turns["finish_reason"].isin(CUT_OFF)
+    entries = {str(e.get("name")): e for e in seated_entries((spec or {}).get("models") or [])}
+    mask = _cut_off(turns) & ~_valid(turns)
     cut = mask.groupby(turns["model"]).agg(["sum", "size"])
     cut = cut[cut["sum"] > 0].assign(share=lambda d: d["sum"] / d["size"]).sort_values("share", ascending=False, kind="stable")
     lines = []
@@ -132,9 +160,23 @@ def cut_off_warnings(turns: pd.DataFrame) -> list[str]:
         reasons = ", ".join(f"<code>{html.escape(str(f))}</code>" for f in sorted(set(turns.loc[mask & (turns["model"] == model), "finish_reason"])))
         lines.append(
             f"{html.escape(str(model))}: {int(r['sum'])} of its {int(r['size'])} turns ({r['share']:.0%}) were cut off at the output token limit "
-            f"(finish reason {reasons}) and are invalid; raise <code>max_tokens</code> or <code>reasoning_budget</code>, or lower the effort."
+            f"(finish reason {reasons}) before their answer was complete and are invalid; {_advice(entries.get(str(model)))}."
         )
     return lines
+
+
+def cut_off_notes(turns: pd.DataFrame) -> list[str]:
+    """One line (HTML) per model with valid turns cut off at the output token limit: their
+    choice was complete before the limit, so they count (the runner stored them as valid)."""
+    if not len(turns) or "finish_reason" not in turns or "model" not in turns:
+        return []
+    mask = _cut_off(turns) & _valid(turns)
+    counts = mask.groupby(turns["model"]).sum()
+    return [
+        f"{html.escape(str(model))}: {int(n)} valid turn{'s' if n != 1 else ''} {'were' if n != 1 else 'was'} cut off at the output token limit after "
+        f"{'their' if n != 1 else 'its'} choice was complete (the text after the choice is shortened; the choice counts)."
+        for model, n in counts[counts > 0].items()
+    ]
 
 
 _SEAT = re.compile(r"model_(.+)")

@@ -26,7 +26,7 @@ from .sections import guarded, not_computed, Section  # noqa: F401 - the names t
 from . import likeness
 from .frames import games_df, people_line, study_spec, turns_df
 from .plots import artifacts, efforts_shown, table_html
-from .reasoning import cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
+from .reasoning import cut_off_notes, cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
 
 
 STYLE = """
@@ -132,17 +132,19 @@ def provenance(store: Store, spec: dict, prompts: dict[tuple[str, str], int] | N
 INVALID_WARNING = 0.2
 
 
-def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int) -> str:
+def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int, spec: dict | None = None) -> str:
     """What a reader must know before trusting the tables, at the top of the report: models
     whose answers were mostly unusable (invalid rate above :data:`INVALID_WARNING`; their turns
     fell back to the game's defaults), models with replies cut off at the output token limit
-    (any), games aborted by errors, and stored games left out."""
+    that the runner stored as invalid (the advice follows the model's entry in ``spec``), games
+    aborted by errors, and stored games left out. Every count is of the stored validity: a
+    cut-off turn whose choice was complete is valid and only noted in the overview."""
     items = []
     if len(turns) and "model" in turns:
         rates = turns.groupby("model")["valid"].agg(lambda v: 1 - v.astype(bool).mean())
         for model, rate in rates[rates > INVALID_WARNING].sort_values(ascending=False).items():
             items.append(f"{html.escape(str(model))}: {rate:.0%} of its turns were invalid and fell back to the game's defaults; its results describe those defaults as much as the model.")
-        items += cut_off_warnings(turns)
+        items += cut_off_warnings(turns, spec)
     errors = int((all_games["status"] != "done").sum()) if len(all_games) else 0
     if errors:
         items.append(f"{errors} of {len(all_games)} games ended in an error and are not in the analyses (the next run plays them again).")
@@ -156,7 +158,8 @@ def warnings_block(all_games: pd.DataFrame, turns: pd.DataFrame, left_out: int) 
 def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = None) -> Section:
     """Played / error counts and the invalid-turn rate per model; for a study whose turns show
     reasoning, or whose study file ``spec`` gives a model a reasoning setting, also each model's
-    reasoning tokens and cut-off turns (:func:`~agorabench.analysis.reasoning.per_model`)."""
+    reasoning tokens and cut-off turns (:func:`~agorabench.analysis.reasoning.per_model`), and a note
+    per model on its valid turns that were cut off after their choice was complete."""
     n = len(all_games)
     done = int((all_games["status"] == "done").sum()) if n else 0
     errors = n - done
@@ -174,6 +177,7 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = N
         if thoughts is not None:
             per_model = per_model.merge(thoughts, on="model", how="left")
         parts.append("<h3>Turns per model</h3>" + table_html(per_model, name="turns per model"))
+        parts += [f"<p class='note'>{line}</p>" for line in cut_off_notes(turns)]
         bill = spend(turns)
         if bill is not None:
             parts.append(
@@ -277,6 +281,6 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
         if not done.empty:
             sections += family_sections(done, turns, [p.get("game") for p in spec.get("parts") or []])
         body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-        page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out)}\n{body}</body></html>"
+        page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out, spec)}\n{body}</body></html>"
         write_text(path, page)
     return path
