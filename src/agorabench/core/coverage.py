@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .study import Study, StudyError, StudyFile, seat_entries
+from ..models.spec import spec_kind
+from .study import ModelEntry, Study, StudyError, StudyFile, seat_entries
 
 
 def run_seating(study: Study) -> dict[str, Any]:
@@ -35,7 +36,7 @@ def with_seating(study: Study, seating: dict[str, Any]) -> Study | None:
     """``study`` (its current grid) with a recorded seating instead of its own; None when the
     seating no longer fits the file (e.g. a model entry field that was since removed)."""
     data = study.file.model_dump()
-    data.update(models=seating.get("models") or [], matchups=seating.get("matchups", data["matchups"]), seats=seating.get("seats") or [])
+    data.update(models=[_as_written(m) for m in seating.get("models") or []], matchups=seating.get("matchups", data["matchups"]), seats=seating.get("seats") or [])
     try:
         file = StudyFile(**data)
     except (ValidationError, TypeError):
@@ -45,6 +46,18 @@ def with_seating(study: Study, seating: dict[str, Any]) -> Study | None:
     except ValueError:
         return None
     return Study(file, study.game_cls, study.root, entries, study.game_classes, study.seats_replaced)
+
+
+def _as_written(entry: Any) -> Any:
+    """A recorded model entry as a study file or ``--model`` gives it. The record holds every
+    field (:meth:`~agorabench.core.study.ModelEntry.identity`), an outside agent's language-model
+    settings (:attr:`~agorabench.core.study.ModelEntry.MODEL_ONLY`) too, at their defaults; an
+    entry that sets one is refused, so those left at their default are dropped here. Their
+    defaults are dumped again, so the entry's games keep their ids."""
+    if not isinstance(entry, dict) or spec_kind(str(entry.get("spec", ""))) != "outside":
+        return entry
+    fields = ModelEntry.model_fields
+    return {k: v for k, v in entry.items() if not (k in ModelEntry.MODEL_ONLY and k in fields and v == fields[k].get_default(call_default_factory=True))}
 
 
 def design(study: Study, runs: list[dict[str, Any]], stored: set[str] | None = None) -> tuple[set[str], list[dict[str, Any]]]:
