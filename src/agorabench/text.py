@@ -8,6 +8,7 @@ wherever text enters agorabench (a model's reply, a parsed answer, a stored valu
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: Characters that cannot be stored or sent on: lone surrogates and NUL.
 UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
@@ -19,3 +20,16 @@ def storable(text: str) -> str:
     if text.isascii() and "\x00" not in text:
         return text
     return UNSTORABLE.sub("\ufffd", text)
+
+
+def typed(value: Any) -> Any:
+    """What a person or an outside program typed, with every NUL removed (in each string of a
+    JSON-like value, keys included): NUL means nothing in text and ends strings in C libraries,
+    spreadsheets and PostgreSQL, so it is dropped where such text enters, not stored."""
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {typed(k): typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return value

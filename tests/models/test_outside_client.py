@@ -132,7 +132,7 @@ def test_refusals_stop_the_agent_so_later_calls_fail_at_once(agent, status, said
         (200, b"   ", "the answer was empty"),
         (200, b"[" * 100_000 + b"]" * 100_000, "longer than 20,000 characters"),
         (200, b"[" * 5_000 + b"]" * 5_000, "nested too deep"),
-        (418, b"I am a teapot", "the agent answered HTTP 418: I am a teapot"),
+        (400, b"I am a teapot", "the agent answered HTTP 400: I am a teapot"),
         (422, b"", "the agent answered HTTP 422: (empty body)"),
     ],
 )

@@ -403,6 +403,44 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
 TABLES = ("games", "turns", "participants")
 
 
+#: What makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _plain_number(text: str) -> bool:
+    """Whether ``text`` is only a number (``-3``, ``+1.5e3``): a spreadsheet reads it as one."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return "_" not in text and text.strip() == text
+
+
+def _safe_cell(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if value.startswith(FORMULA_STARTS) and not _plain_number(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` as a CSV export writes it: a text cell that a spreadsheet would read as a formula
+    (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, as
+    OWASP recommends, and NUL characters are dropped. Numbers stay numbers: a number column is
+    untouched and a text cell that is only a number (``-3``) is kept as it is. The Parquet export
+    keeps every raw value."""
+    out = df.copy()
+    for i, column in enumerate(out.columns):
+        stored = out.iloc[:, i]
+        if stored.dtype == object or isinstance(stored.dtype, pd.StringDtype):
+            cells = [_safe_cell(v) for v in stored]  # a cell's type is kept: map would infer a dtype (1 -> 1.0)
+            out.iloc[:, i] = pd.Series(cells, index=stored.index, dtype=stored.dtype)
+    return out
+
+
 def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None, spec: dict | None = None) -> int:
     """Write the games, turns or participants table (of the games ``ids``, or all) as CSV or
     Parquet; returns the number of rows. Games and turns keep every seat's stored name (a
@@ -410,7 +448,8 @@ def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[st
     participants table (:func:`~agorabench.analysis.participants.participants_df`; ``spec``: the
     study file as a dict, default the stored one) on it. A games or turns table without rows is a
     ValueError and writes no file; a study nobody took part in has no participants table: 0 is
-    returned and no file written. A write that fails is an
+    returned and no file written. CSV cells are made safe for spreadsheets
+    (:func:`spreadsheet_safe`); Parquet keeps the raw values. A write that fails is an
     :class:`~agorabench.analysis.files.OutputError` and leaves an earlier ``out`` as it was."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}: use {', '.join(TABLES[:-1])} or {TABLES[-1]}")
@@ -429,7 +468,7 @@ def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[st
     # a temporary file renamed over ``out`` when complete: a failed write (a full disk) keeps an
     # earlier file whole and says which file and why (files.OutputError)
     if fmt == "csv":
-        write_csv(df, out, index=False)
+        write_csv(spreadsheet_safe(df), out, index=False)
     else:
         frame = uniform_columns(df)
         write_with(out, lambda tmp: frame.to_parquet(tmp, index=False))

@@ -16,9 +16,14 @@ of the game) is the play side's (:class:`agorabench.core.agents.OutsideAgent`). 
 - **refusals**: HTTP 401 and 403 (the key was refused) and 404 (no agent at that URL) would
   answer every later request alike, so they stop the agent (:attr:`OutsideClient.dead`): its
   later calls fail at once;
-- **unusable answers**: any other status, a body that is not JSON or not a JSON object, or one
+- **configuration errors**: any other 4xx but 400 and 422 (405 Method Not Allowed, 415, 410,
+  418, ...) says that the agent is not spoken to as it expects, and would say so to every
+  request: it stops the agent as a refusal does, in one line;
+- **unusable answers**: HTTP 400 and 422 (the agent refuses this one request's content), any
+  other status, a body that is not JSON or not a JSON object, or one
   over the body limit is an answer that cannot be used (:attr:`OutsideAnswer.problem`): the
   turn is invalid with that reason and the game re-asks, as for a model's unreadable reply;
+  NUL characters in the answer's strings (``\u0000`` in its JSON) are dropped;
 - **key**: the key in the environment variable ``api_key_env`` (only when the entry names one)
   goes in ``Authorization: Bearer KEY`` and, as GLEE's HTTP player sends it, ``X-API-Key``; it
   becomes a registered secret, so it is redacted from everything stored or printed.
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..redact import redact, register_secret
+from ..text import typed
 from .base import MAX_REPLY_CHARS, BackendError, sanitize_text
 from .credentials import split_credentials
 from .errors import retry_after_headers
@@ -47,6 +53,10 @@ PROTOCOL = "agorabench.outside/1"
 
 #: Statuses worth another request (a busy or restarting agent).
 RETRIED_STATUSES = frozenset({408, 409, 429})
+
+#: The 4xx statuses that refuse one request's content (the turn is invalid and asked again);
+#: any other 4xx not retried is a configuration error that stops the agent.
+REFUSED_REQUEST_STATUSES = frozenset({400, 422})
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,9 @@ class OutsideClient:
                     if status == 404:
                         self.dead = f"{where}: not found (HTTP 404): nothing answers at that URL; its remaining games stop"
                         raise BackendError(self.dead, retryable=False, fatal=True)
+                    if 400 <= status < 500 and status not in RETRIED_STATUSES and status not in REFUSED_REQUEST_STATUSES:
+                        self.dead = f"{where}: HTTP {status} ({said}): the agent does not take requests as sent (check its URL and that it speaks {PROTOCOL}, docs/outside-agents.md); its remaining games stop"
+                        raise BackendError(self.dead, retryable=False, fatal=True)
                     if status >= 500 or status in RETRIED_STATUSES:
                         error = BackendError(f"{where}: HTTP {status}: {said}", retry_after=retry_after_headers(headers), rate_limited=status == 429)
                     else:  # the agent answered, with a refusal of this one request: an unusable answer
@@ -200,7 +213,7 @@ class OutsideClient:
             return OutsideAnswer(None, text, latency, problem="the answer is not JSON that can be read (nested too deep); expected a JSON object with an \"action\"")
         if not isinstance(data, dict):
             return OutsideAnswer(None, text, latency, problem=f"the answer is JSON {type(data).__name__}, not an object; expected a JSON object with an \"action\"")
-        return OutsideAnswer(data, text, latency)
+        return OutsideAnswer(typed(data), text, latency)  # a NUL escaped in the JSON (\u0000) is dropped
 
     async def aclose(self) -> None:
         await self._http.aclose()

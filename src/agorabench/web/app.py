@@ -30,6 +30,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ..core.study import Study
 from ..store.store import Store
+from ..text import typed
 from .dashboard import Dashboard
 from .forms import MAX_TEXT, answer_text, form_fields, parse_form
 from .pages import HERE, not_found, page, templates
@@ -353,7 +354,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
 
     @app.get("/start")
     async def start(request: Request):
-        found = participant_from_query(dict(request.query_params))
+        found = participant_from_query(typed(dict(request.query_params)))  # NUL dropped: typed text
         if found is None:
             return page(request, "message.html", title="Link incomplete", message="This link has no valid participant id. Please use the link you were given.", status=400)
         source, participant, params = found
@@ -437,7 +438,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if not owned(request, token):
             return foreign(request)
         form = await request.form()
-        data = {k: v for k, v in form.items() if isinstance(v, str)}
+        data = {k: typed(v) for k, v in form.items() if isinstance(v, str)}  # NUL dropped where text enters
         if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):
             return page(request, "message.html", title="Expired form", message="This form is not valid any more. Please reload the page.", status=403)
         visit = Visit(request, m, token, row, data=data)
