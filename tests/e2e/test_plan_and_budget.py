@@ -176,10 +176,11 @@ def test_a_model_answering_nothing_valid_stops_after_invalid_turns_in_a_row(tmp_
     with sqlite3.connect(db) as con:
         errors = [e for (e,) in con.execute("select error from games where status = 'error'")]
         assert len(errors) == 12 and all("turns in a row were invalid" in e for e in errors)
-    # the errors are played again by the next run, and stopped again: the same answers, replayed
-    # from the response cache at no cost
+    # the errors are played again by the next run, which asks the model again (the invalid answers
+    # that stopped it left the response cache) and, the server still answering nothing valid, stops again
+    assert "asks the model again" in lines[0]
     rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--concurrency", "1")
-    assert rc == 1 and "12 already done, 0 played, 12 errors; 0 model calls, 6 cache hits" in out and server_requests(stats) == 2 * 3
+    assert rc == 1 and "12 already done, 0 played, 12 errors; 6 model calls, 0 cache hits" in out and server_requests(stats) == 2 * 2 * 3
 
 
 def test_zero_never_stops_a_model(tmp_path, write_study, fake_openai, capsys):

@@ -37,6 +37,9 @@ class LLMAgent:
         self.model = model
         self.sample = sample
         self.constrained = constrained
+        #: When a list (the runner sets one where a model may be stopped for invalid turns):
+        #: the response-cache keys of the calls made since the runner last took them.
+        self.keys: list[str] | None = None
 
     async def act(self, request: TurnRequest) -> Reply:
         settings = self.model.settings
@@ -47,7 +50,7 @@ class LLMAgent:
         sample = f"{self.sample}:{request.role}:{request.decision}:{request.attempt}" if settings.sampled else f"{self.sample}:{request.attempt}"
         token = CALL_CONTEXT.set(CallContext(self.sample, request.role))
         try:
-            c = await self.model.complete(request.messages, settings, sample=sample)
+            c = await self.model.complete(request.messages, settings, sample=sample, keys=self.keys)
         except BackendError as exc:
             billed = exc.completion
             raise BackendFailure(str(exc), usage=call_usage(billed, self.model) if billed is not None else None) from None

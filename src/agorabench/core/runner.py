@@ -213,6 +213,8 @@ class Runner:
         self.budget_refused = 0
         #: Invalid turns in a row per language model (``stop_after_invalid``).
         self._invalid_in_a_row: dict[str, int] = {}
+        #: The response-cache keys of those turns' calls, forgotten when the model stops.
+        self._invalid_keys: dict[str, list[str]] = {}
         self.probe = probe
         #: The games this runner may play, generated in study order (an executor's share,
         #: :class:`~agorabench.core.executors.Share`); None: every game of the study.
@@ -486,7 +488,10 @@ class Runner:
             raise StudyError(f"{spec.game}: embeddings {embeddings!r}: {str(exc).splitlines()[0]}") from None
         table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed, embed=embed)
         if self.study.file.stop_after_invalid:
-            table.on_turn = lambda turn: self._count_invalid(entries.get(turn.role), turn)
+            for player in players.values():
+                if isinstance(player, LLMAgent):
+                    player.keys = []  # the calls of each turn, for _count_invalid
+            table.on_turn = lambda turn: self._count_invalid(entries.get(turn.role), turn, players.get(turn.role))
         game = game_cls(config, prompts, names, people={role for role, e in entries.items() if e.is_human or role in seated})
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
@@ -537,23 +542,40 @@ class Runner:
                 self.stats.error_messages.append(error or "")
         return status
 
-    def _count_invalid(self, entry: ModelEntry | None, turn: TurnRecord) -> None:
+    def _count_invalid(self, entry: ModelEntry | None, turn: TurnRecord, player: Any = None) -> None:
         """Count a language model's invalid turns in a row; at ``stop_after_invalid`` the model
         stops as a refused key stops it (:attr:`Model.dead`): its later calls fail at once, its
-        games end as errors, and the run's closing lines name it once."""
+        games end as errors, and the run's closing lines name it once. The answers of the turns
+        that stopped it leave the response cache (:meth:`Model.forget`), so the next run asks
+        the model again (a fixed server, prompt or setting) instead of replaying them."""
         if entry is None or entry.is_strategy or entry.is_human:
             return
+        keys = getattr(player, "keys", None)
+        taken = list(keys or ())
+        if keys:
+            keys.clear()
         n = 0 if turn.valid else self._invalid_in_a_row.get(entry.name, 0) + 1
         self._invalid_in_a_row[entry.name] = n
+        streak = self._invalid_keys.setdefault(entry.name, [])
+        if turn.valid:
+            streak.clear()
+        else:
+            streak.extend(taken)
         limit = self.study.file.stop_after_invalid
         model = self.models.get(entry.name) or self.outside.get(entry.name)  # an outside agent stops alike
-        if limit and n >= limit and model is not None and model.dead is None:
+        if not (limit and n >= limit and model is not None):
+            return
+        if model.dead is None:
             last = " ".join((turn.error or "").split())
             last = last if len(last) <= 120 else last[:117] + "..."
             model.dead = (
-                f"{n} turns in a row were invalid (the last: {last}); its remaining games of this run stop and are played again by the next run "
-                f"(see them with `agora show STUDY --first-invalid`; stop_after_invalid = 0 in the study file never stops a model)"
+                f"{n} turns in a row were invalid (the last: {last}); its remaining games of this run stop and are played again by the next run, "
+                f"which asks the model again (these invalid answers are not kept in the response cache; see them with `agora show STUDY --first-invalid`; "
+                f"stop_after_invalid = 0 in the study file never stops a model)"
             )
+        if isinstance(model, Model):  # the streak's answers, and those of turns ending after the stop
+            model.forget(streak)
+        streak.clear()
 
     def spent(self) -> tuple[float, int]:
         """(dollars, tokens) the study has spent in this database: its stored games when the

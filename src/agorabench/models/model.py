@@ -281,9 +281,14 @@ class Model:
         )
         return hashlib.sha256(payload.encode()).hexdigest()
 
-    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int | str = 0) -> Completion:
+    async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int | str = 0, keys: list[str] | None = None) -> Completion:
+        """The answer to ``messages``: from the response cache when it has a replayable one,
+        else from the backend (then kept in the cache). ``keys``, when given, gets the call's
+        response-cache key (see :meth:`forget`)."""
         settings = settings or self.settings
         key = self.cache_key(messages, settings, sample)
+        if keys is not None:
+            keys.append(key)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and replayable(hit):
@@ -301,6 +306,14 @@ class Model:
             self.cache.put(key, self.backend.identity, completion)
         self._check_spent(completion, settings)
         return completion
+
+    def forget(self, keys: list[str]) -> None:
+        """Drop the answers of ``keys`` from the response cache, where the cache can (the
+        store's :class:`~agorabench.store.cache.SQLCache`): answers the runner judged so bad that
+        it stopped the model are asked again by the next run, not replayed."""
+        forget = getattr(self.cache, "forget", None)
+        if forget is not None and keys:
+            forget(keys)
 
     async def _attempts(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         """The call, tried again on transient faults and rate limits (:class:`RetryPolicy`)."""

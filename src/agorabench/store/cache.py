@@ -56,6 +56,8 @@ class SQLCache:
 
     def get(self, key: str) -> Completion | None:
         pending = self._pending.get(key) or self._writing.get(key)
+        if pending is not None and pending.get("forget"):
+            return None
         if pending is not None:
             r = pending["response"]
         else:
@@ -89,6 +91,17 @@ class SQLCache:
         if self.auto_flush and len(self._pending) >= self.batch:
             self.flush()
 
+    def forget(self, keys: list[str]) -> None:
+        """Drop the answers of ``keys``: buffered ones at once, stored ones at the next write
+        (a marker row, written in order after any group already taken, deletes them); a lookup
+        finds none of them from now on. The runner forgets the invalid answers that stopped a
+        model, so that the next run asks the model again instead of replaying them."""
+        for key in keys:
+            self._pending[key] = {"key": key, "forget": True}
+            self._writing.pop(key, None)
+        if self.auto_flush and len(self._pending) >= self.batch:
+            self.flush()
+
     def waiting(self) -> int:
         """Answers buffered and not yet taken for writing."""
         return len(self._pending)
@@ -105,11 +118,13 @@ class SQLCache:
         try:
             with self.store.engine.begin() as conn:
                 conn.execute(sa.delete(cache).where(cache.c.key.in_([r["key"] for r in rows])))
-                conn.execute(sa.insert(cache), rows)
+                kept = [r for r in rows if not r.get("forget")]  # a forgotten key: deleted only
+                if kept:
+                    conn.execute(sa.insert(cache), kept)
         except DB_ERRORS as exc:
             raise StoreError(f"could not write the response cache: {_problem(exc)}") from None
         if self._known is not None:
-            self._known.update(_prefix(r["key"]) for r in rows)
+            self._known.update(_prefix(r["key"]) for r in rows if not r.get("forget"))
         for r in rows:
             if self._writing.get(r["key"]) is r:
                 self._writing.pop(r["key"], None)
