@@ -11,6 +11,7 @@ and its scripted strategies.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -156,7 +157,12 @@ class Prompts:
         folders = [str(p) for p in (variant_dir, default_dir) if p is not None]
         self.default_dir, self.variant_dir = default_dir, variant_dir
         self._people: Prompts | None = self if people else None
+        self._digest: str | None = None
         self.version = self._version(folders)  # the people subfolders have no VERSION of their own
+        if variant_dir is not None and not (Path(variant_dir) / "VERSION").exists():
+            # a folder of one's own without a VERSION is not the game's templates: never stored
+            # under the built-in version's name, but under a name its texts decide
+            self.version = f"custom-{self.digest[:12]}"
         if people:
             folders = [str(Path(f) / PEOPLE_DIR) for f in folders] + folders
         self.env = jinja2.Environment(
@@ -179,6 +185,24 @@ class Prompts:
         if self._people is None:
             self._people = Prompts(self.default_dir, self.variant_dir, people=True)
         return self._people
+
+    @property
+    def digest(self) -> str:
+        """A SHA-256 (hex) of every template these prompts can render, for models and for
+        people: each ``.j2`` file's path under its folder and text, the variant folder's file
+        where both folders have one. Stored with each game, so that a template edited without
+        a new ``VERSION`` is noticed (:meth:`agorabench.core.runner.Runner.prompt_changes`)."""
+        if self._digest is None:
+            found: dict[str, Path] = {}
+            for folder in (self.variant_dir, self.default_dir):
+                if folder is not None and Path(folder).is_dir():
+                    for path in sorted(Path(folder).rglob("*.j2")):
+                        found.setdefault(path.relative_to(folder).as_posix(), path)
+            h = hashlib.sha256()
+            for name in sorted(found):
+                h.update(name.encode() + b"\x00" + found[name].read_bytes() + b"\x00")
+            self._digest = h.hexdigest()
+        return self._digest
 
     @staticmethod
     def _version(folders: list[str]) -> str:

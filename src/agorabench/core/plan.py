@@ -716,11 +716,12 @@ def replayed(study: Study, store: Any, done: set[str]) -> set[str]:
     another version), as :meth:`agorabench.core.runner.Runner.prompt_changes` decides, quietly."""
     if not done or not study.file.replay_on_prompt_change:
         return set()
-    current = {}
+    current, hashes = {}, {}
     for name in study.file.games:
         game_cls = study.game_class(name)
-        current[name] = Prompts(game_cls.prompt_dir, study.prompt_dir).version
+        prompts = Prompts(game_cls.prompt_dir, study.prompt_dir)
+        current[name], hashes[name] = prompts.version, prompts.digest
     ids: set[str] = set()
-    for found in store.other_prompt_versions(study.name, current).values():
+    for found in store.other_prompt_versions(study.name, current, hashes).values():
         ids |= found & done
     return ids

@@ -370,19 +370,27 @@ class Runner:
     def prompt_changes(self, done: set[str]) -> set[str]:
         """Of the study's games stored as done (``done``), those played with templates of another
         version than the ones now in force (the ``VERSION`` of the study's prompt folder or of
-        the game's own) are named in one line on stderr; returns their ids when the study file
+        the game's own), or of the same version but other texts (the digest stored with each
+        game), are named in one line on stderr; returns their ids when the study file
         says to play them again (``replay_on_prompt_change``), else none: they are kept and
         count as done (a game's id covers the name of the prompt folder, not its templates)."""
         if not done:
             return set()
-        current = {name: self.prompts_for(self.study.game_class(name)).version for name in self.study.file.games}
-        other = {key: ids & done for key, ids in self.store.other_prompt_versions(self.study.name, current).items()}
+        prompts = {name: self.prompts_for(self.study.game_class(name)) for name in self.study.file.games}
+        current = {name: p.version for name, p in prompts.items()}
+        hashes = {name: p.digest for name, p in prompts.items()}
+        other = {key: ids & done for key, ids in self.store.other_prompt_versions(self.study.name, current, hashes).items()}
         other = {key: ids for key, ids in other.items() if ids}
         if not other:
             return set()
         ids = set().union(*other.values())
         games = sorted({game for game, _ in other})
-        was = "; ".join(f"{game}: " + ", ".join(f"{len(other[g, v])} with version {v!r}" for g, v in sorted(other) if g == game) + f", now {current[game]!r}" for game in games)
+
+        def stored(game: str, version: str) -> str:  # the same VERSION: the template texts were edited
+            said = f"{len(other[game, version])} with version {version!r}"
+            return said + " but other template texts (edited without a new VERSION)" if version == current[game] else said
+
+        was = "; ".join(f"{game}: " + ", ".join(stored(g, v) for g, v in sorted(other) if g == game) + f", now {current[game]!r}" for game in games)
         what = f"{len(ids)} stored game(s) of study {self.study.name!r} were played with other prompt templates than those now in force ({was})"
         if self.study.file.replay_on_prompt_change:
             print(f"agora: note: {what}: they are played again (replay_on_prompt_change = true)", file=sys.stderr, flush=True)
@@ -519,6 +527,7 @@ class Runner:
             repeat=spec.repeat,
             seed=spec.seed,
             prompt_version=prompts.version,
+            prompt_hash=prompts.digest,
             status=status,
             outcome=outcome,
             metrics=metrics,

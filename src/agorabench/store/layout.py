@@ -61,8 +61,10 @@ def game_rows(
     started: float | None = None,
     source: str = "run",
     finished: float | None = None,
+    prompt_hash: str | None = None,
 ) -> dict[str, Any]:
-    """A finished game as the rows :meth:`Store.save_games` writes (game, transcripts, turns)."""
+    """A finished game as the rows :meth:`Store.save_games` writes (game, transcripts, turns;
+    ``prompt_hash``: the digest of its prompt templates, a row of its own)."""
     records = list(turn_records)
     stored, spans = layout(records)
     return {
@@ -86,6 +88,7 @@ def game_rows(
             "finished": finished if finished is not None else time.time(),
         },
         "transcripts": [{"game_id": id, "role": role, "messages": pack_messages(_safe(msgs))} for role, msgs in stored.items() if msgs],
+        "prompt_hashes": [{"game_id": id, "hash": str(prompt_hash)[:64]}] if prompt_hash else [],
         "turns": [
             {
                 "game_id": id,

@@ -100,6 +100,17 @@ usage = sa.Table(
     sa.Column("fallbacks", sa.Integer, default=0),
 )
 
+#: A hash of the prompt templates a game was played with (every template text its prompt
+#: folders offer, :attr:`agorabench.core.game.Prompts.digest`): beside ``games.prompt_version``
+#: it tells templates edited without a new ``VERSION``. A game stored before the table, or
+#: imported, has no row (nothing to compare).
+prompt_hashes = sa.Table(
+    "prompt_hashes",
+    metadata,
+    sa.Column("game_id", sa.String(64), sa.ForeignKey("games.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("hash", sa.String(64), nullable=False),
+)
+
 transcripts = sa.Table(
     "transcripts",
     metadata,

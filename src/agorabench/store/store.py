@@ -49,7 +49,7 @@ from .codec import _loads, _safe, unpack_messages
 from .engine import integrity_level, legacy_layout, open_engine, verify_integrity
 from .errors import DB_ERRORS, StoreError, _problem
 from .layout import _span, game_rows
-from .schema import claims, games, reasoning, studies, study_runs, transcripts, turns, usage
+from .schema import claims, games, prompt_hashes, reasoning, studies, study_runs, transcripts, turns, usage
 
 # Names of the store's parts that code outside the package (tests, scripts) imported from this
 # module before the store was split, kept importable here; the package imports each from its
@@ -144,9 +144,12 @@ class Store(ClaimMethods):
             rows = conn.execute(sa.select(games.c.id).where(games.c.study == study, games.c.status == "done"))
             return {r[0] for r in rows}
 
-    def other_prompt_versions(self, study: str, current: dict[str, str]) -> dict[tuple[str, str], set[str]]:
+    def other_prompt_versions(self, study: str, current: dict[str, str], hashes: dict[str, str] | None = None) -> dict[tuple[str, str], set[str]]:
         """The done games of ``study`` played with templates of another version than the one
-        now in force (``current``: game -> version), by (game, stored version): their ids."""
+        now in force (``current``: game -> version), by (game, stored version): their ids.
+        With ``hashes`` (game -> digest of the templates now in force), a game of the same
+        version whose stored digest differs (templates edited without a new ``VERSION``) is
+        among them too, under its version; one stored without a digest is not."""
         if not current:
             return {}
         other = sa.or_(*(sa.and_(games.c.game == game, games.c.prompt_version != version) for game, version in current.items()))
@@ -154,6 +157,11 @@ class Store(ClaimMethods):
         with self.engine.connect() as conn:
             for gid, game, version in conn.execute(sa.select(games.c.id, games.c.game, games.c.prompt_version).where(games.c.study == study, games.c.status == "done", other)):
                 out.setdefault((game, version), set()).add(gid)
+            if hashes and self._has_table(conn, "prompt_hashes"):
+                edited = sa.or_(*(sa.and_(games.c.game == game, games.c.prompt_version == current[game], prompt_hashes.c.hash != digest) for game, digest in hashes.items() if game in current))
+                q = sa.select(games.c.id, games.c.game, games.c.prompt_version).join(prompt_hashes, prompt_hashes.c.game_id == games.c.id)
+                for gid, game, version in conn.execute(q.where(games.c.study == study, games.c.status == "done", edited)):
+                    out.setdefault((game, version), set()).add(gid)
         return out
 
     def save_game(self, **fields: Any) -> None:
@@ -200,6 +208,7 @@ class Store(ClaimMethods):
                 chunk = ids[i : i + 500]
                 conn.execute(sa.delete(reasoning).where(reasoning.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(usage).where(usage.c.game_id.in_(chunk)))
+                conn.execute(sa.delete(prompt_hashes).where(prompt_hashes.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(turns).where(turns.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(transcripts).where(transcripts.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(games).where(games.c.id.in_(chunk)))
@@ -216,6 +225,9 @@ class Store(ClaimMethods):
             rows = [r for g in batch for r in g.get("usage", ())]
             if rows:
                 conn.execute(sa.insert(usage), rows)
+            rows = [r for g in batch for r in g.get("prompt_hashes", ())]
+            if rows:
+                conn.execute(sa.insert(prompt_hashes), rows)
 
     def games(self, study: str | None = None) -> list[dict[str, Any]]:
         q = sa.select(games).order_by(games.c.id)
@@ -365,7 +377,7 @@ class Store(ClaimMethods):
         with self.engine.begin() as conn:
             for start in range(0, len(game_ids), 500):
                 chunk = game_ids[start : start + 500]
-                for table in (reasoning, usage, turns, transcripts, claims):
+                for table in (reasoning, usage, prompt_hashes, turns, transcripts, claims):
                     conn.execute(sa.delete(table).where(table.c.game_id.in_(chunk)))
                 n += conn.execute(sa.delete(games).where(games.c.id.in_(chunk))).rowcount
         return n
