@@ -229,6 +229,10 @@ class Runner:
         #: Lines a researcher should read before the run (settings a model will not get, ...).
         self.notes: list[str] = []
         self._breakers: dict = {}  # stall detection per server, shared by its models (models.model.Breaker)
+        #: Whether a long outage of a server ends its calls for good (a run: the next run plays
+        #: the games again); ``agora serve`` sets False: the calls wait and a test call goes
+        #: through now and then until the server answers (:class:`~agorabench.models.model.Breaker`).
+        self.outage_final = True
         self.prompts = Prompts(study.game_cls.prompt_dir, study.prompt_dir)
         self._prompts: dict[str, Prompts] = {study.game_cls.name: self.prompts}
         #: Stored games this run plays again: played with other templates than those in force
@@ -267,11 +271,22 @@ class Runner:
                 rate=RateLimiter(entry.requests_per_minute, entry.tokens_per_minute) if entry.requests_per_minute or entry.tokens_per_minute else None,
                 adaptive=entry.adaptive_concurrency,
                 breakers=self._breakers,
+                outage_final=self.outage_final,
             )
             if self.budget is not None:
                 self.models[entry.name].gate = self._budget_gate(self.models[entry.name], entry)
             self._batch_mode(entry, self.models[entry.name])
         return self.models[entry.name]
+
+    def outages(self, names: Iterable[str] | None = None) -> dict[str, str]:
+        """The servers of the models built so far (of ``names`` only, if given) that do not answer
+        now: server -> one line (:meth:`~agorabench.models.model.Breaker.outage`)."""
+        out: dict[str, str] = {}
+        for name, model in self.models.items():
+            line = model.breaker.outage() if names is None or name in names else None
+            if line:
+                out[model.endpoint] = line
+        return out
 
     def _batch_mode(self, entry: ModelEntry, model: Model) -> None:
         """Play ``model``'s calls in provider batches when its entry (``batch = true``) or the run

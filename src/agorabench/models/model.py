@@ -43,6 +43,12 @@ class RetryPolicy:
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
+#: Seconds before the first test call of a stalled endpoint, and the longest wait between tests
+#: (read when a breaker is made).
+STALL_COOLDOWN = 5.0
+STALL_MAX_COOLDOWN = 60.0
+
+
 class Breaker:
     """Stall detection for one endpoint (a server URL), shared by every model entry on it.
 
@@ -57,10 +63,22 @@ class Breaker:
     games are stored as failed and played again by the next run) when a test times out at the
     longest cool-down (after about two and a half minutes of tests), or at once when the server
     answered no call of the run (one that lists its models but never completes a chat call once
-    cost about ten minutes per game)."""
+    cost about ten minutes per game).
 
-    def __init__(self, limit: int, cooldown: float = 5.0, max_cooldown: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+    With ``final = False`` (a served study, which has no next run to play its games again) the
+    endpoint is never down: it stays stalled, its calls wait and a test call goes through every
+    ``max_cooldown`` seconds at the longest, for as long as the outage lasts; the first answer
+    closes the breaker. A timed-out call of a stalled endpoint then costs its game no attempt
+    (:meth:`Model._attempts`)."""
+
+    def __init__(
+        self, limit: int, cooldown: float | None = None, max_cooldown: float | None = None, clock: Callable[[], float] = time.monotonic, final: bool = True
+    ) -> None:
+        cooldown = STALL_COOLDOWN if cooldown is None else cooldown
+        max_cooldown = STALL_MAX_COOLDOWN if max_cooldown is None else max_cooldown
         self.limit = limit
+        #: Whether a long outage makes the endpoint down for good (a run) or only stalled (serve).
+        self.final = final
         self.in_a_row = 0
         self.first_cooldown = cooldown
         self.max_cooldown = max(cooldown, max_cooldown)
@@ -111,7 +129,7 @@ class Breaker:
                 self._close()
                 return
             self._tests += 1
-            if not self.answered_once or self._cooldown >= self.max_cooldown:
+            if self.final and (not self.answered_once or self._cooldown >= self.max_cooldown):
                 waited = self.clock() - self._since
                 self.open = (
                     f"{endpoint} is stalled: no answer for {waited:.0f} s ({self.in_a_row} calls in a row and {self._tests} test call(s) timed out: {exc}); "
@@ -137,6 +155,17 @@ class Breaker:
         self.answered_once = True
         if test or self.stalled is not None:
             self._close()
+
+    def outage(self) -> str | None:
+        """One line while the endpoint is stalled or down (why, for how long, when it is tested
+        next); None while it answers."""
+        if self.open is not None:
+            return self.open
+        if self.stalled is None:
+            return None
+        now = self.clock()
+        nxt = "a test call is under way" if self._testing else f"next test call in {max(0.0, self._retry_at - now):.0f} s"
+        return f"{self.stalled}; no answer for {now - self._since:.0f} s, its calls wait ({nxt})"
 
     def release(self, test: bool) -> None:
         """A call ended without a reply or a failure of the endpoint's (it was cancelled): a
@@ -226,15 +255,16 @@ class Model:
         adaptive: bool = True,
         stall_after: int = STALL_AFTER,
         breakers: dict[str, Breaker] | None = None,
+        outage_final: bool = True,
     ) -> None:
         self.backend = backend
         self._endpoint = str(getattr(backend, "base_url", None) or getattr(backend, "identity", "the backend"))
         #: Shared with every model on the same server through ``breakers`` (one dict per run):
-        #: see :class:`Breaker`.
+        #: see :class:`Breaker` (``outage_final``: its ``final``, False in a served study).
         if breakers is not None:
-            self.breaker = breakers.setdefault(self._endpoint, Breaker(stall_after))
+            self.breaker = breakers.get(self._endpoint) or breakers.setdefault(self._endpoint, Breaker(stall_after, final=outage_final))
         else:
-            self.breaker = Breaker(stall_after)
+            self.breaker = Breaker(stall_after, final=outage_final)
         self.settings = settings or GenerationSettings()
         self.cache = cache
         self.retry = retry or RetryPolicy()
@@ -272,6 +302,11 @@ class Model:
         #: Batch mode: calls the response cache cannot answer wait for a provider batch
         #: (:data:`Batcher`) instead of going to the backend one by one; None: live calls.
         self.batcher: Batcher | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The server this model's calls go to (its breaker's key)."""
+        return self._endpoint
 
     def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
         payload = json.dumps(
@@ -329,6 +364,9 @@ class Model:
                 if exc.fatal:
                     self.dead = self.dead or str(exc)
                     raise BackendError(f"{self.backend.identity}: {exc}", retryable=False, fatal=True) from None
+                if exc.timed_out and not self.breaker.final and self.breaker.stalled is not None:
+                    attempt -= 1  # a served study's stalled endpoint: the call waits for a test call's answer, however long
+                    continue
                 if not exc.retryable or attempt >= self.retry.max_attempts:
                     raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
                 self.retries += 1

@@ -186,13 +186,21 @@ async def play_page(v: Visit) -> Response:
     if p is None:
         if live.echo:  # answered, and the game has not yet told the person anything since
             history.append({"role": "assistant", "content": live.echo})
-        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, alone=m.alone(v.row), **ctx)
+        outage = bool(m.outages(v.row))
+        ctx["version"] = waiting_version(live.version, outage)
+        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, alone=m.alone(v.row), outage=outage, **ctx)
     m.mark_shown(live)
     remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
     prompt = history.pop() if history and history[-1]["role"] == "user" else None
     errors, p.errors = p.errors, []
     values = p.values if errors else {}  # what the person entered, kept after a refused form
     return page(v.request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type, live.role), note=p.request.action_type.form_note(), values=values, seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
+
+
+def waiting_version(version: int, outage: bool) -> str:
+    """The version a waiting page is shown at and polls for: the game's, marked while a model
+    server of the game does not answer, so that the page reloads when an outage begins or ends."""
+    return f"{version}-outage" if outage else str(version)
 
 
 async def results_page(v: Visit) -> Response:
@@ -426,7 +434,9 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         if not owned(request, token):
             return JSONResponse({"error": "session cookie missing"}, status_code=403)
         live = m.live.get(token)
-        return {"stage": row["stage"], "version": live.version if live else 0, "waiting": bool(live and live.pending is None)}
+        waiting = bool(live and live.pending is None)
+        version = waiting_version(live.version, bool(m.outages(row))) if live and waiting and row["stage"] == "play" and m.waiting_since(token) is None else (live.version if live else 0)
+        return {"stage": row["stage"], "version": version, "waiting": waiting}
 
     @app.post("/p/{token}/{stage}")
     async def submit(request: Request, token: str, stage: str):

@@ -278,7 +278,7 @@ class Dashboard:
             running = self.run_task is not None and not self.run_task.done()
             every = len(self.manager.participants()) if self.manager is not None and query else len(live)
             spend = self.spend() if self.study is not None else None
-            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, shown_of=every, q=query, spend=spend, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message, refresh=_refresh(request))
+            return page(request, "dash.html", title="Dashboard", progress=self.progress(), participants=live, shown_of=every, q=query, spend=spend, study=self.study, csrf=self.csrf, running=running, run_message=self.run_message, refresh=_refresh(request), outages=self.manager.outages() if self.manager is not None else {})
 
         @app.get("/dash/games", response_class=HTMLResponse)
         @authed

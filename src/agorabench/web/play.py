@@ -215,6 +215,9 @@ class Manager:
         self.store = store
         self.settings = web_settings(study)
         self.runner = runner or Runner(study, store, progress=False)
+        # a served study has no next run to play its failed games again: a server that stops
+        # answering makes its calls wait (a test call now and then) instead of failing them
+        self.runner.outage_final = False
         #: The participants' rows (tables ``web_participants`` and ``web_turns``).
         self.rows = Participants(store)
         self.rows.create_tables()
@@ -369,6 +372,17 @@ class Manager:
             else:
                 self._launch(base, row["game_id"])
         return live
+
+    def outages(self, row: dict[str, Any] | None = None) -> dict[str, str]:
+        """The model servers of the study (of the participant's game only, given ``row``) that do
+        not answer now: server -> one line. Their calls wait; the desk and the waiting page say so."""
+        names: set[str] | None = None
+        if row is not None:
+            base = self.by_id.get(row["base_spec"])
+            names = set(base.seats.values()) if base is not None else set()
+            if self.fallback is not None:
+                names.add(self.fallback.name)
+        return self.runner.outages(names)
 
     # the waiting room ---------------------------------------------------------------------
     def waiting_since(self, token: str) -> float | None:
