@@ -104,13 +104,25 @@ def people_summary(games: pd.DataFrame) -> dict[str, int]:
     return {"people": len(who), "games": played}
 
 
-def people_line(games: pd.DataFrame) -> str:
+def people_line(games: pd.DataFrame, of: str = "") -> str:
     """``human: 12 people, 24 games`` for a games frame whose ``human`` pools participants; ""
-    when no participant played."""
+    when no participant played. ``of`` names the games counted (`` of Bargaining``: one family's,
+    whose count may be below the study's). A frame with unfinished games (a ``status`` column)
+    also says how many people the finished games hold, which are the ones the analyses use, so
+    two counts in one report never differ without a reason."""
     n = people_summary(games)
     if not n["people"]:
         return ""
-    return f"{HUMAN}: {n['people']} {'person' if n['people'] == 1 else 'people'}, {n['games']} {'game' if n['games'] == 1 else 'games'}"
+    line = f"{HUMAN}: {_people(n['people'])}, {n['games']} {'game' if n['games'] == 1 else 'games'}{of}"
+    if "status" in games and (games["status"] != "done").any():
+        done = people_summary(games[games["status"] == "done"])
+        if done != n:
+            line += f" ({_people(done['people'])} in the {done['games']} finished {'game' if done['games'] == 1 else 'games'} the analyses use)"
+    return line
+
+
+def _people(n: int) -> str:
+    return f"{n} {'person' if n == 1 else 'people'}"
 
 
 def _scalar(value: Any) -> bool:

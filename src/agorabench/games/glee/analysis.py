@@ -239,10 +239,43 @@ def coefficients(fits: dict[str, Fit]) -> pd.DataFrame:
     return d[["outcome"] + [c for c in d.columns if c != "outcome"]]
 
 
+def _fit_reference(f: Fit) -> Any:
+    """The model a fit's identity effects are relative to: one name when both seats share it,
+    else ``Alice: X; Bob: Y``."""
+    seats = {role: f.references.get(f"model_{role.lower()}") for role in ("Alice", "Bob")}
+    named = {role: m for role, m in seats.items() if m is not None}
+    if len(set(named.values())) <= 1:
+        return next(iter(named.values()), None)
+    return "; ".join(f"{role}: {m}" for role, m in named.items())
+
+
 def fit_summary(fits: dict[str, Fit]) -> pd.DataFrame:
     """Per outcome: games, coefficients, R², adjusted R², clusters, the columns left out and the
-    reference model the identity effects are relative to."""
-    return pd.DataFrame([{"outcome": o, "games": f.n, "coefficients": len(f.beta), "r2": f.r2, "adj_r2": f.adj_r2, "clusters": f.clusters, "left_out": "; ".join(f.dropped), "reference_model": f.references.get("model_alice", f.references.get("model_bob"))} for o, f in fits.items()])
+    reference model the identity effects are relative to (per seat where the seats' differ:
+    :func:`seat_references`)."""
+    return pd.DataFrame([{"outcome": o, "games": f.n, "coefficients": len(f.beta), "r2": f.r2, "adj_r2": f.adj_r2, "clusters": f.clusters, "left_out": "; ".join(f.dropped), "reference_model": _fit_reference(f)} for o, f in fits.items()])
+
+
+def seat_references(fits: dict[str, Fit], reference: str) -> dict[str, str]:
+    """The seats (``Alice``, ``Bob``) whose identity effects are not relative to ``reference``
+    because it never sat there, each with the model they are relative to instead (the seat's
+    most frequent model: the encoding's rule, :func:`~agorabench.analysis.regression.encode`)."""
+    out: dict[str, str] = {}
+    for role in ("Alice", "Bob"):
+        for f in fits.values():
+            actual = f.references.get(f"model_{role.lower()}")
+            if actual is not None and str(actual) != reference:
+                out[role] = str(actual)
+                break
+    return out
+
+
+def seat_reference_note(fits: dict[str, Fit], reference: str) -> str:
+    """One sentence per seat of :func:`seat_references` ("" when both seats use ``reference``)."""
+    return "; ".join(
+        f"As {role}, where {reference} never played, the model effects are relative to {actual} (the seat's most frequent model)"
+        for role, actual in seat_references(fits, reference).items()
+    )
 
 
 def _mark(df: pd.DataFrame, est: str, low: str, high: str) -> pd.DataFrame:

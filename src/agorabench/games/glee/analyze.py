@@ -47,18 +47,20 @@ def analyze_glee(games: pd.DataFrame, spec: dict[str, Any] | None = None, out: s
         label, key = FAMILIES[family], family.split(".")[1]
         choice = ga.reference_choice(sub, spec, override=reference)
         ref = choice.model
-        text.append(f"\n#### {label}: {len(sub)} games, {choice.line()} (rule: {ga.REFERENCE_RULE})")
-        pooled = people_line(sub)
+        fits = ga.regressions(sub, family, ref)
+        seats = ga.seat_reference_note(fits, ref)  # a seat the reference never sat in has its own
+        text.append(f"\n#### {label}: {len(sub)} games, {choice.line()} (rule: {ga.REFERENCE_RULE})" + (f"\n{seats}" if seats else ""))
+        pooled = people_line(sub, of=f" of {label}")
         if pooled:  # one human row in the tables; a row per person in the CSV
             people = ga.per_person(sub, family)
             text.append(f"people pooled as one model ({pooled}); clustered intervals count a person's games as one cluster" + (f"; one row per person and role in {key}_people.csv" if folder else ""))
             if folder:
                 write_csv(people, folder / f"{key}_people.csv", index=False)
-        fits = ga.regressions(sub, family, ref)
         emit(f"{label}: fit", ga.fit_summary(fits), f"{key}_fit")
         emit(f"{label}: coefficients", ga.coefficients(fits), f"{key}_coefficients")
         emit(f"{label}: Table 5 (pp vs the default market)", ga.market_effects(fits, family), f"{key}_table5")
-        emit(f"{label}: Table 6 (pp vs {ref})", ga.model_effects(fits), f"{key}_table6")
+        vs = ref + "".join(f"; as {role} vs {m}" for role, m in ga.seat_references(fits, ref).items())
+        emit(f"{label}: Table 6 (pp vs {vs})", ga.model_effects(fits), f"{key}_table6")
         emit(f"{label}: design-adjusted self-gain", ga.adjusted_self_gain(sub, family, ref), f"{key}_adjusted_self_gain")
         try:
             m = ga.metagame(sub, family, ref, reps=reps)

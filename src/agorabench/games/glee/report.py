@@ -255,7 +255,9 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: "str | ga.Ref
         f = fits()
         summary = ga.fit_summary(f)
         few = summary["clusters"].min() < 10
-        note = (f"<p id='reference-model'>Reference model: <b>{html.escape(ref)}</b>, chosen by the rule: {html.escape(ga.REFERENCE_RULE)}. Here: {html.escape(why)}.</p>"
+        seats = ga.seat_reference_note(f, ref)  # a seat the reference never sat in has its own
+        note = (f"<p id='reference-model'>Reference model: <b>{html.escape(ref)}</b>, chosen by the rule: {html.escape(ga.REFERENCE_RULE)}. Here: {html.escape(why)}."
+                + (f" {html.escape(seats)}." if seats else "") + "</p>"
                 + (f"<p class='note'>{html.escape(warning)}</p>" if warning else "") + "<p>Reference levels (Table 8): ") + html.escape("; ".join(f"{k} = {v}" for k, v in next(iter(f.values())).references.items())) + ".</p>"
         if few:
             note += "<p class='note'>Fewer than 10 clusters (model pairs; a person's games are one cluster): the clustered errors rest on very few clusters and are unreliable.</p>"
@@ -288,14 +290,15 @@ def analysis_sections(family: str, games: pd.DataFrame, reference: "str | ga.Ref
     def table6() -> str:
         t = ga.model_effects(fits())
         shown = t[["model", "role"]].copy()
-        pooled = people_line(games)
+        pooled = people_line(games, of=f" of {label}")
         if pooled and "low_cluster" in t:  # the human row pools people: its participant-clustered interval beside
             shown["clustered 95% CI (pair; person)"] = _fmt_effect(t, "effect", "low_cluster", "high_cluster")
         shown["self-gain effect (pp) [95% CI]"] = _fmt_effect(t, "effect", "low", "high")
         people = (f" People are one model, <b>human</b> ({html.escape(pooled)}); the clustered interval counts a person's games as one cluster." if pooled else "")
         fig = forest(t.rename(columns={"effect": "estimate"}), "model", "role", f"{label}: model effect on own self-gain vs {ref} (95% CI)", "effect (pp of M)")
         adj, cut = clipped(ga.adjusted_self_gain(games, family, ref), family, lambda r: f"self_gain_{r['role'].lower()}")
-        return (f"<p>Each model's effect on its own self-gain as Alice and as Bob, in percentage points relative to <b>{html.escape(ref)}</b>; ▲/▼ best/worst within the interval. "
+        others = "".join(f" (as {role}, where {html.escape(ref)} never played: <b>{html.escape(m)}</b>)" for role, m in ga.seat_references(fits(), ref).items())
+        return (f"<p>Each model's effect on its own self-gain as Alice and as Bob, in percentage points relative to <b>{html.escape(ref)}</b>{others}; ▲/▼ best/worst within the interval. "
                 f"Below, the design-adjusted mean self-gain beside the raw mean.{people}</p>" + fig + table_html(shown, name=f"{label} table 6 model effects") + table_html(adj, name=f"{label} adjusted self-gain", note=cut))
 
     def pairs() -> str:
