@@ -377,12 +377,18 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         returning = m.returning(cookie, participant)
         if not returning and too_many_starts(request):
             return page(request, "message.html", title="Please wait", message="Too many new sessions were opened from your address just now. Please try again in a minute.", status=429)
-        running = len({id(live.task) for live in m.live.values() if live.task is not None and not live.task.done()})  # a group's members share one
+        # the cap counts games running and slots held by sessions whose game has not started
+        # (Manager.live_count): checked and reserved with no await in between, so arrivals at
+        # the same moment cannot all pass it
+        running = m.live_count()
         if running >= s.max_live and not returning:
             return page(request, "message.html", title="Please wait", message=f"The study is full right now ({running} games running). Please open your link again in a few minutes.", status=503)
         token, new = m.enter(source, participant, params)
         if not new and not hmac.compare_digest(cookie, token):
             return page(request, "message.html", title="Already started", message="This participant id has already started the study. Please continue in the browser where you started, or ask the researcher for a resume link.", status=409)
+        row = m.get(token)
+        if row is not None and row["game_status"] is None:
+            m.hold(token)
         response = RedirectResponse(f"/p/{token}", status_code=303)
         response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")
         return response
@@ -417,6 +423,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             return not_found(request)
         if not owned(request, token):
             return foreign(request)
+        m.seen(token)
         stage = row["stage"]
         ctx: dict[str, Any] = {"token": token, "csrf": row["csrf"], "title": s.title or "Study", "stage": stage, "step": progress(stage, bool(s.quiz), bool(s.questionnaire))}
         if row["game_status"] == "declined":
@@ -433,6 +440,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             return JSONResponse({"error": "not found"}, status_code=404)
         if not owned(request, token):
             return JSONResponse({"error": "session cookie missing"}, status_code=403)
+        m.seen(token)
         live = m.live.get(token)
         waiting = bool(live and live.pending is None)
         version = waiting_version(live.version, bool(m.outages(row))) if live and waiting and row["stage"] == "play" and m.waiting_since(token) is None else (live.version if live else 0)
@@ -447,6 +455,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
             return not_found(request)
         if not owned(request, token):
             return foreign(request)
+        m.seen(token)
         form = await request.form()
         data = {k: typed(v) for k, v in form.items() if isinstance(v, str)}  # NUL dropped where text enters
         if not hmac.compare_digest(data.get("csrf", ""), row["csrf"]):

@@ -207,6 +207,11 @@ class Live:
         self.version += 1
 
 
+#: Seconds a session whose game has not started keeps its live slot unseen when
+#: ``idle_timeout`` is 0.
+SLOT_IDLE = 600.0
+
+
 class Manager:
     """All participants of one served study: assignment, stages, live games."""
 
@@ -240,6 +245,10 @@ class Manager:
         #: Group games started by this server: game id -> the task playing it.
         self.groups: dict[str, asyncio.Task] = {}
         self._timers: set[asyncio.Task] = set()
+        #: Live slots (``max_live``): session token -> when the session was last seen
+        #: (time.monotonic()), from its entry until its game ends, it declines, or it is idle
+        #: past the deadline before its game started (:meth:`live_count`).
+        self.held: dict[str, float] = {}
 
     def _human_roles(self, spec: GameSpec) -> list[str]:
         return [r for r, m in spec.seats.items() if self.study.models[m].is_human]
@@ -283,6 +292,47 @@ class Manager:
 
     def update(self, token: str, **values: Any) -> None:
         self.rows.update(token, **values)
+        if values.get("game_status") is not None:  # the game is over (or declined): its live slot is free
+            self.held.pop(token, None)
+
+    # live slots ---------------------------------------------------------------------------
+    def slot_deadline(self) -> float:
+        """Seconds a session whose game has not started keeps its live slot without being seen:
+        ``idle_timeout``, or :data:`SLOT_IDLE` when that is 0 (never abandoned)."""
+        return self.settings.idle_timeout or SLOT_IDLE
+
+    def live_count(self) -> int:
+        """Games running or reserved now, against ``max_live``: each running game once (a
+        group's members share one), each session holding a slot whose game has not started
+        once; a slot whose game ended, or whose session was not seen for
+        :meth:`slot_deadline` before its game started, is freed here."""
+        now, deadline = time.monotonic(), self.slot_deadline()
+        counted: set[Any] = set()
+        for token, seen in list(self.held.items()):
+            live = self.live.get(token)
+            task = live.task if live is not None else None
+            if task is not None:
+                if task.done():
+                    del self.held[token]
+                else:
+                    counted.add(id(task))
+            elif now - seen > deadline:
+                del self.held[token]
+            else:
+                counted.add(token)
+        for live in self.live.values():  # games restarted after a restart, or of returning people
+            if live.task is not None and not live.task.done():
+                counted.add(id(live.task))
+        return len(counted)
+
+    def hold(self, token: str) -> None:
+        """Reserve a live slot for the session (or renew it: it was seen now)."""
+        self.held[token] = time.monotonic()
+
+    def seen(self, token: str) -> None:
+        """The session made a request: a slot it holds is kept from the idle deadline."""
+        if token in self.held:
+            self.held[token] = time.monotonic()
 
     def turn_row(self, token: str, seq: int) -> dict[str, Any] | None:
         return self.rows.turn(token, seq)
