@@ -76,8 +76,8 @@ class TurnRecord:
     valid: bool
     retries: int
     error: str | None
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None  # None: not reported by the server (NULL)
+    completion_tokens: int | None
     cost: float
     latency: float
     cached: bool

@@ -41,7 +41,7 @@ def test_chat_and_responses_readers_record_a_value_that_is_no_count_as_unknown(v
             "usage": {"prompt_tokens": value, "completion_tokens": value, "total_tokens": value, "prompt_tokens_details": {"cached_tokens": value}, "completion_tokens_details": {"reasoning_tokens": value}},
         }
     )
-    assert (chat.prompt_tokens, chat.completion_tokens, chat.cached_tokens, chat.reasoning_tokens) == (0, 0, 0, None)
+    assert (chat.prompt_tokens, chat.completion_tokens, chat.cached_tokens, chat.reasoning_tokens) == (None, None, 0, None)  # unknown: NULL, not 0 (issue 42 item 9)
     assert "prompt_tokens" in chat.extra["usage_dropped"]
     resp = completion_from_response(
         {
@@ -50,7 +50,7 @@ def test_chat_and_responses_readers_record_a_value_that_is_no_count_as_unknown(v
             "usage": {"input_tokens": value, "output_tokens": value, "input_tokens_details": {"cached_tokens": value}, "output_tokens_details": {"reasoning_tokens": value}},
         }
     )
-    assert (resp.prompt_tokens, resp.completion_tokens, resp.cached_tokens, resp.reasoning_tokens) == (0, 0, 0, None)
+    assert (resp.prompt_tokens, resp.completion_tokens, resp.cached_tokens, resp.reasoning_tokens) == (None, None, 0, None)
     assert "input_tokens" in resp.extra["usage_dropped"]
 
 
@@ -58,7 +58,7 @@ def test_counts_within_the_bound_are_kept_and_a_usage_that_is_no_object_is_none(
     c = completion_from_json({"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 10**9, "completion_tokens": 7}})
     assert (c.prompt_tokens, c.completion_tokens, c.extra) == (10**9, 7, {})
     c = completion_from_json({"choices": [{"message": {"content": "x"}}], "usage": [12, 3]})
-    assert (c.prompt_tokens, c.completion_tokens) == (0, 0)
+    assert (c.prompt_tokens, c.completion_tokens) == (None, None)
 
 
 def test_the_anthropic_reader_records_a_value_that_is_no_count_as_unknown(monkeypatch):
@@ -75,7 +75,7 @@ def test_the_anthropic_reader_records_a_value_that_is_no_count_as_unknown(monkey
 
     backend.client = SimpleNamespace(messages=SimpleNamespace(create=create))
     c = asyncio.run(backend.complete([{"role": "user", "content": "pick"}], GenerationSettings()))
-    assert (c.text, c.prompt_tokens, c.completion_tokens, c.cached_tokens) == ("Answer: 3", 0, 0, 0)
+    assert (c.text, c.prompt_tokens, c.completion_tokens, c.cached_tokens) == ("Answer: 3", None, None, 0)
     assert set(c.extra["usage_dropped"]) == {"input_tokens", "output_tokens", "cache_read_input_tokens"}
 
 
@@ -116,9 +116,9 @@ def test_a_reply_of_any_backend_with_counts_of_the_wrong_type_is_kept_and_said_o
         return [await model.complete([{"role": "user", "content": f"pick {i}"}]) for i in range(3)]
 
     replies = asyncio.run(go())
-    assert all(r.text == "Answer: 3" and (r.prompt_tokens, r.completion_tokens, r.reasoning_tokens) == (0, 0, None) for r in replies)
+    assert all(r.text == "Answer: 3" and (r.prompt_tokens, r.completion_tokens, r.reasoning_tokens) == (None, None, None) for r in replies)
     assert (model.prompt_tokens, model.completion_tokens, model.reasoning_tokens, model.cost) == (0, 0, 0, 0.0)
-    assert all((c.prompt_tokens, c.completion_tokens) == (0, 0) for c in cache.entries.values())  # cleaned before the cache
+    assert all((c.prompt_tokens, c.completion_tokens) == (None, None) for c in cache.entries.values())  # cleaned before the cache
     lines = [w for w in model.warnings if "not token counts" in w]
     assert len(lines) == 1 and "prompt_tokens = '12'" in lines[0] and "completion_tokens = [3]" in lines[0], model.warnings
 
@@ -127,14 +127,14 @@ def test_an_absurd_count_never_reaches_the_cache_and_one_cached_before_is_cleane
     cache = DictCache()
     model = Model(Replies(prompt_tokens=2**63, completion_tokens=5), cache=cache)
     reply = asyncio.run(model.complete([{"role": "user", "content": "pick"}]))
-    assert (reply.prompt_tokens, reply.completion_tokens) == (0, 5)
+    assert (reply.prompt_tokens, reply.completion_tokens) == (None, 5)
     (stored,) = cache.entries.values()
-    assert stored.prompt_tokens == 0
+    assert stored.prompt_tokens is None
     # an entry cached by an earlier version, as it came
     stored.prompt_tokens, stored.completion_tokens = 2**63, 10**30
     again = Model(Replies(prompt_tokens=1, completion_tokens=1), cache=cache)
     hit = asyncio.run(again.complete([{"role": "user", "content": "pick"}]))
-    assert hit.cached and (hit.prompt_tokens, hit.completion_tokens) == (0, 0)
+    assert hit.cached and (hit.prompt_tokens, hit.completion_tokens) == (None, None)
     assert any("not token counts" in w for w in again.warnings)
 
 

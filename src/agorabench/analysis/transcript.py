@@ -39,6 +39,11 @@ def _block(label: str, text: Any, indent: str = "    ") -> str:
     return f"  {label}\n{body}"
 
 
+def _n(value: Any) -> str:
+    """A token count as shown: ``?`` when the server did not say (NULL)."""
+    return "?" if value is None or value != value else str(int(value)) if isinstance(value, float) else str(value)
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -84,7 +89,7 @@ def _role_lines(role_turns: list[dict[str, Any]]) -> list[str]:
         if fresh:
             start = same
         status = "valid" if t["valid"] else "INVALID"
-        usage = f"tokens {t.get('prompt_tokens', 0)}+{t.get('completion_tokens', 0)}, {float(t.get('latency') or 0):.2f} s" + (", cached" if t.get("cached") else "")
+        usage = f"tokens {_n(t.get('prompt_tokens', 0))}+{_n(t.get('completion_tokens', 0))}, {float(t.get('latency') or 0):.2f} s" + (", cached" if t.get("cached") else "")
         out.append(f"--- turn {t['idx']} · {t.get('phase') or '-'} · {status} · retries {retries} · {usage}")
         if fresh:
             if same == 1 and messages[0].get("role") == "system":

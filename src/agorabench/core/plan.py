@@ -355,7 +355,7 @@ def stored_spend(store: Any, study: str) -> tuple[float, int]:
     q = (
         sa.select(
             sa.func.coalesce(sa.func.sum(turns_table.c.cost), 0.0),
-            sa.func.coalesce(sa.func.sum(sa.case((turns_table.c.cached, 0), else_=turns_table.c.prompt_tokens + turns_table.c.completion_tokens)), 0),
+            sa.func.coalesce(sa.func.sum(sa.case((turns_table.c.cached, 0), else_=sa.func.coalesce(turns_table.c.prompt_tokens, 0) + sa.func.coalesce(turns_table.c.completion_tokens, 0))), 0),
         )
         .select_from(turns_table.join(games_table, games_table.c.id == turns_table.c.game_id))
         .where(games_table.c.study == study)

@@ -553,7 +553,7 @@ class Runner:
         self.stats.turns += len(table.turns)
         self._live.pop(spec.id, None)
         if self.plan is not None and status == "done":  # the next games of its kind are estimated at what it spent
-            self.plan.observe(spec, sum(t.cost for t in table.turns), sum(t.prompt_tokens + t.completion_tokens for t in table.turns if not t.cached))
+            self.plan.observe(spec, sum(t.cost for t in table.turns), sum((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in table.turns if not t.cached))
         self.stats.invalid += table.invalid_turns
         if status == "done":
             self.stats.done += 1
@@ -621,7 +621,7 @@ class Runner:
             table = self._live.get(gid)
             turns = table.turns if table is not None else []
             used_cost = sum(x.cost for x in turns)
-            used_tokens = sum(x.prompt_tokens + x.completion_tokens for x in turns if not x.cached)
+            used_tokens = sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in turns if not x.cached)
             pending_cost += max(0.0, c - used_cost)
             pending_tokens += max(0.0, t - used_tokens)
         if budget.money is not None and spent_cost + pending_cost + cost > budget.money:

@@ -110,8 +110,9 @@ class Usage:
     tokens those read from and written to the provider's prompt cache, the tier billed (see
     :class:`~agorabench.records.TurnRecord`) and the calls made again at the standard tier."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    #: None: the server did not say (stored as NULL); a sum is None only when every part is.
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     cost: float = 0.0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
@@ -121,14 +122,19 @@ class Usage:
     def add(self, other: "Usage") -> None:
         """Add ``other`` (another attempt of the decision) in: sums, and the tier kept when both
         agree (``mixed`` when they differ, the one billed when only one was)."""
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
+        self.prompt_tokens = _plus(self.prompt_tokens, other.prompt_tokens)
+        self.completion_tokens = _plus(self.completion_tokens, other.completion_tokens)
         self.cost += other.cost
         self.cached_tokens += other.cached_tokens
         self.cache_write_tokens += other.cache_write_tokens
         self.fallbacks += other.fallbacks
         if other.tier is not None:
             self.tier = other.tier if self.tier in (None, other.tier) else "mixed"
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    """Two token counts added, an unknown one (None) as nothing; None when both are unknown."""
+    return None if a is None and b is None else (a or 0) + (b or 0)
 
 
 @dataclass
@@ -436,7 +442,7 @@ class Table:
             self._instructions_at.setdefault(role, {})[len(self.transcripts[role]) - 1] = len(last) - len(prompt.instructions)
         retries, error = 0, None
         raw = ""
-        usage = Usage()
+        usage = Usage(prompt_tokens=None, completion_tokens=None)  # unknown until a reply says (a scripted one: 0)
         latency = 0.0
         cached = True
         thoughts = _Thoughts()

@@ -107,11 +107,11 @@ def completion_from_message(message: Any, latency: float = 0.0) -> Completion:
     tier = _get(usage, "service_tier")  # the tier that served it (standard, priority, batch), as billed
     if isinstance(tier, str) and tier:
         extra["service_tier"] = tier
-    prompt, output = counts(usage, "input_tokens") or 0, counts(usage, "output_tokens") or 0
+    prompt, output = counts(usage, "input_tokens"), counts(usage, "output_tokens")  # None: unknown, stored as NULL
     counts.note(extra)
     return Completion(
         text=text,
-        prompt_tokens=prompt + read + written,
+        prompt_tokens=None if prompt is None else prompt + read + written,
         completion_tokens=output,  # thinking included, as billed
         cached_tokens=read,
         latency=latency,

@@ -76,8 +76,10 @@ class GenerationSettings:
 @dataclass
 class Completion:
     text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    #: Prompt and output tokens as the server reports them (None: it did not say, or said
+    #: something that is not a count; stored as NULL, priced as 0).
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     #: Prompt tokens the server read from its prompt cache (0 when it does not say).
     cached_tokens: int = 0
     latency: float = 0.0

@@ -450,8 +450,8 @@ class EmbeddedBackend:
         counts = Counts()
         return Completion(
             text=choice["message"].get("content") or "",
-            prompt_tokens=counts(usage, "prompt_tokens") or 0,
-            completion_tokens=counts(usage, "completion_tokens") or 0,
+            prompt_tokens=counts(usage, "prompt_tokens"),  # None: unknown
+            completion_tokens=counts(usage, "completion_tokens"),
             latency=elapsed,
             finish_reason=choice.get("finish_reason") or "stop",
             extra=counts.note({}),

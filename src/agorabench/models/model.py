@@ -195,13 +195,13 @@ STOP_AFTER_SPENT = 3
 
 
 #: The token counts of a reply, with what each is recorded as when it is not a count.
-_COUNTS = (("prompt_tokens", 0), ("completion_tokens", 0), ("cached_tokens", 0), ("reasoning_tokens", None))
+_COUNTS = (("prompt_tokens", None), ("completion_tokens", None), ("cached_tokens", 0), ("reasoning_tokens", None))
 
 
 def clean_usage(completion: Completion) -> None:
     """A reply's token counts that are not counts (:func:`~agorabench.models.transport.wire.count`:
     strings, floats, booleans, negative or absurd numbers such as 2^63, which no database column
-    holds) recorded as unknown (0; None for ``reasoning_tokens``) and noted in
+    holds) recorded as unknown (None, stored as NULL; 0 for ``cached_tokens``) and noted in
     ``extra["usage_dropped"]``, whatever the backend: before the reply is counted, cached or stored."""
     dropped: dict[str, str] = {}
     for name, unknown in _COUNTS:
@@ -378,9 +378,9 @@ class Model:
         completion.text, cut = sanitize_text(completion.text)
         if cut:
             completion.finish_reason = "cut"
-        self.prompt_tokens += completion.prompt_tokens
+        self.prompt_tokens += completion.prompt_tokens or 0  # None: not reported
         self.cached_tokens += completion.cached_tokens
-        self.completion_tokens += completion.completion_tokens
+        self.completion_tokens += completion.completion_tokens or 0
         self.replies += 1
         self.reasoning_tokens += completion.reasoning_tokens or 0
         self.reasoning_reported += completion.reasoning_tokens is not None
@@ -470,7 +470,7 @@ class Model:
                 raise
             self.breaker.answered(test)
             clean_usage(completion)  # before the budgets, the books and the cache see it
-            used, ok = completion.prompt_tokens + completion.completion_tokens, True
+            used, ok = (completion.prompt_tokens or 0) + (completion.completion_tokens or 0), True
             return completion
         except BackendError as exc:
             rate_limited = exc.rate_limited

@@ -399,7 +399,7 @@ class Store(ClaimMethods):
             games.c.study,
             sa.func.count(),
             sa.func.sum(sa.case((turns.c.cached, 0), else_=1)),
-            sa.func.sum(turns.c.prompt_tokens + turns.c.completion_tokens),
+            sa.func.sum(sa.func.coalesce(turns.c.prompt_tokens, 0) + sa.func.coalesce(turns.c.completion_tokens, 0)),
             sa.func.sum(turns.c.cost),
             sa.func.sum(sa.case((turns.c.valid, 0), else_=1)),
         ).join(games, games.c.id == turns.c.game_id).group_by(games.c.study)

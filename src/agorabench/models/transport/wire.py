@@ -77,13 +77,13 @@ def shown_value(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def billed_output(prompt: int, completion: int, total: int | None, reasoning: int | None) -> tuple[int, bool]:
+def billed_output(prompt: int | None, completion: int, total: int | None, reasoning: int | None) -> tuple[int, bool]:
     """(output tokens billed, whether the server's ``completion_tokens`` left some out): a
     server whose ``total_tokens`` exceeds prompt + completion, or whose reasoning tokens exceed
     its completion tokens, counted the reasoning apart (some gateways do); the larger figure is
-    billed."""
+    billed. An unknown prompt count (None) says nothing of the total."""
     billed = completion
-    if total is not None and total > prompt + completion:
+    if total is not None and prompt is not None and total > prompt + completion:
         billed = total - prompt
     if reasoning is not None and reasoning > completion:
         billed = max(billed, completion + reasoning)
@@ -135,15 +135,23 @@ def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any
     """A :class:`Completion`'s token fields from a reply's ``usage`` (chat completions:
     ``prompt_tokens`` / ``completion_tokens``; the Responses API: ``input_tokens`` /
     ``output_tokens``; each with its ``*_details`` for cached and reasoning tokens). A value that
-    is not a count is not reported (noted in ``extra``, said once per model); output is billed by
-    :func:`billed_output`, and reasoning a server left out of its output count is inferred."""
+    is not a count is not reported (noted in ``extra``, said once per model) and is unknown
+    (None, stored as NULL, never 0); output is billed by :func:`billed_output`, and reasoning a
+    server left out of an output count it did give is inferred. An unknown output count with a
+    known prompt and total is the total less the prompt, and no reasoning is inferred from it
+    (a NaN output and a finite total once made up reasoning tokens for a model that does not
+    reason)."""
     usage = usage if type(usage) is dict or isinstance(usage, Mapping) else {}
     in_details, out_details = usage.get(f"{input_name}_details"), usage.get(f"{output_name}_details")
     counts = Counts()
-    prompt = counts(usage, input_name) or 0
-    completion = counts(usage, output_name) or 0
+    prompt = counts(usage, input_name)
+    completion = counts(usage, output_name)
+    total = counts(usage, "total_tokens")
     reasoning_tokens = counts(out_details, "reasoning_tokens") if out_details is not None and isinstance(out_details, Mapping) else None
-    billed, undercounted = billed_output(prompt, completion, counts(usage, "total_tokens"), reasoning_tokens)
+    if completion is None:
+        billed, undercounted = (total - prompt if total is not None and prompt is not None and total >= prompt else None), False
+    else:
+        billed, undercounted = billed_output(prompt, completion, total, reasoning_tokens)
     if undercounted and reasoning_tokens is None:
         reasoning_tokens = billed - completion
     return {
