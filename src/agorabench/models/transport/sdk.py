@@ -43,7 +43,9 @@ class SdkTransport:
             raise BackendError("the server answered with a page that is not a chat completion (HTML?)", retryable=True)
         if not resp.choices:
             raise BackendError("the server returned no choices", retryable=True)
-        return completion_from_json(resp.model_dump())  # one reading of answers for every transport
+        # one reading of answers for every transport; pydantic's serializer warnings off: a
+        # usage of odd types ("12", NaN, [3]) is said once per model, in our words (usage_dropped)
+        return completion_from_json(resp.model_dump(warnings=False))
 
     def classify(self, exc: BaseException) -> BackendError | None:
         if isinstance(exc, (openai.APIError, ValueError)):
