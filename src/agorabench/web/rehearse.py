@@ -823,6 +823,14 @@ def _export(result: Rehearsal, store: Store, study: str, folder: Path, url: str,
             result.exports.append(f"{name}: {folder / name} ({max(0, len(r.text.splitlines()) - (name == 'bonus.csv'))} participant line(s), from the dashboard)")
 
 
+def temp_prefix(name: str) -> str:
+    """The prefix of a rehearsal's temporary folder: the study's name with anything but letters,
+    digits, ``.``, ``_`` and ``-`` made ``_`` and cut to 40 characters, so that any name (``pilot/v2``,
+    ``../x``, a long one) is one folder in the temporary directory."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:40] or "study"
+    return f"agora-rehearse-{safe}-"
+
+
 def rehearse(
     study: Study,
     n: int,
@@ -848,13 +856,13 @@ def rehearse(
     if not idle > 0:
         raise StudyError(f"the rehearsal's idle timeout must be above 0 seconds, not {idle}")
     if db is None:
-        folder = Path(tempfile.mkdtemp(prefix=f"agora-rehearse-{study.name}-"))
+        folder = Path(tempfile.mkdtemp(prefix=temp_prefix(study.name)))
         db = str(folder / "rehearsal.db")
     else:
         held = live_participants(db, study.name)
         if held:
             raise StudyError(f"{db} holds {held} participant(s) of study {study.name!r}: a rehearsal writes to a database of its own, never the live one (leave out --db for a temporary one)")
-        folder = Path(db).resolve().parent if "://" not in db else Path(tempfile.mkdtemp(prefix=f"agora-rehearse-{study.name}-"))
+        folder = Path(db).resolve().parent if "://" not in db else Path(tempfile.mkdtemp(prefix=temp_prefix(study.name)))
     export_folder = Path(export_to) if export_to else folder / (f"{Path(db).stem}-export" if "://" not in db else "export")
     rehearsed, said = rehearsal_study(study, idle, keep_models)
     web_settings(rehearsed)  # the [web] table as rehearsed is checked before anything starts
