@@ -116,10 +116,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         this_run = _spent_text(spent["money"], spent["tokens"], spent["spent_cost"] - spent["before_cost"], spent["spent_tokens"] - spent["before_tokens"])
         left = stats.total - stats.skipped - stats.done
         over = _over_budget(spent)
-        refused = f"; {stats.budget_stopped:,} game(s) in flight stopped at a call that could have passed it (stored as errors, played again by the next run, their answers so far from the response cache)" if stats.budget_stopped else ""
+        replayed = "" if args.no_cache else ", their answers so far from the response cache"
+        refused = f"; {stats.budget_stopped:,} game(s) in flight stopped at a call that could have passed it (stored as errors, played again by the next run{replayed})" if stats.budget_stopped else ""
         if over:
             ran = spent["spent_cost"] > spent["before_cost"] or spent["spent_tokens"] > spent["before_tokens"]
-            why = "the calls in flight when it was reached used more than their worst case was estimated at (input at characters / 4)" if ran else "the study had spent more than the budget before this run"
+            why = "the calls in flight when it was reached used more than they were held at (input at characters / 4, output at the model's mean reply so far)" if ran else "the study had spent more than the budget before this run"
             print(f"budget exceeded: spent {total} of {limit} ({this_run} in this run), over by {over}: {why}; no call was made past it{refused}; {left:,} game(s) left to play", file=sys.stderr)
         elif spent["reached"]:
             print(

@@ -42,6 +42,7 @@ from ..models.base import Backend, BackendError, BufferedCache, Completion, Resp
 from ..models.errors import SpecError
 from ..models.limits import RateLimiter
 from ..models.model import Model, Pricing, RetryPolicy
+from ..models.pricing import STANDARD as STANDARD_TIER
 from ..models.outside import OutsideClient
 from ..models.providers import FLEX_TIMEOUT, BackendOptions, open_backend
 from ..models.reasoning import output_limit, sampling_notes, setting_problems
@@ -114,6 +115,31 @@ def spend_by_tier(models: Iterable[Model]) -> dict[str, float]:
 #: many output tokens it may use (16,256 tokens: 120 + 325 = 445 s): a long chain of thought
 #: at a provider's few dozen tokens a second takes minutes.
 REASONING_TOKENS_PER_SECOND = 50
+
+
+def call_estimate(model: Model, entry: ModelEntry, messages: list[dict[str, str]], settings: Any, output_tokens: float | None = None) -> tuple[float, float]:
+    """(dollars, tokens) a call of ``model`` is held at against the budget while in flight:
+    input at characters / 4, output at the mean of the model's replies so far (reasoning
+    included; before any reply ``output_tokens`` if given, else the whole output bound), priced
+    at the dearest rates the call may be billed at: its tier's or, with ``service_tier_fallback``,
+    the standard tier's where dearer (a flex call made again at standard), and every input token
+    at the price of a prompt-cache write where that is dearer (Anthropic's 1.25 or 2 × input)."""
+    inp = sum(len(m.get("content") or "") for m in messages) / 4
+    bound = float(output_limit(settings))
+    if model.replies:
+        out = min(bound, model.completion_tokens / model.replies)
+    else:
+        out = bound if output_tokens is None else min(bound, float(output_tokens))
+    pricing = model.pricing
+    if model.batcher is not None:
+        rates = [pricing.rates("batch")]
+    else:
+        rates = [pricing.rates(tier_of(entry, False))]
+        if getattr(entry, "service_tier_fallback", False):
+            rates.append(pricing.rates(STANDARD_TIER))
+    per_input = max(r.input for r in rates) * max(1.0, pricing.write_multiplier)
+    per_output = max(r.output for r in rates)
+    return (inp * per_input + out * per_output) / 1e6, inp + out
 
 
 def default_timeout(entry: ModelEntry) -> float:
@@ -332,10 +358,9 @@ class Runner:
 
     def _budget_gate(self, model: Model, entry: ModelEntry) -> Callable[[list[dict[str, str]], Any], Callable[[], None]]:
         """The budget's check before each call of ``model`` not answered from the response cache
-        (in batch mode: before the call joins a round's batch): the call's estimate (input at
-        characters / 4 with no prompt-cache discount; output at the mean of the model's replies so
-        far, reasoning included, before any the ``--output-tokens`` assumed, else the whole output
-        bound; at the prices of the tier it is billed at) is held while it is in flight; a call
+        (in batch mode: before the call joins a round's batch): the call's estimate
+        (:func:`call_estimate`: no prompt-cache discount, the dearest rates it may be billed at)
+        is held while it is in flight; a call
         that could take the study past the budget, with what is spent and what is in flight, is
         refused (BackendError, one line). What the run spends past the budget is thus at most what
         the calls in flight at that moment use beyond their estimates (at worst, their bound)."""
@@ -343,14 +368,7 @@ class Runner:
         def gate(messages: list[dict[str, str]], settings: Any) -> Callable[[], None]:
             budget = self.budget
             assert budget is not None
-            inp = sum(len(m.get("content") or "") for m in messages) / 4
-            bound = float(output_limit(settings))
-            if model.replies:
-                out = min(bound, model.completion_tokens / model.replies)
-            else:
-                out = bound if budget.output_tokens is None else min(bound, float(budget.output_tokens))
-            rates = model.pricing.rates("batch" if model.batcher is not None else tier_of(entry, False))
-            cost, tokens = (inp * rates.input + out * rates.output) / 1e6, inp + out
+            cost, tokens = call_estimate(model, entry, messages, settings, budget.output_tokens)
             spent_cost, spent_tokens = self.spent()
             over = []
             if budget.money is not None and spent_cost + self._flight[0] + cost > budget.money:
@@ -361,8 +379,10 @@ class Runner:
                 self.budget_reached = True
                 self.budget_refused += 1
                 raise BackendError(
-                    BUDGET_MARK + "; ".join(over) + "; the call was not made and its game stopped (its answers so far stay in the response cache: "
-                    "a run with a higher budget replays them without paying again)",
+                    BUDGET_MARK + "; ".join(over) + (
+                        "; the call was not made and its game stopped (a run with a higher budget plays it again)" if isinstance(self.cache, NoCache) else
+                        "; the call was not made and its game stopped (its answers so far stay in the response cache: a run with a higher budget replays them without paying again)"
+                    ),
                     retryable=False,
                 )
             self._flight[0] += cost
