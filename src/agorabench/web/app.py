@@ -63,6 +63,10 @@ SECURITY_HEADERS = {
 }
 
 
+#: The shortest dashboard token served without a warning.
+MIN_TOKEN = 16
+
+
 def create_app(study: Study | None, db: str, dashboard_token: str | None = None) -> FastAPI:
     """The app for ``study`` (participants and dashboard) or, without a study, the dashboard
     over the database ``db`` alone. The dashboard token comes from ``AGORA_DASHBOARD_TOKEN``
@@ -73,6 +77,8 @@ def create_app(study: Study | None, db: str, dashboard_token: str | None = None)
     if not token:
         token = secrets.token_urlsafe(24)
         print(f"agora serve: dashboard token (set AGORA_DASHBOARD_TOKEN to choose one): {token}", file=sys.stderr)
+    elif len(token) < MIN_TOKEN:
+        print(f"agora serve: warning: the dashboard token has {len(token)} character(s); one of {MIN_TOKEN} or more is much harder to guess (leave AGORA_DASHBOARD_TOKEN unset for a random one)", file=sys.stderr)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
