@@ -53,6 +53,9 @@ def _show_plan(study, db: str, samples: int, output_tokens: float | None, money:
         fits = plan.games_within(money, tokens, spent)
         limit = _budget_text(money, tokens)
         print(f"budget {limit}: {fits:,} of the {plan.todo:,} game(s) fit at their estimates (the study has spent {_spent_text(money, tokens, *spent)} in this database)")
+        free = [n for n in sorted(plan.models) if n in study.models and not (study.models[n].price_input or study.models[n].price_output)]
+        if money is not None and free and plan.todo:  # as `agora run --budget` says it
+            print(f"agora: note: the money budget counts nothing for {', '.join(repr(n) for n in free)} (no prices); a token budget caps every model", file=sys.stderr)
     for line in plan.warnings:
         print(f"agora: warning: {line}", file=sys.stderr)
     return 0
@@ -99,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     elsewhere = f", {stats.claimed_elsewhere} being played by another process" if stats.claimed_elsewhere else ""
     print(
         f"study {study.name}: {stats.total} games, {stats.skipped} already done, {stats.done} played, {stats.errors} errors{f' ({stats.budget_stopped} stopped by the budget)' if stats.budget_stopped else ''}{elsewhere}; "
-        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens"
+        f"{info['calls']} model calls{_agent_calls(info)}, {info['cache_hits']} cache hits, {info['tokens']} tokens"
         + (f" ({info['cached_tokens']} prompt-cached)" if info.get("cached_tokens") else "")
         + (f", {info['rate_limited']} rate limits ({info['backoffs']} backoffs)" if info.get("rate_limited") else "")
         + (f", reasoning {info['reasoning']}" if info.get("reasoning") else "")
@@ -173,7 +176,7 @@ def _run_shares(args: argparse.Namespace, name: str, db: str) -> int:
     elsewhere = f", {counts['elsewhere']} being played by another process" if counts["elsewhere"] else ""
     print(
         f"study {name}: {counts['total']} games, {counts['skipped']} already done, {counts['played']} played, {counts['errors']} errors{elsewhere}; "
-        f"{info['calls']} model calls, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {redact(db)}; "
+        f"{info['calls']} model calls{_agent_calls(info)}, {info['cache_hits']} cache hits, {info['tokens']} tokens, ${info['cost']:.4f}; db {redact(db)}; "
         + (f"ray workers {info['workers']}" if ray else f"processes {info['workers']}")
     )
     for message in info["error_messages"][:5]:
@@ -199,6 +202,13 @@ def _store(args: argparse.Namespace):
     if "://" not in db and not Path(db).exists():
         raise StudyError(f"database not found: {db} (run the study first, or pass --db)")
     return Store(db, read_only=True)
+
+
+def _agent_calls(info: dict) -> str:
+    """`` (and 12 outside-agent requests)`` when the run asked outside agents (``http/URL``):
+    they are no model calls, but they are calls."""
+    n = info.get("agent_calls") or 0
+    return f" and {n} outside-agent request{'s' if n != 1 else ''}" if n else ""
 
 
 def _require_study(store, name: str, db: str) -> None:
@@ -354,7 +364,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         invalid_ids = {t["game_id"] for t in store.turns(name) if not t["valid"] and (not args.model or (t["role"] in _roles_of(games, t["game_id"], args.model)))}
         games = [g for g in games if g["id"] in invalid_ids]
     if not games:
-        what = f"game {args.game_id!r}" if args.game_id else "a game"
+        what = f"game {args.game_id!r}" if args.game_id else "game"
         raise StudyError(f"no {what} in study {name!r}" + (f" played by {args.model!r}" if args.model else "") + (" with an invalid turn" if args.first_invalid else ""))
     if args.game_id and len({g["id"] for g in games}) > 1 and not args.first_invalid:
         raise StudyError(f"game id prefix {args.game_id!r} matches {len(games)} games; give more characters")
@@ -584,15 +594,25 @@ EXAMPLES = {
     "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet\nagora export studies/web_bargaining.toml --table participants --out people.csv   # joins games on model_<role> = pseudonym",
-    "show": "agora show studies/demo.toml 3f2a\nagora show studies/demo.toml --first-invalid --model local",
-    "analyze": "agora analyze KIND study.toml --out tables/   # KIND: one of the kinds listed above",
+    "show": "agora show studies/demo.toml   # the study's first game\nagora show studies/demo.toml --model smollm2-135m   # a game of that model, its roles only\nagora show studies/demo.toml 799f28   # a game by the first characters of its id (agora export lists them)\nagora show study.toml --first-invalid   # the first game with an invalid turn (the demo has none)",
+    "profile": "agora profile runs/demo.db runs/envy_points.db --out reports/profile   # one row of measures per model across both",
     "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone\nagora serve studies/web_bargaining.toml --rehearse 8   # 8 simulated participants, before going live",
 }
 
 
+def command_examples(name: str) -> str | None:
+    """The examples of one command: :data:`EXAMPLES`, and for ``analyze`` and ``import`` one per
+    kind and log format the registered families provide (named by the registry, not here)."""
+    if name == "analyze":
+        return "\n".join(f"agora analyze {kind} study.toml\nagora analyze {kind} study.toml --reference MODEL --out tables/   # the tables as CSV files too" for kind in families.analyzer_names()) or None
+    if name == "import":
+        return "\n".join(f"agora import {fmt} path/to/{fmt}-logs --study {fmt}_logs --db runs/{fmt}_logs.db" for fmt in families.importer_names()) or None
+    return EXAMPLES.get(name)
+
+
 def _sub(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
     """A subcommand whose help shows defaults and, where we have them, examples."""
-    examples = EXAMPLES.get(name)
+    examples = command_examples(name)
     return sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", formatter_class=_Help, epilog=("examples:\n" + "\n".join("  " + line for line in examples.split("\n"))) if examples else None)
 
 
@@ -754,13 +774,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from .analysis.files import OutputError
     from .redact import redact
+    from .models.errors import SpecError
     from .store.errors import StoreError, damaged, is_damage
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "show" and args.game_id is None and len(extra) == 1 and not extra[0].startswith("-"):
+        args.game_id, extra = extra[0], []  # `show STUDY --db DB GAME_ID`: argparse takes no positional after an option
+    if extra:
+        parser.parse_args(argv)  # argparse's own message for what it could not read (exits 2)
     previous = _stop_on_sigterm() if args.command == "run" else None  # `serve` has its own
     try:
         return args.func(args)
-    except (StudyError, StoreError, families.UnknownGame) as exc:
+    except (StudyError, StoreError, families.UnknownGame, SpecError) as exc:  # SpecError: a model spec no command could read, one line
         print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except (sqlalchemy.exc.SQLAlchemyError, sqlite3.Error) as exc:

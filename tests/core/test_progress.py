@@ -35,7 +35,8 @@ def test_line_shows_rates_tokens_cost_invalid_and_backoffs():
     line = s.line()
     for part in ("games 4/10", "turns 14", "calls 20 (2.0/s", "tokens 1234 (600 prompt-cached)", "cost $0.2500", "invalid 25.0%", "rate limits 5 backoffs 2", "model calls in flight/allowed 4/16", "ETA "):
         assert part in line, part
-    assert "turns 14 done" in s.line(final=True)
+    assert "turns 14 stopped (6 not played)" in s.line(final=True)  # an interrupted run is not "done"
+    assert "turns 40 done" in snap(finished=10, todo=10, turns_finished_games=40, turns_done=40).line(final=True)
 
 
 def hosted_study(url: str) -> str:

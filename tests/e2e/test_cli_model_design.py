@@ -41,8 +41,9 @@ def agent_url() -> Iterator[str]:
 def test_a_run_with_an_outside_agent_on_the_command_line_is_shown_reported_and_exported(agent_url, write_study, tmp_path, capsys):
     path = write_study(STUDY)
     db = str(tmp_path / "study.db")
-    rc, _, err = agora(capsys, "run", str(path), "--db", db, "--model", f"http/{agent_url}", "--model", "strategy/fair", "--quiet")
+    rc, out, err = agora(capsys, "run", str(path), "--db", db, "--model", f"http/{agent_url}", "--model", "strategy/fair", "--quiet")
     assert rc == 0, err
+    assert "0 model calls and 2 outside-agent requests" in out  # one decision of the agent per game, counted (issue 41 item 13)
     rc, out, err = agora(capsys, "report", str(path), "--db", db, "--out", str(tmp_path / "report"))
     assert rc == 0 and "outside the study file's current design" not in err, err
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")

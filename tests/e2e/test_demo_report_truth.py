@@ -89,3 +89,26 @@ def test_invalid_cut_offs_are_warned_with_advice_that_fits_the_model():
         "o3-high: 1 valid turn was cut off at the output token limit after its choice was complete (the text after the choice is shortened; the choice counts).",
         "plain: 2 valid turns were cut off at the output token limit after their choice was complete (the text after the choice is shortened; the choice counts).",
     ]
+
+
+def test_the_show_examples_work_on_the_demo(demo, capsys):
+    """Each ``agora show --help`` example on the demo (issue 41 item 13) shows a game of the demo's
+    database; a game id in one is an id of the demo's design (the database here holds part of it)."""
+    import shlex
+
+    from agorabench.cli import EXAMPLES
+    from agorabench.core.study import load_study
+
+    _, db, _ = demo
+    ids = {spec.id for spec in load_study(ROOT / "studies" / "demo.toml").expand()}
+    examples = [shlex.split(line.split("#")[0]) for line in EXAMPLES["show"].splitlines() if "studies/demo.toml" in line]
+    assert len(examples) >= 3
+    for words in examples:
+        assert words[:2] == ["agora", "show"]
+        args = words[2:]
+        named = [a for a in args[1:] if not a.startswith("-") and (not args[args.index(a) - 1].startswith("--"))]
+        if named:  # a game id prefix: one game of the demo's design
+            assert len([i for i in ids if i.startswith(named[0])]) == 1, words
+            continue
+        rc, out, err = agora(capsys, "show", *[str(ROOT / a) if a == "studies/demo.toml" else a for a in args], "--db", str(db))
+        assert rc == 0 and out.startswith("game "), (words, err)

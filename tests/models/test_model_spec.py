@@ -17,7 +17,7 @@ from agorabench.models.errors import too_large
 from agorabench.models.http11 import BodyTooLarge, ConnectError, ConnectionLost
 from agorabench.models.openai_compat import ChatCompletionsBackend
 from agorabench.models.providers import DEFAULT_KEY_ENV, PROVIDERS, BackendOptions, open_backend
-from agorabench.models.spec import ModelSpec, SpecError, parse_spec, spec_kind, split_url
+from agorabench.models.spec import SPEC_FORMS, ModelSpec, SpecError, parse_spec, spec_kind, split_url
 from agorabench.models.transport import TRANSPORTS, Endpoint, open_transport
 from agorabench.models.transport.wire import flat_body, read_answer
 
@@ -54,7 +54,8 @@ def test_spec_errors_are_one_line_and_say_what_would_do():
         parse_spec("")
     with pytest.raises(SpecError) as err:
         parse_spec("mystery-model", owner="a")
-    assert str(err.value) == "unknown model spec 'mystery-model' for model 'a': use local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL"
+    assert str(err.value) == f"unknown model spec 'mystery-model' for model 'a': use {SPEC_FORMS}"
+    assert all(form in SPEC_FORMS for form in ("http/URL", "openai", "anthropic", "gemini", "openrouter", "NAME@URL"))
     with pytest.raises(SpecError, match="^unknown model spec 'anthropic': use local"):
         parse_spec("anthropic")  # a provider's name alone is no model
     with pytest.raises(SpecError, match="names a URL and base_url names another"):

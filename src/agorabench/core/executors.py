@@ -228,7 +228,7 @@ def _begin(study_path: str, db: str, models: list[str] | None, cache_db: str | N
     finally:
         store.dispose()
     counts: dict[str, Any] = {"total": total, "skipped": skipped, "played": 0, "errors": 0, "elsewhere": 0, "not_played": 0, "failed": []}
-    summary: dict[str, Any] = {"calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
+    summary: dict[str, Any] = {"calls": 0, "agent_calls": 0, "cache_hits": 0, "tokens": 0, "cost": 0.0, "error_messages": [], "workers": 0}
     return study, counts, summary
 
 
@@ -292,8 +292,8 @@ def _finish(study: Study, db: str, shares: int, results: list[dict[str, Any]], f
     for r in results:
         counts["errors"] += r["errors"]
         counts["elsewhere"] += r["elsewhere"]
-        for key in ("calls", "cache_hits", "tokens", "cost"):
-            summary[key] += r[key]
+        for key in ("calls", "agent_calls", "cache_hits", "tokens", "cost"):
+            summary[key] += r.get(key, 0)
         summary["error_messages"] += r["error_messages"]
     summary["workers"] = len({r["pid"] for r in results})
     summary["shares"] = [{k: r[k] for k in ("played", "started", "seconds")} for r in results]

@@ -56,7 +56,7 @@ from ..models.prompt_cache import CacheShare, anthropic_min_tokens, anthropic_sh
 from ..models.reasoning import output_limit
 from ..store.schema import games as games_table, turns as turns_table
 from .game import PlanStandIn, Prompts
-from .study import GameSpec, ModelEntry, Study
+from .study import GameSpec, ModelEntry, Study, StudyError
 from .agents import RandomAnswers
 from .decoding import sent_settings
 from .table import Player, Table, TurnRequest
@@ -462,6 +462,8 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
         players: dict[str, Player] = {}
         for role in active:
             entry = entries[role]
+            if entry.is_strategy and entry.model_spec.name not in known:  # as a run says it, before any game
+                raise StudyError(f"game {spec.game!r} has no strategy {entry.model_spec.name!r}; known: {', '.join(f'strategy/{k}' for k in sorted(known))}")
             players[role] = known[entry.model_spec.name](**entry.params) if entry.is_strategy else stand_in(spec.game, role, full_length)
         nature = None if spec.nature_seed is None else spec.nature_seed + k
         table = _WaveTable(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed)

@@ -72,10 +72,18 @@ class Snapshot:
     def invalid_rate(self) -> float:
         return self.invalid / self.turns_finished_games if self.turns_finished_games else 0.0
 
+    def complete(self, final: bool) -> bool:
+        """Whether a final snapshot has every game of the run finished (an interrupted run, a
+        reached budget or a store failure leave some unplayed: not "done")."""
+        return final and self.finished >= self.todo
+
     def head(self, final: bool = False) -> str:
-        """Games, turns and the ETA."""
+        """Games, turns and the ETA; at the end "done", or "stopped" with the games left."""
         eta = self.eta
-        when = "done" if final else ("ETA --" if eta is None else f"ETA {_duration(eta)}")
+        if final:
+            when = "done" if self.complete(final) else f"stopped ({self.todo - self.finished} not played)"
+        else:
+            when = "ETA --" if eta is None else f"ETA {_duration(eta)}"
         return f"games {self.finished}/{self.todo} (skipped {self.skipped}, errors {self.errors}) turns {self.turns_done} {when}"
 
     def segments(self) -> list[str]:
@@ -170,7 +178,7 @@ class ProgressView:
         from rich.text import Text
 
         total = snap.expected_turns
-        done = snap.turns_done if not final else max(snap.turns_done, int(total or 0))
+        done = max(snap.turns_done, int(total or 0)) if snap.complete(final) else snap.turns_done  # a stopped run's bar stays where it stopped
         bar = ProgressBar(total=max(total, done) if total else None, completed=done, width=30, pulse=total is None and not final)
         share = f"{done / max(total, done):4.0%}" if total else "  --"
         row = Table.grid(padding=(0, 1))

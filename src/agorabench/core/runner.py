@@ -846,6 +846,7 @@ class Runner:
         ms = self.models.values()
         return {
             "calls": sum(m.calls for m in ms),
+            "agent_calls": sum(c.calls for c in self.outside.values()),  # requests to outside agents (http/URL)
             "cache_hits": sum(m.cache_hits for m in ms),
             "tokens": sum(m.prompt_tokens + m.completion_tokens for m in ms),
             "cached_tokens": sum(m.cached_tokens for m in ms),
@@ -895,7 +896,7 @@ class Runner:
             turns_finished_games=s.turns,
             invalid=s.invalid,
             elapsed=s.elapsed,
-            calls=info["calls"],
+            calls=info["calls"] + info["agent_calls"],  # outside agents' requests are calls too
             cache_hits=info["cache_hits"],
             tokens=info["tokens"],
             cached_tokens=info["cached_tokens"],

@@ -32,8 +32,11 @@ Kind = Literal["local", "strategy", "human", "hosted", "outside"]
 #: What starts the spec of an outside agent; the rest is its URL (``http/https://host/act``).
 OUTSIDE_PREFIX = "http/"
 
-#: The forms a spec may take, as error messages list them.
-SPEC_FORMS = "local, strategy/NAME, openai/MODEL, anthropic/MODEL or PROVIDER/MODEL@URL"
+#: The forms a spec may take, as error messages list them (the providers by name).
+SPEC_FORMS = (
+    f"local, strategy/NAME, PROVIDER/MODEL (PROVIDER: {', '.join(sorted(PROVIDERS))}), "
+    "NAME@URL or PROVIDER/MODEL@URL (an OpenAI-compatible server), http/URL (an outside agent) or human (a person, through agora serve)"
+)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
