@@ -54,6 +54,7 @@ HEAVY_FIRST = (
     "tests/e2e/test_web_families_browser.py",
     "tests/e2e/test_llm_commons.py",
     "tests/analysis/test_hierarchy.py",
+    "tests/e2e/test_demo_report_truth.py",
     "tests/games/beauty_contest/test_beauty_contest.py",
 )
 
