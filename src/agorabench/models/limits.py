@@ -4,8 +4,11 @@ requests in flight.
 - :class:`RateLimiter`: requests per minute and tokens per minute as two budgets that refill
   continuously (rate/60 per second), each holding at most one second's worth (at least one
   request), so calls are paced evenly instead of bursting. A call reserves its estimated tokens
-  up front (prompt characters / 4 + ``max_tokens``) and the estimate is settled against the
-  usage the server reports; the token budget may go into debt by one call, never more, and one
+  up front, reckoned when its turn comes (prompt characters / 4 + the reply it is expected to
+  write: the model's mean reply so far, the output bound before any reply; a bound far above
+  the replies once held 4 calls a minute at 30,000 tokens per minute), and the estimate is
+  settled against the usage the server reports, which wakes the waiting calls at once; the
+  token budget may go into debt by one call, never more, and one
   call counts at most one minute's budget (a reported usage of 10^30 once made every later call
   wait for ever): no wait is longer than a minute.
 - :class:`AdaptiveLimit`: a semaphore whose size follows AIMD: every ``limit`` successes add one
@@ -50,6 +53,7 @@ class RateLimiter:
         #: The largest token count of one call (reserved or reported) that was more than a
         #: minute's budget, and was counted as one minute's budget (None: none was).
         self.over_budget: int | None = None
+        self._settled: asyncio.Event | None = None  # set when a settled call gives tokens back
 
     def _refill(self) -> None:
         now = self.clock()
@@ -69,8 +73,11 @@ class RateLimiter:
         wait = min(wait, 60.0)  # a debt is at most a minute's budget (_within): never wait longer
         return wait if wait > 1e-6 else 0.0  # rounding must not make it wait forever
 
-    async def acquire(self, tokens: int) -> None:
-        """Wait (first come, first served) until the budgets allow one call of ``tokens``."""
+    async def acquire(self, tokens: int | Callable[[], int]) -> int:
+        """Wait (first come, first served) until the budgets allow one call, and reserve its
+        ``tokens`` (a function: reckoned when the call's turn comes, so that what was learnt
+        while it waited counts); returns the tokens reserved. A call's tokens given back
+        (:meth:`settle`) end the wait early."""
         started = self.clock()
         async with self._lock:
             while True:
@@ -78,18 +85,39 @@ class RateLimiter:
                 wait = self._wait_for()
                 if wait <= 0:
                     break
-                await self.sleep(wait)
+                await self._nap(wait)
+            reserved = tokens() if callable(tokens) else tokens
             if self.rpm:
                 self._requests -= 1
             if self.tpm:
-                self._tokens -= self._within(tokens)
+                self._tokens -= self._within(reserved)
         self.waited += self.clock() - started
+        return reserved
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when a settled call gives tokens back."""
+        if not self.tpm:
+            await self.sleep(seconds)
+            return
+        if self._settled is None:
+            self._settled = asyncio.Event()
+        settled = asyncio.ensure_future(self._settled.wait())
+        nap = asyncio.ensure_future(self.sleep(seconds))
+        try:
+            await asyncio.wait({settled, nap}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (settled, nap):
+                t.cancel()
 
     def settle(self, reserved: int, used: int) -> None:
         """Correct a call's reservation by the tokens it really used (each counted as at most
         one minute's budget, as in :meth:`acquire`)."""
         if self.tpm:
-            self._tokens = min(self._tok_cap, self._tokens + self._within(reserved) - self._within(used))
+            back = self._within(reserved) - self._within(used)
+            self._tokens = min(self._tok_cap, self._tokens + back)
+            if back > 0 and self._settled is not None:
+                self._settled.set()
+                self._settled = None
 
     def _within(self, tokens: int) -> float:
         """``tokens`` as the budget counts them: at most one minute's budget (noted in
@@ -104,8 +132,8 @@ class RateLimiter:
 
 
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
-    """A call's token reservation: about four characters per prompt token plus the most it may
-    generate."""
+    """A call's token reservation: about four characters per prompt token plus ``max_tokens``,
+    what it is expected to generate (the bound, or the model's mean reply so far)."""
     return sum(len(m.get("content") or "") for m in messages) // 4 + max_tokens
 
 

@@ -190,6 +190,8 @@ class Breaker:
 
 #: Timed-out calls in a row after which an endpoint counts as stalled.
 STALL_AFTER = 3
+#: Seconds one call waits for the tokens-per-minute budget before the model says why (once).
+RATE_WAIT_SAID = 5.0
 #: Replies in a row that spend the whole output budget thinking, after which a model stops.
 STOP_AFTER_SPENT = 3
 
@@ -446,11 +448,12 @@ class Model:
         """One request under the concurrency limit and the per-minute budgets."""
         epoch = await self.limit.acquire()
         rate_limited, ok = False, False
-        reserved = estimate_tokens(messages, output_limit(settings)) if self.rate is not None else 0
-        used = 0
+        reserved = used = 0
         try:
             if self.rate is not None:
-                await self.rate.acquire(reserved)
+                before = self.rate.waited
+                reserved = await self.rate.acquire(lambda: estimate_tokens(messages, self.expected_output(settings)))
+                self._say_rate_wait(settings, self.rate.waited - before)
             test = await self.breaker.admit()  # waits while the endpoint is stalled (Breaker)
             if self.dead is not None:
                 self.breaker.release(test)
@@ -478,12 +481,32 @@ class Model:
         finally:
             if self.rate is not None:
                 self.rate.settle(reserved, used)
-                if self.rate.over_budget is not None and not any("tokens_per_minute" in w for w in self.warnings):
+                if self.rate.over_budget is not None and not any("more than a minute's budget" in w for w in self.warnings):
                     self.warnings.append(
                         f"{self.backend.identity}: a call counted {self.rate.over_budget} tokens, more than a minute's budget "
                         f"(tokens_per_minute = {self.rate.tpm:g}); it was counted as one minute's budget"
                     )
             await self.limit.release(epoch, rate_limited=rate_limited, ok=ok)
+
+    def expected_output(self, settings: GenerationSettings) -> int:
+        """The output tokens a call is held at against ``tokens_per_minute``: the mean of the
+        model's replies so far (reasoning included), at most the bound; before any reply, the
+        bound (``max_tokens`` plus any reasoning budget)."""
+        bound = output_limit(settings)
+        if self.replies:
+            return min(bound, math.ceil(self.completion_tokens / self.replies))
+        return bound
+
+    def _say_rate_wait(self, settings: GenerationSettings, waited: float) -> None:
+        """Say once why calls wait, when a call waited a while for the tokens-per-minute budget."""
+        if waited < RATE_WAIT_SAID or self.rate is None or not self.rate.tpm or any("waited for tokens_per_minute" in w for w in self.warnings):
+            return
+        held = estimate_tokens([], self.expected_output(settings))
+        self.warnings.append(
+            f"{self.backend.identity}: calls waited for tokens_per_minute = {self.rate.tpm:g} (one call waited {waited:.0f} s); each is held at its prompt "
+            f"plus its expected reply ({held:,} output tokens now: the mean reply so far, {output_limit(settings):,} before the first), "
+            f"so about {self.rate.tpm / max(1, held):,.0f} calls a minute fit; raise tokens_per_minute to your account's limit if it is higher"
+        )
 
     async def aclose(self) -> None:
         await self.backend.aclose()
