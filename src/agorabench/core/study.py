@@ -794,6 +794,62 @@ def _model_defaults(path: Path, defaults: Any) -> dict[str, Any]:
     return dict(defaults)
 
 
+#: The most values a study file may expand to through YAML aliases (beyond what it spells out).
+MAX_EXPANDED_VALUES = 100_000
+
+
+def _aliases_problem(data: Any) -> str | None:
+    """Why YAML aliases make ``data`` unusable, or None: a value that contains itself, or one
+    that expands (every alias counted as the values it stands for) to more than
+    :data:`MAX_EXPANDED_VALUES` values and more than twice those written out (an "alias bomb"
+    of nine lists of nine would be 387 million values). Counted once per distinct list or
+    table, so the check takes time in the size of the file, not of its expansion."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(value: Any) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in busy:
+            raise _SelfContained
+        busy.add(key)
+        items = value.values() if isinstance(value, dict) else value
+        total = 1 + sum(size(v) for v in items) + (len(value) if isinstance(value, dict) else 0)
+        busy.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        expanded = size(data)
+    except _SelfContained:
+        return "a value contains itself (a YAML alias to a list or table it is part of)"
+    except RecursionError:
+        return "lists or tables nested too deep"
+    written = sum(1 + len(v) * (2 if isinstance(v, dict) else 1) for v in _containers(data))
+    if expanded > MAX_EXPANDED_VALUES and expanded > 2 * written:
+        return f"YAML aliases expand the study to {expanded:,} values (more than {MAX_EXPANDED_VALUES:,}; an alias bomb?); write the values out or use fewer aliases"
+    return None
+
+
+class _SelfContained(Exception):
+    """A list or table found inside itself."""
+
+
+def _containers(data: Any) -> list[Any]:
+    """Each distinct list and table in ``data`` once (aliases point to one object)."""
+    seen: dict[int, Any] = {}
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (dict, list)) and id(value) not in seen:
+            seen[id(value)] = value
+            stack.extend(value.values() if isinstance(value, dict) else value)
+    return list(seen.values())
+
+
 def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     """Read and validate a study file; ``models`` (command-line specs) replace its models."""
     path = Path(path)
@@ -811,6 +867,9 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise StudyError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'TOML'}: {str(exc).splitlines()[0]}") from None
+    problem = _aliases_problem(data)
+    if problem:
+        raise StudyError(f"{path}: {problem}")
     if not isinstance(data, dict):
         raise StudyError(f"{path}: a study file must be a table of settings")
     seats_replaced = bool(models) and data.get("matchups") == "seats"
