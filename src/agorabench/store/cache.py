@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from ..models.base import Completion
 from ..redact import redact
-from .codec import _safe
+from .codec import _safe, pack_text, unpack_text
 from .errors import DB_ERRORS, StoreError, _problem
 from .schema import cache
 
@@ -79,7 +79,7 @@ class SQLCache:
             completion_tokens=r["completion_tokens"],
             latency=r["latency"],
             finish_reason=r["finish_reason"],
-            reasoning=r.get("reasoning"),
+            reasoning=unpack_text(r.get("reasoning")),
             reasoning_tokens=r.get("reasoning_tokens"),
         )
 
@@ -87,7 +87,10 @@ class SQLCache:
         response = {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency": c.latency, "finish_reason": c.finish_reason}
         if c.reasoning is not None or c.reasoning_tokens is not None:  # a replay reproduces the stored turn
             response.update(reasoning=c.reasoning, reasoning_tokens=c.reasoning_tokens)
-        self._pending[key] = {"key": key, "identity": redact(identity), "response": _safe(response), "created": time.time()}
+        response = _safe(response)
+        if response.get("reasoning") is not None:  # packed as transcripts are (codec.pack_text)
+            response["reasoning"] = pack_text(response["reasoning"])
+        self._pending[key] = {"key": key, "identity": redact(identity), "response": response, "created": time.time()}
         if self.auto_flush and len(self._pending) >= self.batch:
             self.flush()
 

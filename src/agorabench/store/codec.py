@@ -95,6 +95,31 @@ def pack_messages(messages: list[dict[str, str]]) -> str:
     return PACKED + base64.b64encode(zlib.compress(_dumps(messages).encode("utf-8"), 6)).decode("ascii")
 
 
+#: Thoughts shorter than this (characters) are stored as they are: readable in SQL, and packing
+#: would save little.
+PACK_TEXT_FROM = 1024
+
+
+def pack_text(text: str | None) -> str | None:
+    """A model's thoughts as stored (the ``reasoning`` table, the response cache): from
+    :data:`PACK_TEXT_FROM` characters on, ``PACKED`` + base64(zlib(UTF-8)), as transcripts are
+    (thoughts at the length cap were stored whole twice: 0.8 MB per reply); shorter as they are."""
+    if text is None or len(text) < PACK_TEXT_FROM:
+        return text
+    return PACKED + base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
+
+
+def unpack_text(value: Any) -> Any:
+    """Stored thoughts read back: packed ones unpacked; plain text (short, or stored before
+    packing) as it is."""
+    if isinstance(value, str) and value.startswith(PACKED):
+        try:
+            return zlib.decompress(base64.b64decode(value[len(PACKED):], validate=True)).decode("utf-8")
+        except (ValueError, zlib.error):  # plain text that happens to start so
+            return value
+    return value
+
+
 def unpack_messages(value: Any) -> Any:
     """A stored transcript read back: a packed one unpacked, a plain JSON list as it is."""
     if isinstance(value, str) and value.startswith(PACKED):

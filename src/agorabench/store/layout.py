@@ -11,7 +11,7 @@ import time
 from typing import Any, Iterable
 
 from ..records import TurnRecord
-from .codec import _safe, pack_messages, unpack_messages
+from .codec import _safe, pack_messages, pack_text, unpack_messages
 
 
 def layout(records: Iterable[TurnRecord]) -> tuple[dict[str, list[dict[str, str]]], list[tuple[int, int]]]:
@@ -112,7 +112,7 @@ def game_rows(
             for t, (start, count) in zip(records, spans)
         ],
         "reasoning": [
-            {"game_id": id, "idx": t.index, "text": _safe(t.reasoning), "tokens": _column_int(t.reasoning_tokens, INT64_MAX), "finish_reason": t.finish_reason}
+            {"game_id": id, "idx": t.index, "text": pack_text(_safe(t.reasoning)), "tokens": _column_int(t.reasoning_tokens, INT64_MAX), "finish_reason": t.finish_reason}
             for t in records
             if t.reasoning is not None or t.reasoning_tokens is not None or t.finish_reason not in PLAIN_ENDINGS
         ],

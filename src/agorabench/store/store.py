@@ -45,7 +45,7 @@ import sqlalchemy as sa
 from ..records import GameRecord, Record, StudyRecord
 from ..redact import redact
 from .claims import ClaimMethods
-from .codec import _loads, _safe, unpack_messages
+from .codec import _loads, _safe, unpack_messages, unpack_text
 from .engine import integrity_level, legacy_layout, open_engine, verify_integrity
 from .errors import DB_ERRORS, StoreError, _problem
 from .layout import _span, game_rows
@@ -301,7 +301,7 @@ class Store(ClaimMethods):
             q = q.join(games, games.c.id == reasoning.c.game_id).where(games.c.study == study)
         if game_id is not None:
             q = q.where(reasoning.c.game_id == game_id)
-        return {(g, i): (t, n, f) for g, i, t, n, f in conn.execute(q)}
+        return {(g, i): (unpack_text(t), n, f) for g, i, t, n, f in conn.execute(q)}
 
     def _has_reasoning(self, conn: sa.Connection) -> bool:
         known = getattr(self, "_reasoning_table", None)
