@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.table import Prompt, Table
 from .actions import Limit, person_remark, Remark, Utterance
+from .election import leading_speaker, persona_lines
 from .memory import month_dates
 from .recall import recall, RECENT_STEPS, recall_block, REMARK_TOP_K
 from .rules import public
@@ -44,7 +45,7 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
     """The month's group chat: at most K steps in all, the opening report steps included."""
     c, s = game.config, game.scenario
     share_next = game.share(s.sustainable_total(next_stock), len(roles))
-    speaker = first_speaker(game, table, roles, month)
+    speaker = leading_speaker(game, roles) or first_speaker(game, table, roles, month)  # a leader opens (leadership)
     remarks = max(0, c.max_conversation_steps - len(opening_steps))
     opening = game.render("discuss_open", steps=remarks, first=names[speaker])
     retrieved = c.memory == "retrieved"
@@ -68,7 +69,7 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
             "history": [public(h) for h in history],
         }
         task = game.render("discuss_format", speaker)
-        text = game.render("discuss_turn", speaker, name=names[speaker]) + "\n" + task
+        text = "\n".join([*persona_lines(game, speaker, policy=False), game.render("discuss_turn", speaker, name=names[speaker])]) + "\n" + task
         if retrieved:
             # the speaker's memories for the empty context (the original's, always empty,
             # embedded as a query like any other) and for each of the last four steps, five

@@ -94,7 +94,7 @@ from typing import Any, Callable
 
 from ...core.game import Game, GameConfig, PlanStandIn
 from ...core.table import Prompt, Table
-from . import chat, PROMPTS, recall
+from . import chat, election, PROMPTS, recall
 from .actions import Harvest, person_harvest
 from .config import agent_roles, CommonsConfig
 from .memory import EmbeddingCache, Memory, MemoryStream, month_dates
@@ -173,6 +173,7 @@ class Commons(Game):
         cache = EmbeddingCache()  # one per game: the table keeps vectors for the whole process
         self._streams = {r: MemoryStream(owner=names[r], recency=c.memory_recency, cache=cache) for r in roles}
         self._names = names
+        self._lead = election.setup(self, table, names) if c.leadership != "none" else None
         stock = s.initial
         history: list[dict[str, Any]] = []
         agreed: int | None = None
@@ -180,6 +181,8 @@ class Commons(Game):
         for month in range(1, c.months + 1):
             self._start_month(table, roles, month, month_starts)
             present = [r for r in roles if r != newcomer or month >= (c.newcomer_month or 0)]
+            if self._lead is not None:
+                await election.hold(self, table, month, stock, present, history, agreed)
             record = await self._harvest_month(table, present, month, stock, agreed, history)
             history.append(record)
             next_stock = s.grow(record["stock_after"])
@@ -283,6 +286,8 @@ class Commons(Game):
             else:
                 text = self.render("harvest", role, month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
             task = self.render("harvest_task", role, stock=available)
+            if self._lead is not None:  # the policy in force, a candidate's SVO, who leads
+                text = "\n".join([text, *election.persona_lines(self, role, policy=True)])
             observation = {**obs, "stock": available, "me": role}
             if retrieved:
                 observation["memories"] = [m.text for m in shown[role]]
@@ -311,8 +316,10 @@ class Commons(Game):
         names = self._names
         by_name = {v: k for k, v in names.items()}
         remember = retrieved and not record["collapsed"] and month < c.months
+        if self._lead is not None and not (c.communication and c.max_conversation_steps > 0):
+            await election.report(self, table, month, present, record)  # remembered, no chat
         if c.communication and c.max_conversation_steps > 0:
-            record["report"] = chat.report_steps(self, present, names, record["collected"])
+            record["report"] = await election.report(self, table, month, present, record) if self._lead is not None else chat.report_steps(self, present, names, record["collected"])
             record["discussion"] = await chat.discuss(self, table, present, names, by_name, month, next_stock, history, agreed, record["report"])
             found = None
             if c.summariser:
@@ -359,6 +366,7 @@ class Commons(Game):
             "final_stock": history[-1]["stock_after"] if history else s.initial,
             #: What each agent took over the game (a served study's bonus reads a person's own: ``my_catch``).
             "catch": {r: sum(m["collected"].get(r, 0) for m in history) for r in roles},
+            **({"leadership": election.outcome(self._lead)} if getattr(self, "_lead", None) is not None else {}),
         }
 
     def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
@@ -389,4 +397,7 @@ class Commons(Game):
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""
         c = self.config
-        return commons_metrics(outcome["months"], list(agent_roles(c.n_agents)), self.scenario, c.months, c.collapse_rule, c.over_usage_threshold)
+        out = commons_metrics(outcome["months"], list(agent_roles(c.n_agents)), self.scenario, c.months, c.collapse_rule, c.over_usage_threshold)
+        if "leadership" in outcome:  # AgentElect's measures beside GovSim's
+            out.update(election.metrics(outcome, out["total_gain_sum"]))
+        return out

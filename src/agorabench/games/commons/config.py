@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator, SerializerFunctionWrapHandler
 
 from ...core.game import GameConfig
 from .scenario import get_scenario, system_key
@@ -134,6 +134,29 @@ class CommonsConfig(GameConfig):
     #: is told who speaks first) or ``earlier`` (version 5's: the opening names the first
     #: speaker, no request about repetition).
     chat_wording: Literal["original", "earlier"] = "original"
+    #: Leaders as AgentElect has them (:mod:`.election`): ``none`` (GovSim, every prompt as
+    #: without the field), ``fixed`` (one candidate leads every month) or ``elected``.
+    leadership: Literal["none", "fixed", "elected"] = "none"
+    #: The candidates' social value orientations, a population of ``leadership/populations.toml``
+    #: (None: ``balanced`` when elected, ``one_prosocial`` when fixed).
+    svo_population: str | None = None
+    #: Months between elections (1: every month, the successor's).
+    election_every: int = Field(1, ge=1)
+    #: How ballots are counted: first past the post (the successor's only rule).
+    voting: Literal["fptp"] = "fptp"
+    #: Candidates write self-serving agendas made to sound good, and the leader writes the
+    #: harvest report from the true figures (the successor's ``disinformation``).
+    disinformation: bool = False
+
+    @model_serializer(mode="wrap")
+    def _stored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The leadership fields left out at their defaults: the stored configuration, and so
+        the game id and nature's seed, of a game without leaders is what it was before them."""
+        data = handler(self)
+        for key, default in LEADERSHIP_DEFAULTS.items():
+            if key in data and data[key] == default:
+                data.pop(key)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -160,7 +183,38 @@ class CommonsConfig(GameConfig):
                 raise ValueError(f"scenario {self.scenario}/{self.language} has no {', '.join(missing)} in its [memory] table (memory = \"retrieved\" needs them)")
         if self.newcomer_month is not None and self.newcomer_month > self.months:
             raise ValueError(f"newcomer_month {self.newcomer_month} is after the last month {self.months}")
+        self._check_leadership(s)
         return self
+
+    def _check_leadership(self, s: Any) -> None:
+        """Leaders need the retrieved memory, an English scenario that is not inverse, no
+        newcomer, a population of the kind asked for, and twice as many agents as candidates
+        (the successor's rule)."""
+        from .election import DEFAULT_POPULATION, population
+
+        if self.leadership == "none":
+            changed = [k for k, v in LEADERSHIP_DEFAULTS.items() if k != "leadership" and getattr(self, k) != v and not (k == "svo_population" and self.svo_population == "none")]
+            if changed:
+                raise ValueError(f"{', '.join(changed)} {'needs' if len(changed) == 1 else 'need'} leadership = \"fixed\" or \"elected\"")
+            return
+        name = self.svo_population or DEFAULT_POPULATION[self.leadership]
+        k = len(population(name))
+        if self.leadership == "fixed" and k != 1:
+            raise ValueError(f'leadership = "fixed" needs a population of one candidate (one_prosocial, one_altruistic, one_competitive, one_individualistic), not {name!r} ({k})')
+        if self.leadership == "elected" and k < 2:
+            raise ValueError(f'leadership = "elected" needs a population of two or more candidates (balanced, lean_altruistic, lean_competitive), not {name!r} ({k})')
+        if self.n_agents < 2 * k:
+            raise ValueError(f"svo_population {name!r} has {k} candidates: n_agents must be at least {2 * k} (twice the candidates, as in AgentElect)")
+        if self.memory != "retrieved":
+            raise ValueError('leadership needs memory = "retrieved"')
+        if self.language != "en" or s.inverse:
+            raise ValueError(f"leadership is worded for English scenarios that are not inverse, not {self.scenario}/{self.language}")
+        if self.newcomer_month is not None:
+            raise ValueError("leadership and newcomer_month do not go together")
+
+
+#: The leadership fields at their defaults (left out of the stored configuration).
+LEADERSHIP_DEFAULTS: dict[str, Any] = {"leadership": "none", "svo_population": None, "election_every": 1, "voting": "fptp", "disinformation": False}
 
 
 def agent_roles(n: int) -> tuple[str, ...]:

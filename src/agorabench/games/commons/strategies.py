@@ -20,6 +20,7 @@ from typing import Any
 from ...core.actions import Action
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
+from . import election
 from .actions import Harvest, Insights, Limit, Note, Rating, Utterance
 
 
@@ -41,6 +42,8 @@ class CommonsStrategy(Strategy):
         if phase == "memory_insight":
             shown = obs["memories"][:2]
             return Insights(insights=" ".join(f"{i}. Remember: {text.rstrip('.')} (because of {i})" for i, text in enumerate(shown, 1)))
+        if phase in election.PHASES:  # leaders (leadership): agenda, vote, leader's report
+            return election.scripted(self, obs)
         return Limit(limit=_last_in_chat(obs.get("messages", [])) or 0)
 
     def harvest(self, obs: dict[str, Any]) -> int:

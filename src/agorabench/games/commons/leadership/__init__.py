@@ -1,0 +1,1 @@
+"""Data of the commons leadership variant: SVO populations and wording (TOML files)."""
