@@ -25,7 +25,14 @@ Run as ``python tests/support/providers.py PORT --provider NAME [options]`` or, 
   ``reasoning_effort`` high/medium/low/none;
 - ``gemini``: Gemini's OpenAI-compatible endpoint (also under ``/v1beta/openai``): reasoning not
   returned, ``usage.completion_tokens`` leaves the thinking tokens out while ``total_tokens``
-  counts them; errors as a list ``[{"error": {...}}]``.
+  counts them; errors as a list ``[{"error": {...}}]``; Gemini 3 Pro refuses thinking level
+  MEDIUM (``reasoning_effort`` or ``extra_body.google.thinking_config.thinking_level``), an
+  unknown level is an enum error naming the field.
+
+Refusals on request: ``--unverified`` (openai) refuses any reasoning summary on ``/v1/responses``
+as OpenAI refuses an organisation not verified for them (400, ``unsupported_value``,
+``reasoning.summary``); ``--context N`` (openai chat, gemini) refuses a prompt over N tokens with
+the provider's context-length 400.
 
 Service tiers (openai, gemini; live calls only, not batch items): ``service_tier`` is checked
 (OpenAI's auto / default / flex / scale / priority, Gemini's standard / flex / priority) and the
@@ -543,6 +550,8 @@ class Options:
     unavailable: int = 0  # openai, gemini: the first N flex calls find the tier without capacity
     downgrade: bool = False  # gemini: priority calls served at the standard tier (and said so)
     prompt_cache: bool = False  # openai, anthropic: report prompt-cache reads (and writes) as the API does
+    unverified: bool = False  # openai responses: an organisation not verified for reasoning summaries (400 on any summary)
+    context: int = 0  # openai chat, gemini: a prompt over this many tokens is refused with the context-length 400 (0: no limit)
 
 
 #: OpenAI's service tiers (``service_tier``) and Gemini's.
@@ -578,8 +587,19 @@ _ANTHROPIC_ADAPTIVE_ONLY = re.compile(r"claude-opus-(?:4-(?:[7-9]|\d\d)|[5-9]|\d
 _GEMINI_FIELDS = frozenset({"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "presence_penalty", "frequency_penalty", "reasoning_effort", "response_format", "tools", "tool_choice", "extra_body", "service_tier", "logprobs", "top_logprobs", "user"})
 
 
-def _gemini_error(status: int, message: str) -> _Refused:
-    return _Refused(status, [{"error": {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "INVALID_ARGUMENT")}}])
+def _gemini_error(status: int, message: str, field: str | None = None) -> _Refused:
+    """Google's error as its OpenAI-compatible endpoint sends it: a list of one error, with the
+    violated field in ``details`` (``google.rpc.BadRequest``) when one is named."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "INVALID_ARGUMENT")}
+    if field is not None:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [{"field": field, "description": message}]}]
+    return _Refused(status, [error])
+
+
+#: Gemini 3 Pro (not 3.1): thinking levels low and high only; MEDIUM is refused.
+_GEMINI_3_PRO = re.compile(r"^(?:models/)?gemini-3-pro")
+#: Gemini's thinking levels (``thinking_config.thinking_level``).
+_GEMINI_LEVELS = ("minimal", "low", "medium", "high")
 
 
 def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
@@ -843,6 +863,11 @@ def make_app(provider: str, **opts: Any) -> web.Application:
         model = str(body.get("model", ""))
         messages = messages_of(body, lambda s, m, p: _openai_error(s, m, p))
         _check_prompt_cache_key(body)
+        if o.context and _prompt_tokens(messages) > o.context:
+            raise _openai_error(
+                400, f"This model's maximum context length is {o.context} tokens. However, your messages resulted in {_prompt_tokens(messages)} tokens. Please reduce the length of the messages.",
+                "messages", "context_length_exceeded",
+            )
         if not _is_openai_reasoner(model):
             if "reasoning_effort" in body:
                 raise _openai_error(400, "Unsupported parameter: 'reasoning_effort' is not supported with this model.", "reasoning_effort", "unsupported_parameter")
@@ -911,6 +936,11 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             summary = reasoning.get("summary")
             if summary is not None and summary not in ("auto", "concise", "detailed"):
                 raise _openai_error(400, f"Unsupported value: 'reasoning.summary' does not support '{summary}' with this model. Supported values are: 'auto', 'concise', and 'detailed'.", "reasoning.summary", "unsupported_value")
+            if summary is not None and o.unverified:
+                raise _openai_error(
+                    400, "Your organization must be verified to generate reasoning summaries. Please go to: https://platform.openai.com/settings/organization/general and click on Verify Organization. "
+                    "If you just verified, it can take up to 15 minutes for access to propagate.", "reasoning.summary", "unsupported_value",
+                )
         elif reasoning:
             raise _openai_error(400, "Unsupported parameter: 'reasoning.effort' is not supported with this model.", "reasoning.effort", "unsupported_parameter")
         limit = limit_of(body, "max_output_tokens")
@@ -1097,6 +1127,15 @@ def make_app(provider: str, **opts: Any) -> web.Application:
             raise _gemini_error(400, f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.')
         google = (body.get("extra_body") or {}).get("google") or {}
         config = google.get("thinking_config") or {}
+        level = config.get("thinking_level")
+        if level is not None and str(level).lower() not in _GEMINI_LEVELS:  # an enum value Google does not know
+            where = "generation_config.thinking_config.thinking_level"
+            raise _gemini_error(400, f'Invalid value at \'{where}\' (type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig.ThinkingLevel), "{level}"', where)
+        asked = str(level).lower() if level is not None else effort
+        if _GEMINI_3_PRO.match(str(body.get("model", ""))) and asked == "medium":
+            raise _gemini_error(400, "Thinking level MEDIUM is not supported for this model.")
+        if o.context and _prompt_tokens(messages) > o.context:
+            raise _gemini_error(400, f"The input token count ({_prompt_tokens(messages)}) exceeds the maximum number of tokens allowed ({o.context}).")
         budget = config.get("thinking_budget")
         if budget is not None and effort is not None:
             raise _gemini_error(400, "reasoning_effort and thinking_budget cannot both be set; use one of them.")
@@ -1308,11 +1347,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--unavailable", type=int, default=0, help="openai, gemini: the first N flex calls are refused with a 429 (the tier has no capacity)")
     p.add_argument("--downgrade", action="store_true", help="gemini: priority calls served at the standard tier (the x-gemini-service-tier header says so)")
     p.add_argument("--prompt-cache", action="store_true", help="openai, anthropic: a prompt cache per server, its reads (and Anthropic's writes) in each answer's usage as the API reports them")
+    p.add_argument("--unverified", action="store_true", help="openai: an organisation not verified for reasoning summaries (a responses request asking for one gets 400)")
+    p.add_argument("--context", type=int, default=0, help="openai chat, gemini: refuse a prompt over this many tokens with the context-length 400")
     p.add_argument("--cautious", action="store_true", help="numbers asked in a wide range drawn from its lowest twentieth (a commons lasts)")
     a = p.parse_args(argv)
     global CAUTIOUS
     CAUTIOUS = a.cautious
-    app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies, flex_delay=a.flex_delay, unavailable=a.unavailable, downgrade=a.downgrade, prompt_cache=a.prompt_cache)
+    app = make_app(a.provider, models=a.models or None, reasoning_tokens=a.reasoning_tokens, display=a.display, redacted=a.redacted, field=a.field, raw_think=a.raw_think, no_opener=a.no_opener, keep_bodies=a.keep_bodies, flex_delay=a.flex_delay, unavailable=a.unavailable, downgrade=a.downgrade, prompt_cache=a.prompt_cache, unverified=a.unverified, context=a.context)
     web.run_app(app, host="127.0.0.1", port=a.port, print=None, access_log=None, shutdown_timeout=1.0)
 
 

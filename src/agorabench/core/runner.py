@@ -163,7 +163,7 @@ def backend_options(entry: ModelEntry) -> BackendOptions:
     return BackendOptions(
         api_key_env=entry.api_key_env, timeout=timeout, transport=entry.transport, prompt_caching=entry.prompt_caching, params=entry.params, state_cache_mb=entry.state_cache_mb,
         service_tier=entry.service_tier, service_tier_fallback=entry.service_tier_fallback,
-        prompt_cache_key=entry.prompt_cache_key, cache_ttl=entry.cache_ttl,
+        prompt_cache_key=entry.prompt_cache_key, cache_ttl=entry.cache_ttl, reasoning_summary=entry.reasoning_summary,
     )
 
 

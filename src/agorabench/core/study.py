@@ -93,6 +93,7 @@ class ModelEntry(BaseModel):
         {
             "transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "price_cached_input", "state_cache_mb",
             "batch", "batch_poll", "batch_poll_max", "service_tier", "service_tier_fallback", "cache_ttl", "prompt_cache_key", "cache_write_multiplier", "tier_prices",
+            "reasoning_summary",
         }
     )
 
@@ -165,6 +166,10 @@ class ModelEntry(BaseModel):
     reasoning_budget: int | None = Field(None, ge=1, le=1_000_000)
     #: Request fields sent as they are (JSON), merged last: what the study needs and no setting names.
     extra_body: dict[str, Any] | None = None
+    #: The Responses transport: the reasoning summary asked for (``auto``, ``concise``,
+    #: ``detailed``; ``none``: none). It changes the stored thoughts, not the answer: not part of
+    #: a game's id or of the response cache's key.
+    reasoning_summary: Literal["auto", "none", "concise", "detailed"] = "auto"
 
     #: Fields added after game ids were first pinned: part of a game's id only when set, so the
     #: games of entries that leave them unset keep their ids.
@@ -211,7 +216,8 @@ class ModelEntry(BaseModel):
     #: setting one on its entry is an error rather than a setting silently ignored.
     MODEL_ONLY: ClassVar[frozenset[str]] = frozenset(
         {"temperature", "max_tokens", "constrained", "price_input", "price_output", "price_cached_input", "transport", "requests_per_minute", "tokens_per_minute", "adaptive_concurrency", "prompt_caching", "state_cache_mb", "reasoning", "reasoning_effort", "thinking", "reasoning_budget", "extra_body",
-         "batch", "batch_poll", "batch_poll_max", "service_tier", "service_tier_fallback", "cache_ttl", "prompt_cache_key", "cache_write_multiplier", "tier_prices"}
+         "batch", "batch_poll", "batch_poll_max", "service_tier", "service_tier_fallback", "cache_ttl", "prompt_cache_key", "cache_write_multiplier", "tier_prices",
+         "reasoning_summary"}
     )
 
     @model_validator(mode="after")
@@ -247,6 +253,14 @@ class ModelEntry(BaseModel):
             return self
         if self.spec.split("/", 1)[0] == "anthropic":
             raise ValueError("service_tier is sent to OpenAI-compatible APIs only; Anthropic's own (auto, standard_only) goes in extra_body = {service_tier = ...}")
+        return self
+
+    @model_validator(mode="after")
+    def _summary_where_sent(self) -> "ModelEntry":
+        """``reasoning_summary`` other than ``auto`` travels on the Responses transport only: on
+        any other it would be ignored, so it is an error naming what to do instead."""
+        if self.reasoning_summary != "auto" and spec_kind(self.spec) == "hosted" and self.transport != "responses":
+            raise ValueError(f"reasoning_summary = {self.reasoning_summary!r} is sent by the Responses API only; set transport = \"responses\" (or leave reasoning_summary unset)")
         return self
 
     def efforts(self) -> list["ModelEntry"]:

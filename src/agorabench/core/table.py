@@ -463,7 +463,7 @@ class Table:
             except BackendFailure as exc:
                 if exc.usage is not None:
                     usage.add(exc.usage)
-                if usage.prompt_tokens or usage.completion_tokens or usage.cost:  # billed: kept in the game's record
+                if exc.usage is not None or usage.prompt_tokens or usage.completion_tokens or usage.cost:  # billed (or maybe, unknown: a timeout): kept in the game's record
                     self._record(role, prompt, messages_at_ask, raw, None, False, retries, str(exc), usage, latency, False, thoughts)
                 raise
             latency += reply.latency or (time.perf_counter() - started)

@@ -37,7 +37,7 @@ import numpy as np
 from ..redact import redact, register_secret
 from .base import BackendError, OnWorkerThread
 from .credentials import api_key_from_env, split_credentials
-from .errors import error_message, status_error
+from .errors import error_fields, status_error
 from .spec import SpecError, check_base_url, split_url
 from .transport import DEFAULT_API_URL, Endpoint
 from .transport.lean import LeanTransport
@@ -84,7 +84,8 @@ def _vectors_from_answer(status: int, headers: Any, raw: bytes, asked: int, wher
     except ValueError:
         data = None
     if status != 200:
-        raise status_error(status, f"{error_message(data, raw)} (embeddings at {where})", headers)
+        fields = error_fields(data, raw)
+        raise status_error(status, f"{fields.message} (embeddings at {where})", headers, fields.code, fields.param, fields.kind)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise BackendError(f"embeddings at {where}: the answer is not a JSON object with a data list", retryable=True)
     items = data["data"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from .base import Backend, BackendError, Completion, GenerationSettings, ResponseCache, sanitize_text
+from .errors import StatusError, setting_fix
 from .limits import AdaptiveLimit, RateLimiter, estimate_tokens
 from .pricing import Pricing  # the prices of a model's calls (re-exported: the runner and tests import it from here)
 from .transport.wire import count, shown_value
@@ -194,6 +195,11 @@ STALL_AFTER = 3
 RATE_WAIT_SAID = 5.0
 #: Replies in a row that spend the whole output budget thinking, after which a model stops.
 STOP_AFTER_SPENT = 3
+#: The same bad request (a 400 or 422 of the same status, code, param and words, numbers aside)
+#: in a row on the same request settings, after which a model stops: every call of it would be
+#: refused alike (a refused setting in words no rule knows). Never the context length or a
+#: content filter, which depend on the request's messages.
+STOP_AFTER_REFUSED = 3
 
 
 #: The token counts of a reply, with what each is recorded as when it is not a count.
@@ -242,6 +248,21 @@ def replayable(completion: Completion) -> bool:
 #: and the settings; returns the completion (marked ``cached`` when the response cache got it
 #: meanwhile, e.g. from a batch an earlier run submitted).
 Batcher = Callable[["Model", str, list[dict[str, str]], GenerationSettings], Awaitable[Completion]]
+
+
+def _unanswered(error: BackendError, cause: BackendError) -> BackendError:
+    """``error`` (a call's last failure) carrying, when ``cause`` timed out, the call as a reply
+    of unknown usage (:attr:`BackendError.completion`, tokens None): the server may have billed
+    it, so the game's record keeps the call with its tokens unknown (NULL), never 0."""
+    if cause.timed_out:
+        # priced at nothing known and booked at no tier: its cost is as unknown as its tokens
+        error.completion = Completion(text="", prompt_tokens=None, completion_tokens=None, finish_reason="timeout", extra={"cost": 0.0, "billed_tier": None})
+    return error
+
+
+def _settings_key(settings: GenerationSettings) -> str:
+    """The request settings of a call as one string (what makes two calls "the same settings")."""
+    return json.dumps(settings.key(), sort_keys=True, default=str)
 
 
 class Model:
@@ -304,6 +325,11 @@ class Model:
         #: Batch mode: calls the response cache cannot answer wait for a provider batch
         #: (:data:`Batcher`) instead of going to the backend one by one; None: live calls.
         self.batcher: Batcher | None = None
+        #: The last bad request per request settings (their key): its fingerprint and how many
+        #: calls in a row got it (:data:`STOP_AFTER_REFUSED`); a reply on those settings clears it.
+        self._refused: dict[str, tuple[tuple[object, ...], int]] = {}
+        #: Calls that timed out (no answer, so no usage: what the server billed for them is unknown).
+        self.timed_out = 0
 
     @property
     def endpoint(self) -> str:
@@ -336,6 +362,7 @@ class Model:
             if completion.cached:  # a batch's answer that reached the response cache meanwhile
                 return self._replayed(completion)
             self._count(completion)
+            self._refused.pop(_settings_key(settings), None)  # these settings are taken
         finally:
             if release is not None:
                 release()
@@ -361,8 +388,10 @@ class Model:
                 return await self._call(messages, settings)
             except BackendError as exc:
                 self.rate_limited += exc.rate_limited
+                if exc.timed_out:
+                    self._note_timeout()
                 if self.breaker.open is not None and not exc.fatal:
-                    raise BackendError(f"{self.backend.identity}: {self.breaker.open}", retryable=False) from None
+                    raise _unanswered(BackendError(f"{self.backend.identity}: {self.breaker.open}", retryable=False), exc) from None
                 if exc.fatal:
                     self.dead = self.dead or str(exc)
                     raise BackendError(f"{self.backend.identity}: {exc}", retryable=False, fatal=True) from None
@@ -370,9 +399,40 @@ class Model:
                     attempt -= 1  # a served study's stalled endpoint: the call waits for a test call's answer, however long
                     continue
                 if not exc.retryable or attempt >= self.retry.max_attempts:
-                    raise BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False) from None
+                    self._check_refused(exc, settings)
+                    raise _unanswered(BackendError(f"{self.backend.identity}: {exc} (after {attempt} attempt(s))", retryable=False), exc) from None
                 self.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt, exc))
+
+    def _note_timeout(self) -> None:
+        """Count a call that timed out, and say once that what it was billed is unknown: the
+        server may have generated (and billed) tokens no answer reported."""
+        self.timed_out += 1
+        if self.timed_out == 1:
+            self.warnings.append(
+                f"{self.backend.identity}: calls got no answer within the timeout; the tokens the server may have billed for them are unknown "
+                "(not counted in tokens or cost; a game that ended on one stores its call with tokens unknown, NULL)"
+            )
+
+    def _check_refused(self, exc: BackendError, settings: GenerationSettings) -> None:
+        """Count a bad request on these settings; the :data:`STOP_AFTER_REFUSED`-th of the same
+        one in a row stops the model (its remaining calls fail at once) with one line naming the
+        setting (the error's ``param`` where it gives one) and what to change."""
+        if not (isinstance(exc, StatusError) and exc.bad_request):
+            return
+        key = _settings_key(settings)
+        last, n = self._refused.get(key, ((), 0))
+        n = n + 1 if last == exc.fingerprint else 1
+        self._refused[key] = (exc.fingerprint, n)
+        if n < STOP_AFTER_REFUSED:
+            return
+        if self.dead is None:
+            setting, fix = setting_fix(exc.detail, exc.param)
+            said = " ".join(exc.detail.split())
+            said = said if len(said) <= 300 else said[:297] + "..."
+            code = f", {exc.code}" if exc.code else ""
+            self.dead = f"the server refused {n} calls in a row with the same settings alike (HTTP {exc.status}{code}: {said}), so every call would fail; it names {setting}: {fix}"
+        raise BackendError(f"{self.backend.identity}: {self.dead}", retryable=False, fatal=True) from None
 
     def _count(self, completion: Completion) -> None:
         """A new reply made safe (thoughts apart, text sanitised) and counted in the books."""
@@ -394,6 +454,12 @@ class Model:
                 f"({completion.completion_tokens}): it leaves reasoning out; the larger figure is counted and billed"
             )
         self._note_usage(completion)
+        refused = completion.extra.get("reasoning_summary_refused")
+        if refused and not any("refuses reasoning summaries" in w for w in self.warnings):
+            self.warnings.append(
+                f"{self.backend.identity}: the server refuses reasoning summaries ({refused}); the model's calls ask for none from then on "
+                "(its thoughts are stored empty); set reasoning_summary = \"none\" to skip the refused call"
+            )
         if self.breaker.recovered and not self.breaker.said:
             self.breaker.said = True
             self.warnings.append(f"{self._endpoint} stopped answering for a while ({self.breaker.recovered} time(s)); its calls waited until a test call was answered")

@@ -140,6 +140,7 @@ class ChatCompletionsBackend:
         service_tier: str | None = None,
         service_tier_fallback: bool = False,
         prompt_cache_key: bool = False,
+        reasoning_summary: str = "auto",
     ) -> None:
         self.model = model
         #: Send ``prompt_cache_key`` (one per game and seat) with every call made for a decision.
@@ -160,6 +161,10 @@ class ChatCompletionsBackend:
         self.client_url, self.basic_auth = split_credentials(base_url)
         endpoint = Endpoint(base_url, self.client_url, self.api_key, self.basic_auth, timeout)
         self.transport = open_transport(transport or self.transport_name, endpoint)
+        if reasoning_summary != "auto":  # the Responses transport's reasoning summaries (the default asks as before)
+            if not hasattr(self.transport, "summary"):
+                raise ValueError(f"reasoning_summary is sent by the responses transport only, not {self.transport.name!r}; set transport = \"responses\"")
+            self.transport.summary = reasoning_summary
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Completion:
         request = chat_request(self.model, self.dialect, messages, settings)

@@ -44,6 +44,9 @@ class BackendOptions:
     prompt_cache_key: bool = True
     #: Anthropic: how long a prefix written to the prompt cache lives (``5m`` or ``1h``).
     cache_ttl: str = "5m"
+    #: The Responses transport: the reasoning summary asked for (``auto``, ``concise``,
+    #: ``detailed``; ``none``: none).
+    reasoning_summary: str = "auto"
 
 
 #: Seconds a call at the ``flex`` tier may take when its model entry sets no ``timeout``: flex
@@ -85,6 +88,7 @@ def _chat_completions(spec: "ModelSpec", options: BackendOptions, provider: Prov
         service_tier_fallback=options.service_tier_fallback,
         # only OpenAI's own API gets the cache key: other servers may refuse a field they do not know
         prompt_cache_key=options.prompt_cache_key and provider.name == "openai" and is_openai_api(base_url),
+        reasoning_summary=options.reasoning_summary,
     )
 
 

@@ -90,4 +90,5 @@ def open_batch_client(spec: "ModelSpec", options: BackendOptions | None = None) 
         dialect=spec_dialect(spec),
         transport=options.transport,
         key_required=spec.base_url is None,
+        reasoning_summary=options.reasoning_summary,
     )

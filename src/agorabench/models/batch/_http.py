@@ -14,7 +14,7 @@ import aiohttp
 
 from ...redact import redact
 from ..base import BackendError
-from ..errors import connection_problem, status_error
+from ..errors import connection_problem, error_fields, status_error
 from ..transport.wire import dumps, loads
 
 #: Longest a JSON answer (a batch or file object) may be, in bytes.
@@ -54,13 +54,15 @@ def error_text(data: Any, raw: bytes = b"") -> str:
     return one_line(raw[:200].decode("utf-8", "replace")) or "(no message)"
 
 
-def http_error(status: int, message: str, headers: Mapping[str, str] | None, batch_id: str | None = None) -> BackendError:
+def http_error(status: int, message: str, headers: Mapping[str, str] | None, batch_id: str | None = None, body: Any = None) -> BackendError:
     """An HTTP error status of a batch call as a BackendError: a 404 naming a batch or file
     says so (not retryable, not fatal: the model's other batches may stand); any other status as
-    a live call's (:func:`status_error`), with the provider's message kept."""
+    a live call's (:func:`status_error`, with the error body's code and param), with the
+    provider's message kept."""
     if status == 404 and batch_id is not None:
         return BackendError(f"the provider knows no {batch_id} (HTTP 404): {message}", retryable=False)
-    error = status_error(status, message, headers)
+    fields = error_fields(body)
+    error: BackendError = status_error(status, message, headers, fields.code, fields.param, fields.kind)
     if message and message not in str(error):
         error = BackendError(f"{error}: {message}", retryable=error.retryable, retry_after=error.retry_after, rate_limited=error.rate_limited, fatal=error.fatal)
     return error
@@ -143,7 +145,7 @@ class BatchHttp:
         except ValueError:
             answer = None
         if status >= 400:
-            raise http_error(status, error_text(answer, raw), resp_headers, batch_id)
+            raise http_error(status, error_text(answer, raw), resp_headers, batch_id, answer)
         if not isinstance(answer, dict):
             raise BackendError(f"the provider's answer to {method} {path} was not a JSON object (HTTP {status})", retryable=True)
         return answer
@@ -168,7 +170,7 @@ class BatchHttp:
                         answer = loads(raw)
                     except ValueError:
                         answer = None
-                    raise http_error(resp.status, error_text(answer, raw), resp.headers, batch_id)
+                    raise http_error(resp.status, error_text(answer, raw), resp.headers, batch_id, answer)
                 async for line in jsonl_lines(resp.content.iter_chunked(1 << 20)):
                     yield line
         except Exception as exc:

@@ -65,8 +65,10 @@ class OpenAIBatchClient:
     max_requests = 50_000
     max_bytes = 200_000_000
 
-    def __init__(self, model: str, *, provider: str = "openai", base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai", transport: str = "lean", key_required: bool | None = None) -> None:
+    def __init__(self, model: str, *, provider: str = "openai", base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dialect: str = "openai", transport: str = "lean", key_required: bool | None = None, reasoning_summary: str = "auto") -> None:
         self.provider = provider
+        #: The reasoning summary a Responses item asks for (the live transport's setting).
+        self.reasoning_summary = reasoning_summary
         self.model = model
         self.dialect = dialect
         self.base_url = base_url
@@ -88,7 +90,7 @@ class OpenAIBatchClient:
     def body(self, item: BatchItem) -> dict[str, Any]:
         """The live call's JSON body for ``item``."""
         request = chat_request(self.model, self.dialect, item.messages, item.settings)
-        return responses_body(request) if self.responses else flat_body(request)
+        return responses_body(request, self.reasoning_summary) if self.responses else flat_body(request)
 
     def encode(self, item: BatchItem) -> bytes:
         """``item``'s line of the input file (without its newline)."""

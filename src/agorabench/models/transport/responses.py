@@ -13,7 +13,10 @@ module translates it (:func:`responses_body`) and reads the answer back into a
   reasoning and answer alike;
 - ``reasoning_effort`` becomes ``reasoning: {"effort", "summary": "auto"}``; a request that
   reasons without naming an effort (it carries ``max_completion_tokens``, which the backend sends
-  only to a reasoning model) still asks for the summary;
+  only to a reasoning model) still asks for the summary. The summary asked for is the model
+  entry's ``reasoning_summary`` (``auto`` by default; ``concise``, ``detailed``; ``none`` asks for
+  none); a server that refuses summaries (an organisation not verified for them) gets none from
+  then on: the refused call is sent again without it, once, and the model says so once;
 - the temperature is kept, the seed dropped (the API has none), a JSON-schema response format
   becomes ``text.format``; nothing is stored on the server (``store: false``); ``extra_body``'s
   fields are merged last, at the top level.
@@ -25,6 +28,7 @@ import re
 from typing import Any, Mapping
 
 from ..base import BackendError, Completion
+from ..errors import StatusError
 from . import DEFAULT_API_URL, Endpoint
 from .lean import LeanTransport
 from .wire import answer_object, content_text, served_tier, usage_fields
@@ -55,9 +59,15 @@ def _text_format(response_format: Any) -> dict[str, Any] | None:
     return None
 
 
-def responses_body(request: Mapping[str, Any]) -> dict[str, Any]:
+#: What a model entry's ``reasoning_summary`` may ask for (``none``: no summary is asked for).
+SUMMARIES = ("auto", "concise", "detailed", "none")
+
+
+def responses_body(request: Mapping[str, Any], summary: str = "auto") -> dict[str, Any]:
     """The Responses API body equivalent to a chat-completions request (the keyword arguments of
-    the SDK's ``chat.completions.create``; see the module's docstring for the rules)."""
+    the SDK's ``chat.completions.create``; see the module's docstring for the rules), asking for
+    reasoning summaries of the kind ``summary`` (``none``: none; ``auto``, the default, sends
+    what was sent before the setting existed, byte for byte)."""
     body: dict[str, Any] = {k: v for k, v in request.items() if k not in _TRANSLATED}
     messages = list(request.get("messages") or [])
     if messages and messages[0].get("role") == "system":
@@ -71,9 +81,9 @@ def responses_body(request: Mapping[str, Any]) -> dict[str, Any]:
         body["max_output_tokens"] = limit
     effort = request.get("reasoning_effort")
     if effort is not None:
-        body["reasoning"] = {"effort": effort} if effort == "none" else {"effort": effort, "summary": "auto"}  # no thoughts, nothing to summarise
-    elif "max_completion_tokens" in request:
-        body["reasoning"] = {"summary": "auto"}
+        body["reasoning"] = {"effort": effort} if effort == "none" or summary == "none" else {"effort": effort, "summary": summary}  # no thoughts, nothing to summarise
+    elif "max_completion_tokens" in request and summary != "none":
+        body["reasoning"] = {"summary": summary}
     text_format = _text_format(request.get("response_format"))
     if text_format is not None:
         body["text"] = {"format": text_format}
@@ -153,18 +163,48 @@ def read_response(status: int, headers: Mapping[str, str], raw: bytes) -> Comple
     return served_tier(completion_from_response(data), data, headers)
 
 
+def refuses_summaries(exc: BaseException) -> bool:
+    """Whether an error refuses the request's reasoning summary (its ``param`` or words name it:
+    OpenAI's "Your organization must be verified to generate reasoning summaries", code
+    ``unsupported_value``, param ``reasoning.summary``)."""
+    return isinstance(exc, StatusError) and exc.status in (400, 422) and exc.setting == "reasoning.summary"
+
+
 class ResponsesTransport(LeanTransport):
     """The ``lean`` transport's client and failure classes, on the Responses route."""
 
     name = "responses"
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, summary: str = "auto") -> None:
         super().__init__(endpoint)
         self.url = responses_url(endpoint)
+        if summary not in SUMMARIES:
+            raise ValueError(f"reasoning_summary must be one of {', '.join(SUMMARIES)}, not {summary!r}")
+        #: The reasoning summary asked for (:data:`SUMMARIES`); ``none`` for good once the server
+        #: refused summaries.
+        self.summary = summary
+        #: The server's refusal of summaries, once it refused them (None until then).
+        self.summary_refused: str | None = None
 
     def body(self, request: dict[str, Any]) -> dict[str, Any]:
         """The Responses API's body for a chat-completions request (:func:`responses_body`)."""
-        return responses_body(request)
+        return responses_body(request, self.summary)
+
+    async def send(self, request: dict[str, Any]) -> Completion:
+        """The completion of ``request``; a call refused for its reasoning summary is sent again
+        once without one, and no later call asks for one (noted in the reply's
+        ``extra["reasoning_summary_refused"]``, which the model says once)."""
+        asked = self.summary
+        try:
+            return await super().send(request)
+        except BackendError as exc:
+            if asked == "none" or not refuses_summaries(exc):
+                raise
+            self.summary = "none"
+            self.summary_refused = self.summary_refused or " ".join(getattr(exc, "detail", str(exc)).split())[:300]
+        completion = await super().send(request)
+        completion.extra["reasoning_summary_refused"] = self.summary_refused
+        return completion
 
     def read(self, status: int, headers: Mapping[str, str], raw: bytes) -> Completion:
         """The completion in a Responses API answer (:func:`read_response`)."""

@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; plain json sti
     dumps, loads = (lambda v: json.dumps(v).encode()), json.loads
 
 from ..base import BackendError, Completion
-from ..errors import error_code, error_message, status_error
+from ..errors import error_fields, status_error
 from . import Endpoint
 
 
@@ -165,7 +165,8 @@ def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any
 
 def answer_object(status: int, headers: Mapping[str, str], raw: bytes) -> dict[str, Any]:
     """The JSON object of an answer, or the BackendError its status or body amounts to (an HTTP
-    error status as :func:`status_error` reads it; a body that is not a JSON object: transient)."""
+    error status as :func:`status_error` reads it, with every field of the provider's error body,
+    :func:`error_fields`; a body that is not a JSON object: transient)."""
     try:
         data = loads(raw)
     except ValueError:
@@ -174,7 +175,8 @@ def answer_object(status: int, headers: Mapping[str, str], raw: bytes) -> dict[s
         except ValueError:
             data = None
     if status != 200:
-        raise status_error(status, error_message(data, raw), headers, error_code(data))
+        fields = error_fields(data, raw)
+        raise status_error(status, fields.message, headers, fields.code, fields.param, fields.kind)
     if not isinstance(data, dict):
         raise BackendError("the server's answer was cut off or malformed (not a JSON object; an HTML page?)", retryable=True)
     return data
