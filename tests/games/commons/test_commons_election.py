@@ -12,6 +12,7 @@ import asyncio
 import math
 import random
 
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
@@ -22,7 +23,9 @@ from agorabench.games.commons.commons import Commons
 from agorabench.games.commons.config import CommonsConfig
 from agorabench.games.commons.strategies import STRATEGIES
 
-from support.embeddings import fake_vector
+from support.embeddings import EmbeddingsServer, fake_vector
+from support.helpers import run_agora
+from support.studies import commons
 
 CANDIDATES = ["John", "Kate", "Jack", "Emma"]  # seats 0-3 of the fishery, the balanced population
 VOTERS = ["agent_4", "agent_5", "agent_6", "agent_7"]
@@ -188,3 +191,28 @@ def test_populations_are_data_and_the_configuration_checks_them():
         with pytest.raises(ValidationError, match=words):
             CommonsConfig(**bad)
     assert math.isclose(election.populations()[0]["competitive"][1], -12.04)
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = EmbeddingsServer()
+    yield srv
+    srv.close()
+
+
+def test_a_study_compares_leadership_conditions_in_the_report(server, write_study, tmp_path):
+    fixed = {"n_agents": 8, "months": 2, "max_conversation_steps": 2, "embeddings": f"openai/lead@{server.base_url}"}
+    path = write_study(commons("commons_leaders", repeats=2, seed=4, fixed=fixed, grid={"leadership": ["none", "fixed", "elected"]}))
+    db = tmp_path / "l.db"
+    result = run_agora("run", str(path), "--db", str(db), "--quiet")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "report"
+    result = run_agora("report", str(path), "--db", str(db), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "Leadership conditions (AgentElect)" in page and "not computed" not in page.split("Leadership conditions")[1][:2000]
+    table = pd.read_csv(next(out.rglob("leadership-conditions-measures*.csv")))
+    assert set(table["condition"]) == {"none", "fixed / one_prosocial", "elected / balanced"}
+    assert {"social_welfare", "survival_time", "wins_prosocial"} <= set(table["measure"])
+    change = pd.read_csv(next(out.rglob("leadership-change-from-none*.csv")))
+    assert set(change["condition"]) == {"fixed / one_prosocial", "elected / balanced"} and set(change["model"]) == {"sustainable", "greedy"}

@@ -19,6 +19,7 @@ from ...analysis.factor_tests import bh_adjust, binary_factors, factor_differenc
 from ...analysis.plots import MAX_LINES, bands, figure_html, table_html
 from ...analysis.report import Section
 from ...analysis.survival import collapsed_by_month, gini_by_month, km_by_group, resource_trajectory, runs_table
+from . import election_report
 
 METRICS = ["survival_time", "survival_time_harvested", "survival_rate", "total_gain", "total_loss", "efficiency", "equality", "over_usage"]
 #: Column headings that name which counting a survival figure uses.
@@ -340,6 +341,7 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
         out.append(Section("Universalization on vs off", "<p class='note'>" + html.escape("This study has no model with runs both with and without universalization.") + "</p>"))
     out += survival_sections(g, h)
     out += factor_sections(g)
+    out += election_report.sections(g, ranges(g))  # leadership conditions, when a run had leaders
     return out
 
 
