@@ -593,7 +593,7 @@ def _gemini_error(status: int, message: str, field: str | None = None) -> _Refus
     error: dict[str, Any] = {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "INVALID_ARGUMENT")}
     if field is not None:
         error["details"] = [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [{"field": field, "description": message}]}]
-    return _Refused(status, [error])
+    return _Refused(status, [{"error": error}])
 
 
 #: Gemini 3 Pro (not 3.1): thinking levels low and high only; MEDIUM is refused.

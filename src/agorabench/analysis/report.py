@@ -177,6 +177,10 @@ def overview(all_games: pd.DataFrame, turns: pd.DataFrame, spec: dict | None = N
         if thoughts is not None:
             per_model = per_model.merge(thoughts, on="model", how="left")
         parts.append("<h3>Turns per model</h3>" + table_html(per_model, name="turns per model"))
+        unknown = turns[turns["prompt_tokens"].isna() | turns["completion_tokens"].isna()] if {"prompt_tokens", "completion_tokens"} <= set(turns.columns) else turns.iloc[:0]
+        if len(unknown):  # NULL counts: a server that reported none, a call that timed out
+            who = ", ".join(html.escape(str(m)) for m in dict.fromkeys(unknown["model"].astype(str)))
+            parts.append(f"<p class='note'>{len(unknown)} turn(s) ({who}) have token counts unknown (the server reported none, or the call timed out): they are left out of the sums above.</p>")
         parts += [f"<p class='note'>{line}</p>" for line in cut_off_notes(turns)]
         bill = spend(turns)
         if bill is not None:
