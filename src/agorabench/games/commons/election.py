@@ -411,14 +411,15 @@ def metrics(out: dict[str, Any], total: float) -> dict[str, float]:
 
 
 def scripted(strategy: Strategy, obs: dict[str, Any]) -> Action:
-    """A scripted player's agenda, vote and report. Agenda: each takes at most what its own
-    harvest rule would take this month (sustainable: the share; greedy: the stock). Vote (parameter
+    """A scripted player's agenda, vote and report. Agenda: its SVO category, and that each takes
+    at most what its own harvest rule would take this month (sustainable: the share; greedy: the
+    stock). Vote (parameter
     ``vote``): ``first`` (default: the first name on its shuffled ballot), ``last``, a
     candidate's name, or ``none`` (an abstention). Report (parameter ``report``): the true
     figures (default) or the given text."""
     phase = obs["phase"]
     if phase == "agenda":
-        return Agenda(agenda=f"Each of us takes at most {strategy.harvest(obs)}.")  # type: ignore[attr-defined]
+        return Agenda(agenda=f"As a {obs['svo']} leader: each of us takes at most {strategy.harvest(obs)}.")  # type: ignore[attr-defined]
     if phase == "vote":
         choice = str(strategy.params.get("vote", "first"))
         ballot = obs["ballot"]
