@@ -216,3 +216,11 @@ def test_a_study_compares_leadership_conditions_in_the_report(server, write_stud
     assert {"social_welfare", "survival_time", "wins_prosocial"} <= set(table["measure"])
     change = pd.read_csv(next(out.rglob("leadership-change-from-none*.csv")))
     assert set(change["condition"]) == {"fixed / one_prosocial", "elected / balanced"} and set(change["model"]) == {"sustainable", "greedy"}
+
+
+def test_a_person_votes_by_choosing_a_name_from_the_ballot():
+    kind = election.person_vote(("Kate", "John"))
+    assert kind.select_fields == ("vote",) and kind(vote="John").vote == "John"
+    with pytest.raises(ValidationError):
+        kind(vote="Jack")
+    assert issubclass(kind, election.Vote)

@@ -44,7 +44,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -121,6 +121,20 @@ class Vote(Action):
     response_format: ClassVar = "answer"
 
     vote: str = Field(description="NAME")
+
+
+@lru_cache(maxsize=256)
+def person_vote(ballot: tuple[str, ...]) -> type[Vote]:
+    """The vote a person casts: one of the ballot's names, chosen from a list (never free text);
+    models always get :class:`Vote`."""
+    fields = {
+        "__annotations__": {"vote": Literal[ballot], "select_fields": ClassVar[tuple[str, ...]]},  # type: ignore[valid-type]
+        "vote": Field(ballot[0], description="your vote"),
+        "select_fields": ("vote",),
+        "form_note": classmethod(lambda cls: "Choose the candidate you vote for."),
+        "__module__": __name__,
+    }
+    return type("PersonVote", (Vote,), fields)
 
 
 class LeaderReport(Action):
@@ -309,7 +323,8 @@ async def hold(game: Commons, table: Table, month: int, stock: int, present: lis
             question = say(game, "vote_question", names=_or_list(ballots[r]))
             task = _format_mark() + question
             obs = {"phase": "vote", "month": month, "me": r, "ballot": list(ballots[r]), "agendas": dict(agendas), "leader": names.get(lead.leader) if lead.leader else None}
-            asks[r] = ask_alone(table, r, Prompt("\n".join(parts) + "\n" + task, obs, phase="vote", instructions=task), Vote, Vote(vote=ABSTAIN))
+            kind = person_vote(tuple(ballots[r])) if r in game.people else Vote  # a person picks a name from a list
+            asks[r] = ask_alone(table, r, Prompt("\n".join(parts) + "\n" + task, obs, phase="vote", instructions=task), kind, Vote(vote=ABSTAIN))
         answers = await table.ask_each(asks)
         note_month(table, asks, month)
         for r in voters:
@@ -419,7 +434,7 @@ def scripted(strategy: Strategy, obs: dict[str, Any]) -> Action:
     figures (default) or the given text."""
     phase = obs["phase"]
     if phase == "agenda":
-        return Agenda(agenda=f"As a {obs['svo']} leader: each of us takes at most {strategy.harvest(obs)}.")  # type: ignore[attr-defined]
+        return Agenda(agenda=f"My SVO is {obs['svo']}: each of us takes at most {strategy.harvest(obs)}.")  # type: ignore[attr-defined]
     if phase == "vote":
         choice = str(strategy.params.get("vote", "first"))
         ballot = obs["ballot"]
