@@ -187,15 +187,13 @@ class CommonsConfig(GameConfig):
         return self
 
     def _check_leadership(self, s: Any) -> None:
-        """Leaders need the retrieved memory, an English scenario that is not inverse, no
+        """Without leaders nothing is checked (the other leadership fields have no effect). Leaders
+        need the retrieved memory, an English scenario that is not inverse, no
         newcomer, a population of the kind asked for, and twice as many agents as candidates
         (the successor's rule)."""
         from .election import DEFAULT_POPULATION, population
 
-        if self.leadership == "none":
-            changed = [k for k, v in LEADERSHIP_DEFAULTS.items() if k != "leadership" and getattr(self, k) != v and not (k == "svo_population" and self.svo_population == "none")]
-            if changed:
-                raise ValueError(f"{', '.join(changed)} {'needs' if len(changed) == 1 else 'need'} leadership = \"fixed\" or \"elected\"")
+        if self.leadership == "none":  # the other leadership fields do nothing (a grid may cross them)
             return
         name = self.svo_population or DEFAULT_POPULATION[self.leadership]
         k = len(population(name))

@@ -44,7 +44,8 @@ def condition_of(row: pd.Series) -> str:
     parts = [kind, pop]
     if isinstance(every, (int, float)) and not math.isnan(float(every)) and int(every) != 1:
         parts.append(f"every {int(every)}")
-    if row.get("disinformation") is True:
+    disinfo = row.get("disinformation")
+    if isinstance(disinfo, (bool, int, float)) and not (isinstance(disinfo, float) and math.isnan(disinfo)) and bool(disinfo):
         parts.append("disinfo")
     return " / ".join(parts)
 
