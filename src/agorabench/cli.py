@@ -137,12 +137,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, why in info.get("stopped", {}).items():  # one line per stopped model, not one per game
         print(f"  model {name!r} stopped: {why}", file=sys.stderr)
     stopped = set(info.get("stopped", {}).values())
-    shown = collections.Counter(m for m in stats.error_messages if not any(why in m for why in stopped))
+    shown = collections.Counter(m for m in stats.error_messages if not any(why in m or _quoted_in(m, why) for why in stopped))
     for message, n in list(shown.items())[:5]:
         print(f"  error{f' ({n} games)' if n > 1 else ''}: {message}", file=sys.stderr)
     if spent is not None and _over_budget(spent):
         return 1
     return 0 if stats.errors == stats.budget_stopped else 1
+
+
+def _quoted_in(message: str, why: str) -> bool:
+    """Whether a game's error is the bad request a model's stop line quotes (the same 400 in a
+    row that stopped the model, :data:`~agorabench.models.model.STOP_AFTER_REFUSED`): its
+    ``HTTP NNN: ...`` part, before the attempts, is in the line."""
+    start, end = message.find("HTTP "), message.rfind(" (after ")
+    return 0 <= start < end and " ".join(message[start:end].split()) in why
 
 
 def _over_budget(spent: dict[str, Any]) -> str:

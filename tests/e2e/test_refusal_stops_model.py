@@ -52,10 +52,11 @@ def servers():
         yield get
 
 
-def envy(name: str, entries: list[dict[str, Any]], moves: list[str] = MOVES) -> str:
+def envy(name: str, entries: list[dict[str, Any]], moves: list[str] = MOVES, matrices: tuple[str, ...] = ("M1",)) -> str:
     """Envy point allocation, each model against a self-maximiser in both orders: a model is
-    focal (asked) in ``len(moves)`` games of 3 turns and the passive peer (never asked) in as many."""
-    grid = paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=moves)
+    focal (asked) in ``len(moves) * len(matrices)`` games of 3 turns and the passive peer (never
+    asked) in as many."""
+    grid = paper_grid(matrix=list(matrices), peer_status=["leading"], margin=["marginal"], peer_move=moves)
     return envy_points(name, [*entries, scripted("self-max")], seed=3, repeats=1, grid=grid)
 
 
@@ -75,6 +76,7 @@ def run(capsys, tmp_path: Path, url: str | None, text: str, name: str, *flags: s
             "requests": n,
             "statuses": {k: v - before["statuses"].get(k, 0) for k, v in after["statuses"].items() if v - before["statuses"].get(k, 0)},
             "bodies": after["bodies"][len(after["bodies"]) - n:],
+            "codes": [e["status"] for e in after["log"][len(after["log"]) - n:]],
         }
     return rc, out, err, db, seen
 
@@ -114,14 +116,15 @@ def test_the_same_unknown_400_three_times_stops_the_model_naming_the_field(serve
     url = servers("gemini")
     level = {"extra_body": {"google": {"thinking_config": {"thinking_level": "ultra"}}}}
     g3 = model("g3", f"gemini/gemini-3-pro-preview@{url}", temperature=0, extra_body=level)
-    rc, out, err, db, seen = run(capsys, tmp_path, url, envy("enum", [g3], moves=["A", "B", "C", "D"]), "enum")
+    rc, out, err, db, seen = run(capsys, tmp_path, url, envy("enum", [g3], matrices=("M1", "M2")), "enum")
     assert rc == 1
     lines = stopped_lines(err)
     assert len(lines) == 1, err
+    assert not [line for line in err.splitlines() if line.startswith("  error")], err  # the games it failed before are that line's
     assert "refused 3 calls in a row with the same settings alike" in lines[0] and "names generation_config.thinking_config.thinking_level" in lines[0], lines[0]
     assert 3 <= seen["requests"] <= 4 and seen["statuses"] == {"400": seen["requests"]}  # the third stops it; one more may have been in flight
     statuses = sorted(g["status"] for g in games_of(db) if g["seats"]["focal"] == "g3")
-    assert statuses == ["error"] * 4
+    assert statuses == ["error"] * 8  # 8 games to play, 3 or 4 asked
 
 
 def test_the_context_length_never_stops_a_model_as_a_refused_setting(servers, capsys, tmp_path):
@@ -143,11 +146,9 @@ def test_refused_reasoning_summaries_are_dropped_once_and_every_game_is_played(s
     assert rc == 0, err
     warnings = [line for line in err.splitlines() if "refuses reasoning summaries" in line]
     assert len(warnings) == 1 and "must be verified to generate reasoning summaries" in warnings[0], err
-    bodies = seen["bodies"]
-    asked = [("summary" in (b.get("reasoning") or {})) for b in bodies]
-    refused = seen["statuses"].get("400", 0)
-    assert 1 <= refused <= 2 and sum(asked) == refused  # the calls in flight at the refusal, no later one
-    assert not any(asked[refused + 1:]), asked  # after the first re-sent call, none asks (one more may have been in flight)
+    asked = [("summary" in (b.get("reasoning") or {})) for b in seen["bodies"]]
+    assert [400 if a else 200 for a in asked] == seen["codes"], (asked, seen["codes"])  # every call that asked was refused, every other answered
+    assert 1 <= sum(asked) <= 2, asked  # the calls in flight at the first refusal (concurrency 2), never a later one
     assert all(g["status"] == "done" for g in games_of(db))
 
     # reasoning_summary = "none": never asked, never refused; the games' ids are the same

@@ -428,10 +428,10 @@ class Model:
             return
         if self.dead is None:
             setting, fix = setting_fix(exc.detail, exc.param)
-            said = " ".join(exc.detail.split())
-            said = said if len(said) <= 300 else said[:297] + "..."
-            code = f", {exc.code}" if exc.code else ""
-            self.dead = f"the server refused {n} calls in a row with the same settings alike (HTTP {exc.status}{code}: {said}), so every call would fail; it names {setting}: {fix}"
+            said = " ".join(str(exc).split())  # as the games it failed say it (the run's closing lines fold them into this one)
+            said = said if len(said) <= 500 else said[:497] + "..."
+            code = f" ({exc.code})" if exc.code else ""
+            self.dead = f"the server refused {n} calls in a row with the same settings alike{code} ({said}), so every call would fail; it names {setting}: {fix}"
         raise BackendError(f"{self.backend.identity}: {self.dead}", retryable=False, fatal=True) from None
 
     def _count(self, completion: Completion) -> None:
