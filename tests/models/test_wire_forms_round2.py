@@ -132,6 +132,7 @@ def test_settings_a_model_refuses_are_one_line_at_study_check(dialect: str, name
     [
         ("gemini", "gemini-2.5-flash", dict(thinking="off")),
         ("gemini", "gemini-3-pro-preview", dict(reasoning_effort="high")),
+        ("gemini", "gemini-3.1-pro-preview", dict(reasoning_effort="medium")),
         ("gemini", "gemini-3-flash-preview", dict(reasoning_effort="medium")),
         ("anthropic", "claude-opus-4-5", dict(thinking="on")),
         ("anthropic", "claude-opus-4-20250514", dict(thinking="on")),

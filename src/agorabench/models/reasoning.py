@@ -149,9 +149,9 @@ def anthropic_fields(settings: "GenerationSettings") -> dict[str, Any]:
 _ADAPTIVE_ONLY = re.compile(r"claude-opus-(?:4-(?:[7-9]|\d\d)|[5-9]|\d\d)(?!\d)", re.I)
 #: Gemini models whose thinking cannot be turned off (2.5 Pro, Gemini 3 and later).
 _ALWAYS_THINKS = re.compile(r"gemini-(?:2\.5-pro|[3-9])", re.I)
-#: Gemini 3 Pro's thinking levels (it refuses the others, e.g. "Thinking level MEDIUM is not
-#: supported for this model").
-_GEMINI_PRO_LEVELS = re.compile(r"gemini-[3-9](?:\.\d+)?-pro", re.I)
+#: Gemini 3 Pro's thinking levels are low and high (it refuses the others, e.g. "Thinking level
+#: MEDIUM is not supported for this model"); Gemini 3.1 Pro added medium, so only 3.0 Pro is named.
+_GEMINI_PRO_LEVELS = re.compile(r"gemini-3(?:\.0)?-pro", re.I)
 
 
 def setting_problems(dialect: str, settings: "GenerationSettings", name: str = "") -> list[str]:
