@@ -20,8 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, families
+from .core.errors import StudyError
 from .core.progress import tier_text
-from .core.study import load_study, StudyError
+
+
+def load_study(path: str, **kwargs: Any):
+    """:func:`agorabench.core.study.load_study`, imported when a command reads a study (the schema,
+    pydantic and the game rules cost ``agora --help`` and ``agora games`` nothing)."""
+    from .core.study import load_study
+
+    return load_study(path, **kwargs)
 
 
 def _default_db(study_path: str) -> str:
@@ -777,13 +785,20 @@ def _positive(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    import sqlalchemy
+def _loaded(*names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes ``"module:Class"`` whose modules are imported already. A module not
+    imported cannot have raised its error, so ``main`` catches them without importing any
+    (sqlalchemy alone costs a tenth of a second)."""
+    found = []
+    for name in names:
+        module, _, cls = name.partition(":")
+        if module in sys.modules:
+            found.append(getattr(sys.modules[module], cls))
+    return tuple(found)
 
-    from .analysis.files import OutputError
+
+def main(argv: list[str] | None = None) -> int:
     from .redact import redact
-    from .models.errors import SpecError
-    from .store.errors import StoreError, damaged, is_damage
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -794,17 +809,19 @@ def main(argv: list[str] | None = None) -> int:
     previous = _stop_on_sigterm() if args.command == "run" else None  # `serve` has its own
     try:
         return args.func(args)
-    except (StudyError, StoreError, families.UnknownGame, SpecError) as exc:  # SpecError: a model spec no command could read, one line
+    except (StudyError, families.UnknownGame, *_loaded("agorabench.store.errors:StoreError", "agorabench.models.errors:SpecError")) as exc:  # SpecError: a model spec no command could read, one line
         print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
-    except (sqlalchemy.exc.SQLAlchemyError, sqlite3.Error) as exc:
+    except (sqlite3.Error, *_loaded("sqlalchemy.exc:SQLAlchemyError")) as exc:
+        from .store.errors import damaged, is_damage
+
         detail = (str(getattr(exc, "orig", None) or exc).splitlines() or [type(exc).__name__])[0]
         if is_damage(detail):  # e.g. text that is not UTF-8, a page that does not fit
             print(f"agora: error: {damaged(getattr(args, 'db', None) or 'the database', detail)}", file=sys.stderr)
             return 2
         print(f"agora: error: database: {redact(detail)} (is --db a complete agorabench database?)", file=sys.stderr)
         return 2
-    except OutputError as exc:  # "could not write PATH: CAUSE"; an earlier file of that name is kept whole
+    except _loaded("agorabench.analysis.files:OutputError") as exc:  # "could not write PATH: CAUSE"; an earlier file of that name is kept whole
         print(f"agora: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -67,12 +67,9 @@ from ..models.pricing import check_tier_prices
 from ..models.reasoning import EFFORTS
 from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, split_url
 from ..redact import redact
+from .errors import StudyError  # defined apart so that the command line names it without this module
 from .game import Game
 from .seats import SeatKind, kind_of_spec
-
-
-class StudyError(ValueError):
-    """A study file that cannot be used; the message names the problem."""
 
 
 #: Most games one study may expand to unless its file sets ``max_games`` (a typo like
