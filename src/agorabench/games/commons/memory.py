@@ -36,9 +36,10 @@ import calendar
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Iterable, Literal, Protocol, Sequence
+from typing import Iterable, Literal, Protocol, Sequence, TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where vectors are made (listing games or strategies needs none)
+    import numpy as np
 
 Kind = Literal["event", "chat", "thought"]
 KINDS: tuple[str, ...] = ("event", "chat", "thought")
@@ -133,6 +134,8 @@ class EmbeddingCache:
         empty or non-finite vector, or a dimension unlike the vectors kept before."""
         if len(texts) != len(vectors):
             raise ValueError(f"asked to embed {len(texts)} texts, got {len(vectors)} vectors")
+        import numpy as np
+
         dim = next(iter(self._vectors.values())).shape[0] if self._vectors else None
         for text, vector in zip(texts, vectors):
             array = np.asarray(vector, dtype=np.float64)
@@ -163,6 +166,8 @@ class EmbeddingCache:
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """``a·b / (|a|·|b|)``; 0 when either vector is zero."""
+    import numpy as np
+
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0:
         return 0.0

@@ -18,7 +18,6 @@ from typing import Callable
 from ...core.actions import Action
 from ...core.agents import Strategy
 from ...core.table import TurnRequest
-from .humans import samples
 from .trust import equalising_return, INVESTOR, PLAN, plan_field, TRUSTEE
 
 #: A trustee's rule: (points sent, points received) -> points returned.
@@ -126,6 +125,8 @@ class HumanResampler(Strategy):
     shares, which people may not keep there."""
 
     def decide(self, request: TurnRequest) -> Action:
+        from .humans import samples  # the human data (and numpy) only when this strategy plays
+
         if request.role == INVESTOR:
             endowment = request.prompt.observation["endowment"]
             return request.action_type(send=min(_rounded(samples().sent_share.draw(request.rng) * endowment), endowment))
