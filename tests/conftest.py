@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import collections
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +68,63 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return
     rank = {path: i for i, path in enumerate(HEAVY_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slowest-files", type=int, default=15, metavar="N", help="list the N test files of longest wall time at the end, with their CPU seconds (0: none)")
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all its threads) and of the child processes
+    it has waited for (``agora`` subprocesses, servers stopped by a fixture)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_cpu_mark = [0.0]
+#: Test file -> [wall seconds, CPU seconds] over its tests' setup, call and teardown.
+_file_times: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    _cpu_mark[0] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Each phase's report carries the CPU seconds the phase took (``cpu_s`` in its
+    ``user_properties``), so that xdist workers send them to the controller, which prints the
+    summary."""
+    outcome = yield
+    now = _cpu_seconds()
+    outcome.get_result().user_properties.append(("cpu_s", round(now - _cpu_mark[0], 4)))
+    _cpu_mark[0] = now
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    cpu = dict(report.user_properties).get("cpu_s")
+    if cpu is not None:  # a report of this plugin (run here or in an xdist worker)
+        times = _file_times[report.nodeid.split("::", 1)[0]]
+        times[0] += report.duration
+        times[1] += float(cpu)  # type: ignore[arg-type]
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """The slowest test files by wall time (their tests' setup, call and teardown summed), with
+    the CPU seconds they used (the test process's and its waited-for children's): CPU time is
+    what a file costs the suite on a shared machine, where wall time also measures the others."""
+    n = config.getoption("--slowest-files")
+    if n <= 0 or not _file_times or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    ranked = sorted(_file_times.items(), key=lambda kv: -kv[1][0])
+    k = min(n, len(ranked))
+    terminalreporter.write_sep("=", f"slowest {k} test file{'s' if k != 1 else ''} (wall s, CPU s)")
+    for path, (wall, cpu) in ranked[:n]:
+        terminalreporter.write_line(f"{wall:8.2f} {cpu:8.2f}  {path}")
+    wall, cpu = (sum(t[i] for t in _file_times.values()) for i in (0, 1))
+    terminalreporter.write_line(f"{wall:8.2f} {cpu:8.2f}  all {len(ranked)} files")
 
 
 @pytest.fixture(scope="session")
