@@ -20,12 +20,18 @@ if TYPE_CHECKING:
 
 def report_steps(game: Commons, present: list[str], names: dict[str, str], collected: dict[str, int]) -> list[dict[str, Any]]:
     """The conversation steps that open the chat: the manager's report (one step, catches
-    only unless ``report_stock``), each agent's own line (one step each), or none."""
+    only), each agent's own line (one step each), or none; ``report_wording = "original"``
+    words them as the original does (its sentences joined by a space, as its code joins them)."""
     c, s = game.config, game.scenario
+    original = c.report_wording == "original"
     if c.report == "none":
         return []
     if c.report == "individual":
-        return [{"speaker": r, "name": names[r], "message": game.say(amount=collected[r])("individual_line"), "report": True} for r in present]
+        key = "individual_line_original" if original else "individual_line"
+        return [{"speaker": r, "name": names[r], "message": game.say(amount=collected[r])(key), "report": True} for r in present]
+    if original:
+        text = " ".join([game.say()("report_intro_original"), *(game.say(name=names[r], amount=collected[r])("report_line_original") for r in present)])
+        return [{"speaker": "manager", "name": s.manager, "message": text, "report": True}]
     lines = [game.say(name=names[r], amount=collected[r])("report_line") for r in present]
     text = game.render("report", lines=lines, stock=None, collapsed=False, show_stock=False)
     return [{"speaker": "manager", "name": s.manager, "message": text, "report": True}]

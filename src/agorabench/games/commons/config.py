@@ -58,6 +58,9 @@ class CommonsConfig(GameConfig):
     report: Literal["manager", "individual", "none"] = "manager"
     #: Add the stock left to the report (legacy; the original reports catches only).
     report_stock: bool = False
+    #: The words of the report that opens the chat: ``ours`` (default) or ``original`` (the
+    #: original GovSim's sentences, English scenarios: ``report_*_original`` in the data file).
+    report_wording: Literal["ours", "original"] = "ours"
     #: Tell each agent privately what it asked for and what it got after every harvest.
     private_outcome: bool = True
     #: Add the universalization hint ("if everyone takes more than f(t)/N ...") at each harvest.
@@ -150,10 +153,10 @@ class CommonsConfig(GameConfig):
 
     @model_serializer(mode="wrap")
     def _stored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The leadership fields left out at their defaults: the stored configuration, and so
+        """The leadership fields (and :data:`QUIET_DEFAULTS`) left out at their defaults: the stored configuration, and so
         the game id and nature's seed, of a game without leaders is what it was before them."""
         data = handler(self)
-        for key, default in LEADERSHIP_DEFAULTS.items():
+        for key, default in {**LEADERSHIP_DEFAULTS, **QUIET_DEFAULTS}.items():
             if key in data and data[key] == default:
                 data.pop(key)
         return data
@@ -183,8 +186,20 @@ class CommonsConfig(GameConfig):
                 raise ValueError(f"scenario {self.scenario}/{self.language} has no {', '.join(missing)} in its [memory] table (memory = \"retrieved\" needs them)")
         if self.newcomer_month is not None and self.newcomer_month > self.months:
             raise ValueError(f"newcomer_month {self.newcomer_month} is after the last month {self.months}")
+        self._check_report_wording(s)
         self._check_leadership(s)
         return self
+
+    def _check_report_wording(self, s: Any) -> None:
+        """The original's report wording needs its sentences in the scenario file (English) and
+        the original month order (the legacy report adds the stock, in our words)."""
+        if self.report_wording == "ours" or self.report == "none" or not self.communication:
+            return
+        keys = ("individual_line_original",) if self.report == "individual" else ("report_intro_original", "report_line_original")
+        if any(k not in s.text for k in keys):
+            raise ValueError(f'report_wording = "original": scenario {self.scenario}/{self.language} has no original wording for report = "{self.report}" (the original has the manager\'s report in the English scenarios, individual lines in the fishery only)')
+        if self.month_order != "original":
+            raise ValueError('report_wording = "original" needs month_order = "original" (the legacy order\'s report, with the stock, is ours)')
 
     def _check_leadership(self, s: Any) -> None:
         """Without leaders nothing is checked (the other leadership fields have no effect). Leaders
@@ -213,6 +228,10 @@ class CommonsConfig(GameConfig):
 
 #: The leadership fields at their defaults (left out of the stored configuration).
 LEADERSHIP_DEFAULTS: dict[str, Any] = {"leadership": "none", "svo_population": None, "election_every": 1, "voting": "fptp", "disinformation": False}
+
+#: Later fields left out of the stored configuration at their defaults, so that a game's id
+#: and nature's seed stay what they were before the field existed.
+QUIET_DEFAULTS: dict[str, Any] = {"report_wording": "ours"}
 
 
 def agent_roles(n: int) -> tuple[str, ...]:
