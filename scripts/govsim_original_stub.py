@@ -3,11 +3,18 @@ its embedding model replaced by deterministic stubs; write every model call and 
 environment log. Run by ``scripts/side_by_side_govsim.py`` in an interpreter that has the
 original's light dependencies (numpy, pandas, omegaconf, pettingzoo, regex, pygtrie, backoff).
 
-    GOVSIM=/path/GovSim PATHFINDER=/path/PathFinder python govsim_original_stub.py MONTHS OUTDIR
+    GOVSIM=/path/GovSim PATHFINDER=/path/PathFinder [FRESH_CLOCK=1] python govsim_original_stub.py MONTHS OUTDIR
 
 The heavy imports the original makes at start-up (torch, transformers, sentence-transformers,
 vllm, wandb) are replaced by empty modules: none of them is used once the model and the
-embeddings are stubs. The answers follow the policy of ``side_by_side_govsim.policy``.
+embeddings are stubs. The answers follow the policy of ``side_by_side_govsim.Policy``.
+``FRESH_CLOCK=1`` removes the original's stale clock (its seats 1-4 keep the harvest day's
+date through the chat: only seat 0 is stepped into the restaurant): every seat's clock is set
+to the chat's day when the chat begins, as ours is.
+
+Every change to the original's code goes through :func:`patch`, which stops the run with a clear
+message when its target is missing (the original at another commit would otherwise be compared
+unpatched, silently). Importing this file loads nothing of the original (tests import it).
 """
 
 from __future__ import annotations
@@ -18,10 +25,21 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable
+from typing import Any
 
-GOVSIM = os.environ["GOVSIM"]
-PATHFINDER = os.environ["PATHFINDER"]
-sys.path[:0] = [GOVSIM, PATHFINDER]
+
+class PatchError(SystemExit):
+    """A change this comparison makes to the original's code found no target."""
+
+
+def patch(owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+    """Replace ``owner.name`` by ``make(old)``; stop with a clear message when ``owner`` has no
+    ``name`` (the original's code is not the one this comparison was written for)."""
+    if not hasattr(owner, name):
+        where = getattr(owner, "__name__", None) or type(owner).__name__
+        raise PatchError(f"cannot patch {where}.{name}: the original has no such attribute (GovSim at 1d11adf and PathFinder at 69b8d64 are the versions compared)")
+    setattr(owner, name, make(getattr(owner, name)))
 
 
 class _Anything:
@@ -43,19 +61,32 @@ def _empty_module(name: str) -> None:
     sys.modules[name] = module
 
 
-for _name in ("torch", "transformers", "sentence_transformers", "vllm", "wandb", "wandb.sdk", "wandb.sdk.data_types", "wandb.sdk.data_types.trace_tree"):
-    _empty_module(_name)
+def load_original() -> None:
+    """Put the original on the path, with empty modules for its heavy imports and the class
+    that a PettingZoo newer than its 1.24 renamed (1.25 made ``agent_selector`` a module and
+    the class ``AgentSelector``)."""
+    sys.path[:0] = [os.environ["GOVSIM"], os.environ["PATHFINDER"]]
+    for name in ("torch", "transformers", "sentence_transformers", "vllm", "wandb", "wandb.sdk", "wandb.sdk.data_types", "wandb.sdk.data_types.trace_tree"):
+        _empty_module(name)
+    import pettingzoo.utils
 
-import numpy as np  # noqa: E402
-import pathfinder  # noqa: E402
-import pettingzoo.utils  # noqa: E402
+    if isinstance(pettingzoo.utils.agent_selector, types.ModuleType):
+        patch(pettingzoo.utils, "agent_selector", lambda _: pettingzoo.utils.AgentSelector)
 
-# PettingZoo 1.25 on made ``agent_selector`` a module (the class is ``AgentSelector``); the
-# original (written for 1.24) calls it, so give it the class where a newer PettingZoo is installed
-if isinstance(pettingzoo.utils.agent_selector, types.ModuleType):
-    pettingzoo.utils.agent_selector = pettingzoo.utils.AgentSelector
-from omegaconf import OmegaConf  # noqa: E402
-from simulation.utils.models import ModelWandbWrapper  # noqa: E402
+
+def fresh_clock(loop: Callable[..., Any]) -> Callable[..., Any]:
+    """A persona's ``loop`` that, when the chat begins (seat 0 steps into the restaurant), sets
+    every persona's clock to the chat's day before the chat (the original leaves seats 1-4 at
+    the harvest day: their notes are dated then and their retrievals use it)."""
+
+    def wrapped(self, obs):
+        if obs.current_location == "restaurant":
+            for other in self.other_personas.values():
+                other.current_time = obs.current_time
+        return loop(self, obs)
+
+    return wrapped
+
 
 CALLS: list[dict] = []
 NAMES = ["John", "Kate", "Jack", "Emma", "Luke"]
@@ -100,18 +131,20 @@ def answer(kind: str, user: str) -> str:
     return "OK."
 
 
-class StubAPI(pathfinder.ModelAPI):
-    """The original's model layer with the policy's answers (every call recorded)."""
+def stub_api(name: str):
+    """The original's model layer (PathFinder's ``ModelAPI``) with the policy's answers, every
+    call recorded."""
+    import pathfinder
 
-    def __init__(self, name: str) -> None:
-        super().__init__(name, seed=42)
+    class StubAPI(pathfinder.ModelAPI):
+        def request_api(self, chat, temperature, top_p, max_tokens):
+            user = "".join(m["content"] for m in chat if m["role"] == "user")
+            kind = kind_of(user)
+            reply = answer(kind, user)
+            CALLS.append({"model": self.model_name, "kind": kind, "messages": chat, "reply": reply, "max_tokens": max_tokens, "temperature": temperature})
+            return reply
 
-    def request_api(self, chat, temperature, top_p, max_tokens):
-        user = "".join(m["content"] for m in chat if m["role"] == "user")
-        kind = kind_of(user)
-        reply = answer(kind, user)
-        CALLS.append({"model": self.model_name, "kind": kind, "messages": chat, "reply": reply, "max_tokens": max_tokens, "temperature": temperature})
-        return reply
+    return StubAPI(name, seed=42)
 
 
 class StubLogger:
@@ -136,8 +169,10 @@ class StubLogger:
         pass
 
 
-def bag_of_words(text: str) -> np.ndarray:
+def bag_of_words(text: str):
     """The embeddings both engines use in the comparison: words hashed into 256 counts."""
+    import numpy as np
+
     v = np.zeros(256)
     for word in text.lower().split():
         v[int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
@@ -157,6 +192,8 @@ def stub_embedding():
     context too), and memories are embedded bare."""
     from simulation.persona.embedding_model import EmbeddingModel
 
+    for method in ("embed", "embed_retrieve"):  # the stub relies on both being the original's
+        patch(EmbeddingModel, method, lambda old: old)
     model = EmbeddingModel.__new__(EmbeddingModel)
     model.model, model.device = BagOfWordsModel(), "cpu"
     return model
@@ -165,15 +202,23 @@ def stub_embedding():
 def main() -> None:
     months, out = int(sys.argv[1]), sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    exp = OmegaConf.load(f"{GOVSIM}/simulation/scenarios/fishing/conf/experiment/fish_baseline_concurrent.yaml")
+    load_original()
+    from omegaconf import OmegaConf
+    from simulation.utils.models import ModelWandbWrapper
+
+    if os.environ.get("FRESH_CLOCK") == "1":
+        from simulation.scenarios.fishing.agents.persona_v3 import FishingPersona
+
+        patch(FishingPersona, "loop", fresh_clock)
+    exp = OmegaConf.load(f"{os.environ['GOVSIM']}/simulation/scenarios/fishing/conf/experiment/fish_baseline_concurrent.yaml")
     del exp["defaults"]
     for i in range(5):
         exp.personas[f"persona_{i}"].goals = ""
     exp.agent.converse.inject_resource_observation = True
     exp.env.max_num_rounds = months
     logger = StubLogger()
-    wrappers = [ModelWandbWrapper(StubAPI(f"persona{i}"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True) for i in range(5)]
-    framework = ModelWandbWrapper(StubAPI("framework"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True)
+    wrappers = [ModelWandbWrapper(stub_api(f"persona{i}"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True) for i in range(5)]
+    framework = ModelWandbWrapper(stub_api("framework"), render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=42, is_api=True)
     from simulation.scenarios.fishing.run import run
 
     run(exp, logger, wrappers, framework, stub_embedding(), out)

@@ -89,26 +89,19 @@ class Policy:
         return Reply(text=text)
 
 
-def original_report(self: Commons, present: list[str], names: dict[str, str], collected: dict[str, int]) -> list[dict[str, Any]]:
-    """The Mayor's report in the original's words (``--report-wording original``): a remark's
-    focal points are the conversation steps, so their words change what bag-of-words relevance
-    retrieves."""
-    text = "Ladies and gentlemen, let me give you the monthly fishing report. " + "".join(f"{names[r]} caught {collected[r]} tons of fish. " for r in present)
-    return [{"speaker": "manager", "name": self.scenario.manager, "message": text, "report": True}]
-
-
 def run_ours(months: int, recency: str = "newest", report_wording: str = "ours", **settings: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    config = CommonsConfig(n_agents=5, months=months, memory_recency=recency, **settings)
+    """Play ours with the shared policy; ``report_wording = "original"`` is the game's own setting
+    (the Mayor's report in the original's words: a remark's focal points are the conversation
+    steps, so their words change what bag-of-words relevance retrieves)."""
+    config = CommonsConfig(n_agents=5, months=months, memory_recency=recency, report_wording=report_wording, **settings)
     calls: list[dict[str, Any]] = []
     game = Commons(config, Prompts(Commons.prompt_dir), names={})
-    if report_wording == "original":
-        game._report_steps = original_report.__get__(game)
     table = Table({r: Policy(calls) for r in Commons.active_roles(config)}, seed=0, embed=embed)
     return calls, asyncio.run(game.play(table))
 
 
 def run_original(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    env = {"GOVSIM": str(args.original), "PATHFINDER": str(args.pathfinder), "PATH": "/usr/bin:/bin"}
+    env = {"GOVSIM": str(args.original), "PATHFINDER": str(args.pathfinder), "PATH": "/usr/bin:/bin", "FRESH_CLOCK": "1" if args.fresh_clock else "0"}
     done = subprocess.run([str(args.python), str(HERE / "govsim_original_stub.py"), str(args.months), str(out)], cwd=out, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"the original failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
@@ -138,19 +131,29 @@ def calls_per_month(calls: list[dict[str, Any]], months: int, original: bool) ->
     return counts
 
 
-def _prompts(calls: list[dict[str, Any]], kind: str, original: bool) -> list[str]:
-    """The first agent's prompts (its last user message) of one kind, in order. The original has
-    seat 0's model write every remark (its defect 4), so its remark prompts are picked by the
-    persona they speak for."""
+def _prompts(calls: list[dict[str, Any]], kind: str, original: bool, seat: int = 0) -> list[str]:
+    """One seat's prompts (its last user message) of one kind, in order. The original has seat
+    0's model write every remark (its defect 4), so its remark prompts are picked by the persona
+    they speak for."""
     out = []
     for c in calls:
-        if c["kind"] != kind or (c.get("model") if original else c.get("role")) != ("persona0" if original else "agent_0"):
+        if c["kind"] != kind:
             continue
         user = next(m["content"] for m in reversed(c["messages"]) if m["role"] == "user")
-        if original and kind == "remark" and not user.startswith("You are John,"):
+        if original and kind == "remark":
+            if not user.startswith(f"You are {NAMES[seat]},"):
+                continue
+        elif (c.get("model") if original else c.get("role")) != (f"persona{seat}" if original else f"agent_{seat}"):
             continue
         out.append(user)
     return out
+
+
+def same_memories(theirs: list[dict[str, Any]], ours: list[dict[str, Any]], kind: str, seat: int) -> tuple[int, int]:
+    """How many of one seat's prompts of one kind show the same notes and insights (text and
+    date, in any order) in both engines, of how many compared."""
+    shown = [(_memories(a), _memories(b)) for a, b in zip(_prompts(theirs, kind, True, seat), _prompts(ours, kind, False, seat))]
+    return sum(set(a) == set(b) for a, b in shown), len(shown)
 
 
 def _memories(prompt: str) -> list[tuple[str, str]]:
@@ -173,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--months", type=int, default=3)
     parser.add_argument("--out", type=Path, help="write both engines' prompts to the first agent here")
     parser.add_argument("--recency", choices=["newest", "original"], default="newest", help="our memory_recency: ours (the newest memory counts most) or the original's (the oldest)")
-    parser.add_argument("--report-wording", choices=["ours", "original"], default="ours", help="the Mayor's report in our words or in the original's (a remark's focal points are the conversation steps)")
+    parser.add_argument("--report-wording", choices=["ours", "original"], default="ours", help="our report_wording setting: the Mayor's report in our words or in the original's (a remark's focal points are the conversation steps)")
+    parser.add_argument("--fresh-clock", action="store_true", help="remove the original's stale clock (seats 1-4 keep the harvest day's date through the chat) in the original's run")
     parser.add_argument("--commons-6", action="store_true", help="commons-6's retrieval: bare focal points (no query prefix), its focal words (focal_points = 'earlier')")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -205,8 +209,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"prompts: {args.out}")
     print("\nthe first agent's prompts showing the same memories (notes and insights: text and date, in any order):")
     for kind in ("harvest", "remark", "insights"):
-        shown = [(_memories(a), _memories(b)) for a, b in zip(_prompts(theirs, kind, True), _prompts(ours, kind, False))]
-        print(f"- {kind}: {sum(set(a) == set(b) for a, b in shown)} of {len(shown)}")
+        agree, n = same_memories(theirs, ours, kind, 0)
+        print(f"- {kind}: {agree} of {n}")
+    print("\nevery seat's prompts showing the same memories:\n\n| seat | harvest | remark | insights |\n|---|---|---|---|")
+    totals = collections.Counter()
+    for seat in range(5):
+        cells = []
+        for kind in ("harvest", "remark", "insights"):
+            agree, n = same_memories(theirs, ours, kind, seat)
+            totals[kind, 0] += agree
+            totals[kind, 1] += n
+            cells.append(f"{agree} of {n}")
+        print(f"| {NAMES[seat]} | " + " | ".join(cells) + " |")
+    print("| all five | " + " | ".join(f"{totals[k, 0]} of {totals[k, 1]}" for k in ("harvest", "remark", "insights")) + " |")
     print("\nstocks and catches " + ("agree in every month" if same else "DIFFER"))
     return 0 if same else 1
 
