@@ -12,12 +12,15 @@ ends the chat, the limit read is 10, every memory is rated 5, fixed notes and in
 same bag-of-words embeddings.
 
 Printed: each month's stock and catches in both engines; the model calls of each kind per month
-(ours has no chat summary: the original's can never be retrieved); how many of the first agent's
+(ours has no chat summary: the original's can never be retrieved); how many of each seat's
 harvest, remark and insight prompts show the same notes and insights (text and date) in both
 engines (``--recency original`` for the original's recency, ``--report-wording original`` for
-the Mayor's report in its words, ``--commons-6`` for commons-6's retrieval); and, with
-``--out``, every prompt of the first agent in both engines, turn by turn, to read what each one
-is told (the original's text stays on your machine).
+our ``report_wording = "original"``, the Mayor's report in its words, ``--commons-6`` for
+commons-6's retrieval, ``--fresh-clock`` to remove the original's stale clock from its run: its
+seats 1-4 otherwise keep the harvest day's date through the chat); and, with ``--out``, every
+prompt of the first agent in both engines, turn by turn, to read what each one is told (the
+original's text stays on your machine). The stub changes the original's code only through its
+``patch``, which stops the run with a clear message when its target is missing.
 
 The original's interpreter needs numpy, pandas, PyYAML, omegaconf (with
 antlr4-python3-runtime 4.9), pettingzoo, regex, backoff and pygtrie; a PettingZoo newer than the
