@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from ..models.base import Completion
 from ..redact import redact
-from .codec import _safe, pack_text, unpack_text
+from .codec import _safe, unpack_text
+from .thoughts import REF, is_ref, read, resolve, save as save_thoughts, stored_thought
 from .errors import DB_ERRORS, StoreError, _problem
 from .schema import cache
 
@@ -25,6 +26,8 @@ class SQLCache:
     - Lookups: the keys already in the table are read once (as 64-bit prefixes, up to
       ``index_limit`` of them), so a key that is not there costs no query. Answers written later
       by another process are not seen; that costs at most a repeated call, never a wrong answer.
+    - An answer's long thoughts are stored once per database, by hash (:mod:`~.thoughts`): the
+      answer holds ``sha256:<hex>``, the game's ``reasoning`` row names the same row.
     - Writes are buffered and written in one transaction by :meth:`flush`, which the runner
       calls before it stores a finished game (and which runs by itself every ``batch`` answers):
       every stored game's answers are in the cache, and a kill loses only answers of games still
@@ -58,8 +61,12 @@ class SQLCache:
         pending = self._pending.get(key) or self._writing.get(key)
         if pending is not None and pending.get("forget"):
             return None
+        found: dict[str, str] = {}
         if pending is not None:
             r = pending["response"]
+            thought = pending.get("thought")
+            if thought is not None:  # long thoughts buffered with the answer naming them
+                found = {REF + thought["hash"]: unpack_text(thought["text"])}
         else:
             try:
                 if not self._indexed:
@@ -68,6 +75,8 @@ class SQLCache:
                     return None
                 with self.store.engine.connect() as conn:
                     row = conn.execute(self._select, {"k": key}).first()
+                    if row is not None and is_ref(row[0].get("reasoning")):  # long thoughts, stored once by hash
+                        found = resolve(conn, [row[0]["reasoning"]])
             except DB_ERRORS as exc:
                 raise StoreError(f"could not read the response cache: {_problem(exc)}") from None
             if row is None:
@@ -79,7 +88,7 @@ class SQLCache:
             completion_tokens=r["completion_tokens"],
             latency=r["latency"],
             finish_reason=r["finish_reason"],
-            reasoning=unpack_text(r.get("reasoning")),
+            reasoning=read(r.get("reasoning"), found),
             reasoning_tokens=r.get("reasoning_tokens"),
         )
 
@@ -88,9 +97,10 @@ class SQLCache:
         if c.reasoning is not None or c.reasoning_tokens is not None:  # a replay reproduces the stored turn
             response.update(reasoning=c.reasoning, reasoning_tokens=c.reasoning_tokens)
         response = _safe(response)
-        if response.get("reasoning") is not None:  # packed as transcripts are (codec.pack_text)
-            response["reasoning"] = pack_text(response["reasoning"])
-        self._pending[key] = {"key": key, "identity": redact(identity), "response": response, "created": time.time()}
+        thought = None
+        if response.get("reasoning") is not None:  # long thoughts: once per database, packed, named by hash (thoughts.py)
+            response["reasoning"], thought = stored_thought(response["reasoning"])
+        self._pending[key] = {"key": key, "identity": redact(identity), "response": response, "created": time.time(), "thought": thought}
         if self.auto_flush and len(self._pending) >= self.batch:
             self.flush()
 
@@ -122,8 +132,9 @@ class SQLCache:
             with self.store.engine.begin() as conn:
                 conn.execute(sa.delete(cache).where(cache.c.key.in_([r["key"] for r in rows])))
                 kept = [r for r in rows if not r.get("forget")]  # a forgotten key: deleted only
+                save_thoughts(conn, (r.get("thought") for r in kept))  # before the answers naming them
                 if kept:
-                    conn.execute(sa.insert(cache), kept)
+                    conn.execute(sa.insert(cache), [{c: r[c] for c in ("key", "identity", "response", "created")} for r in kept])
         except DB_ERRORS as exc:
             raise StoreError(f"could not write the response cache: {_problem(exc)}") from None
         if self._known is not None:

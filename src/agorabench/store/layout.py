@@ -11,7 +11,8 @@ import time
 from typing import Any, Iterable
 
 from ..records import TurnRecord
-from .codec import _safe, pack_messages, pack_text, unpack_messages
+from .codec import _safe, pack_messages, unpack_messages
+from .thoughts import stored_thought
 
 
 def layout(records: Iterable[TurnRecord]) -> tuple[dict[str, list[dict[str, str]]], list[tuple[int, int]]]:
@@ -64,9 +65,12 @@ def game_rows(
     prompt_hash: str | None = None,
 ) -> dict[str, Any]:
     """A finished game as the rows :meth:`Store.save_games` writes (game, transcripts, turns;
-    ``prompt_hash``: the digest of its prompt templates, a row of its own)."""
+    ``prompt_hash``: the digest of its prompt templates, a row of its own; long thoughts as
+    ``thoughts`` rows their ``reasoning`` rows name by hash, :mod:`~.thoughts`)."""
     records = list(turn_records)
     stored, spans = layout(records)
+    # long thoughts once per database (table ``thoughts``), the reasoning row naming them by hash
+    said = {t.index: stored_thought(_safe(t.reasoning)) for t in records if t.reasoning is not None}
     return {
         "game": {
             "id": id,
@@ -112,10 +116,11 @@ def game_rows(
             for t, (start, count) in zip(records, spans)
         ],
         "reasoning": [
-            {"game_id": id, "idx": t.index, "text": pack_text(_safe(t.reasoning)), "tokens": _column_int(t.reasoning_tokens, INT64_MAX), "finish_reason": t.finish_reason}
+            {"game_id": id, "idx": t.index, "text": said.get(t.index, (None, None))[0], "tokens": _column_int(t.reasoning_tokens, INT64_MAX), "finish_reason": t.finish_reason}
             for t in records
             if t.reasoning is not None or t.reasoning_tokens is not None or t.finish_reason not in PLAIN_ENDINGS
         ],
+        "thoughts": [row for _, row in said.values() if row is not None],
         "usage": [
             {
                 "game_id": id,

@@ -84,6 +84,18 @@ reasoning = sa.Table(
     sa.Column("finish_reason", sa.String(40)),
 )
 
+#: A model's long thoughts, each stored once per database, packed (:func:`~.codec.pack_text`)
+#: and keyed by the SHA-256 of their text: the ``reasoning`` table and the response cache hold
+#: ``sha256:<hex>`` in their place (:mod:`~.thoughts`). Thoughts shorter than
+#: :data:`~.codec.PACK_TEXT_FROM` characters, and every thought of a database written before the
+#: table, stay in the row that names them.
+thoughts = sa.Table(
+    "thoughts",
+    metadata,
+    sa.Column("hash", sa.String(64), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+)
+
 #: What a turn's calls read from and wrote to the provider's prompt cache, the tier they were
 #: billed at and their fallbacks to the standard tier: a row only for turns with something to
 #: say (cached or written tokens, a tier other than the standard one, a fallback); a turn

@@ -45,7 +45,8 @@ import sqlalchemy as sa
 from ..records import GameRecord, Record, StudyRecord
 from ..redact import redact
 from .claims import ClaimMethods
-from .codec import _loads, _safe, unpack_messages, unpack_text
+from . import thoughts as stored_thoughts
+from .codec import _loads, _safe, unpack_messages
 from .engine import integrity_level, legacy_layout, open_engine, verify_integrity
 from .errors import DB_ERRORS, StoreError, _problem
 from .layout import _span, game_rows
@@ -219,6 +220,7 @@ class Store(ClaimMethods):
             rows = [r for g in batch for r in g["turns"]]
             if rows:
                 conn.execute(sa.insert(turns), rows)
+            stored_thoughts.save(conn, (r for g in batch for r in g.get("thoughts", ())))  # before the rows naming them
             rows = [r for g in batch for r in g.get("reasoning", ())]
             if rows:
                 conn.execute(sa.insert(reasoning), rows)
@@ -301,7 +303,9 @@ class Store(ClaimMethods):
             q = q.join(games, games.c.id == reasoning.c.game_id).where(games.c.study == study)
         if game_id is not None:
             q = q.where(reasoning.c.game_id == game_id)
-        return {(g, i): (unpack_text(t), n, f) for g, i, t, n, f in conn.execute(q)}
+        rows = conn.execute(q).all()
+        found = stored_thoughts.resolve(conn, (r[2] for r in rows))  # long thoughts stored once, by hash
+        return {(g, i): (stored_thoughts.read(t, found), n, f) for g, i, t, n, f in rows}
 
     def _has_reasoning(self, conn: sa.Connection) -> bool:
         known = getattr(self, "_reasoning_table", None)
