@@ -64,7 +64,10 @@ class Family:
     - ``references``: game name -> a :class:`~agorabench.analysis.yardstick.Yardstick`: the
       human reference data of the game (distributions of people's decisions and published
       values, each with its source and licence) and the measures that compare models with them;
-      reports and ``agora profile`` add the comparison for every game that has one.
+      reports and ``agora profile`` add the comparison for every game that has one;
+    - ``messages``: game name -> ``messages(turn) -> list[(kind, text)]``: the free-text messages
+      a stored turn (a dict with ``phase``, ``role`` and ``action``) holds, each with its kind
+      (``chat``, ``agenda``, ...), which ``agora judge`` codes; a game not listed has none.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Family:
     journeys: dict[str, dict[str, Any]] = field(default_factory=dict)
     embeddings: dict[str, str] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
     #: Package the manifest lives in (set by discovery; resolves relative module names).
     package: str = ""
 
@@ -179,6 +183,12 @@ def _hook(game: str, table: str) -> Callable[..., Any] | None:
         return None  # a stored game of a family this installation lacks: no family sections
     target = getattr(family, table).get(game)
     return _resolve(family, target) if target else None
+
+
+def message_reader(game: str) -> Callable[..., list] | None:
+    """``messages(turn) -> [(kind, text)]`` of the game's stored turns (the manifest's
+    ``messages``), or None for a game whose players write no messages."""
+    return _hook(game, "messages")
 
 
 def report_sections(game: str) -> Callable[..., list] | None:

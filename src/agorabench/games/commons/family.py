@@ -14,6 +14,7 @@ FAMILY = Family(
     audit_game="commons",
     examples={"commons": {"n_agents": 3, "months": 2, "max_conversation_steps": 2}},
     embeddings={"commons": "embeddings"},  # the retrieved memory ranks by this backend
+    messages={"commons": ".messages:messages"},  # chat remarks, agendas, leaders' reports (agora judge)
     # the person's turns: two harvests plus the chat turns that fall to them
     journeys={
         "commons": {

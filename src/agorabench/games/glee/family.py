@@ -22,6 +22,7 @@ FAMILY = Family(
     importers={"glee": ".importer:import_logs"},
     analyses={"glee": ".analyze:analyze_glee"},
     examples={g: {"horizon": 2} for g in _GAMES},
+    messages={g: ".messages:messages" for g in _GAMES},  # offers' free text (agora judge)
     journeys={
         "glee.bargaining": {
             "role": "alice",
