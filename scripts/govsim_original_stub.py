@@ -35,8 +35,9 @@ class PatchError(SystemExit):
 
 def patch(owner: Any, name: str, make: Callable[[Any], Any]) -> None:
     """Replace ``owner.name`` by ``make(old)``; stop with a clear message when ``owner`` has no
-    ``name`` (the original's code is not the one this comparison was written for)."""
-    if not hasattr(owner, name):
+    ``name`` (the original's code is not the one this comparison was written for). A class must
+    define it itself: one inherited from a base class is not the code meant."""
+    if not (name in vars(owner) if isinstance(owner, type) else hasattr(owner, name)):
         where = getattr(owner, "__name__", None) or type(owner).__name__
         raise PatchError(f"cannot patch {where}.{name}: the original has no such attribute (GovSim at 1d11adf and PathFinder at 69b8d64 are the versions compared)")
     setattr(owner, name, make(getattr(owner, name)))

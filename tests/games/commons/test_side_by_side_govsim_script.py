@@ -50,6 +50,13 @@ def test_a_patch_whose_target_is_missing_stops_the_run_with_a_clear_message():
     with pytest.raises(SystemExit, match=r"cannot patch FishingPersona\.step: the original has no such attribute"):
         stub.patch(FishingPersona, "step", stub.fresh_clock)
     assert not hasattr(FishingPersona, "step")
+
+    class Renamed(FishingPersona):  # its own loop renamed: the base class's is not the target
+        def loop2(self, obs):
+            return "acted"
+
+    with pytest.raises(stub.PatchError, match=r"cannot patch Renamed\.loop"):
+        stub.patch(Renamed, "loop", stub.fresh_clock)
     with pytest.raises(stub.PatchError, match=r"cannot patch utils\.agent_selector"):
         stub.patch(SimpleNamespace(__name__="utils"), "agent_selector", lambda old: old)
 
