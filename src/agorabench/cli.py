@@ -363,6 +363,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Code the study's stored messages with an LLM judge against a taxonomy (``agorabench.judging``)."""
+    from .judging.command import judge_command
+
+    store = _store(args)
+    try:
+        name, ids, left_out, _ = _scope(args, store)
+    finally:
+        store.dispose()
+    _left_out(left_out)
+    models = load_study(args.study).models if Path(args.study).exists() else None
+    return judge_command(args, name, ids, args.db or _default_db(args.study), models)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Print one game's transcript per role (``--first-invalid``: the first game with an invalid
     turn; ``--model``: only that model's roles, and a game it plays)."""
@@ -610,6 +624,7 @@ EXAMPLES = {
     "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet\nagora export studies/web_bargaining.toml --table participants --out people.csv   # joins games on model_<role> = pseudonym",
+    "judge": "agora judge studies/commons.toml --judge openai/gpt-4o-mini --taxonomy cooperation --dry-run\nagora judge studies/commons.toml --judge openai/gpt-4o-mini --taxonomy my_taxonomy.toml --agreement coded.csv\nagora judge studies/commons.toml --judge openai/gpt-4o-mini --judge anthropic/claude-haiku-4-5 --taxonomy leader_svo --kind agenda",
     "show": "agora show studies/demo.toml   # the study's first game\nagora show studies/demo.toml --model smollm2-135m   # a game of that model, its roles only\nagora show studies/demo.toml 799f28   # a game by the first characters of its id (agora export lists them)\nagora show study.toml --first-invalid   # the first game with an invalid turn (the demo has none)",
     "profile": "agora profile runs/demo.db runs/envy_points.db --out reports/profile   # one row of measures per model across both",
     "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone\nagora serve studies/web_bargaining.toml --rehearse 8   # 8 simulated participants, before going live",
@@ -677,11 +692,28 @@ def build_parser() -> argparse.ArgumentParser:
     e = _sub(sub, "export", "write games, turns or a served study's participants as CSV or Parquet")
     e.add_argument("study", help="study file (or study name)")
     e.add_argument("--db", help=DB_HELP)
-    e.add_argument("--table", choices=["games", "turns", "participants"], default="games", help="one row per game, per turn, or per participant of a served study (questionnaire, quiz and attention answers; joins games and turns on the seat name human:<pseudonym>)")
+    e.add_argument("--table", choices=["games", "turns", "participants", "judgements"], default="games", help="one row per game, per turn, per judged message (agora judge), or per participant of a served study (questionnaire, quiz and attention answers; joins games and turns on the seat name human:<pseudonym>)")
     e.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format")
     e.add_argument("--out", required=True, help="the file to write")
     e.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
     e.set_defaults(func=cmd_export)
+
+    j = _sub(sub, "judge", "code a study's stored messages (chat, agendas, offers' messages) with an LLM judge against a taxonomy")
+    j.add_argument("study", help="study file (or study name)")
+    j.add_argument("--judge", action="append", required=True, metavar="MODEL", help="the judging model: a model of the study file by name, or a spec (openai/gpt-4o-mini, NAME@URL); twice: two judges and their agreement")
+    j.add_argument("--taxonomy", required=True, help="a TOML or JSON file of categories (name, definition), or a shipped one: cooperation, leader_svo")
+    j.add_argument("--db", help=DB_HELP)
+    j.add_argument("--agreement", metavar="CODING.csv", help="a person's coding (columns message_id, label): Cohen's kappa and Krippendorff's alpha of each judge with it")
+    j.add_argument("--kind", action="append", help="only messages of this kind (chat, agenda, leader_report, offer_message); repeatable")
+    j.add_argument("--budget", type=float, help="dollars the judge may spend on this study and taxonomy in all; no message is started once its estimate could pass it")
+    j.add_argument("--price-input", type=float, help="the judge's dollars per million prompt tokens (default: its study model entry's, else 0)")
+    j.add_argument("--price-output", type=float, help="the judge's dollars per million output tokens (default: its study model entry's, else 0)")
+    j.add_argument("--dry-run", action="store_true", help="print what the pass would ask and cost; ask nothing")
+    j.add_argument("--concurrency", type=int, default=8, help="messages coded at once")
+    j.add_argument("--max-retries", type=int, default=2, help="re-asks of a reply that is not a label")
+    j.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    j.add_argument("--all", action="store_true", help="every game stored for the study, not only the study file's current design")
+    j.set_defaults(func=cmd_judge)
 
     s = _sub(sub, "show", "print one game's transcript per role")
     s.add_argument("study", help="study file (or study name)")

@@ -412,7 +412,7 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 #: The tables :func:`export` writes.
-TABLES = ("games", "turns", "participants")
+TABLES = ("games", "turns", "participants", "judgements")
 
 
 #: What makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection).
@@ -473,6 +473,12 @@ def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[st
         df = participants_df(store, study, spec=spec, ids=ids)
         if df.empty:  # no file: the study was never served, or nobody entered
             return 0
+    elif table == "judgements":  # agora judge's codes, one row per message, judge, taxonomy and prompt
+        from .judged import judgements_df
+
+        df = judgements_df(store, study, ids)
+        if df.empty:
+            raise ValueError(f"no judgements of study {study!r} to export (run agora judge first); nothing written")
     else:
         df = games_df(store, study, status=None, ids=ids, people="each") if table == "games" else turns_df(store, study, ids=ids, people="each")
     if df.empty:  # nothing is written: an empty file would pass for a result

@@ -22,6 +22,7 @@ from ..core.study import ModelEntry
 from ..redact import redact
 from ..store.store import Store
 from .files import write_text
+from .judged import judged_section
 from .sections import guarded, not_computed, Section  # noqa: F401 - the names the families' reports import from here
 from . import likeness
 from .frames import games_df, people_line, study_spec, turns_df
@@ -284,6 +285,7 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
             sections[1].body = f"<p class='note'>{left_out} stored game(s) not in the study file's current design are left out (<code>--all</code> includes them).</p>" + sections[1].body
         if not done.empty:
             sections += family_sections(done, turns, [p.get("game") for p in spec.get("parts") or []])
+            sections += guarded("What the messages say", lambda: judged_section(store, study, set(done["game_id"])))  # agora judge's codes, if any
         body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
         page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out, spec)}\n{body}</body></html>"
         write_text(path, page)
