@@ -182,6 +182,26 @@ def summarise(df: pd.DataFrame, by: str | list[str], columns: list[str], level: 
     return pd.DataFrame(rows)
 
 
+def declared_ranges(game_cls, games: pd.DataFrame) -> dict[str, Bounds]:
+    """The metric ranges ``game_cls`` declares (``Game.metric_ranges``) joined over the
+    configurations of ``games`` (its configuration columns, a missing value the default; rows of
+    another game left out; no readable configuration: the default one)."""
+    if "game" in games and getattr(game_cls, "name", ""):
+        games = games[games["game"] == game_cls.name]
+    fields = [f for f in game_cls.Config.model_fields if f in games]
+    configs = []
+    if fields and len(games):
+        block = games[fields]
+        distinct = block.loc[block.astype(str).drop_duplicates().index]
+        for row in distinct.to_dict("records"):
+            values = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None}
+            try:
+                configs.append(game_cls.Config(**values))
+            except ValueError:  # a stored configuration this version no longer reads
+                continue
+    return game_cls.ranges_over(configs)
+
+
 def proportion_ci(successes: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
     """Share k/n with Wilson's score interval:
     (p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n). NaN for n = 0."""

@@ -31,6 +31,9 @@ class GameConfig(BaseModel):
 
 StrategyFactory = Callable[..., Player]
 
+#: A metric's range: (low, high), either end None when open.
+Range = tuple[float | None, float | None]
+
 
 @dataclass(frozen=True)
 class PlanStandIn:
@@ -88,6 +91,42 @@ class Game:
 
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         return {}
+
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int | None:
+        """A bound on the decisions (turns, re-asks not counted) one play can take under
+        ``config``, whatever the players answer: the table ends a play that asks for more
+        (stored with status ``failed`` and the reason). None: not declared, no bound (the
+        conformance suite warns, and plays it under its own bound and clock)."""
+        return None
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, Range]:
+        """Each metric's range under ``config``: name -> (low, high), an end None when open.
+        The conformance suite checks every played metric against it, and the reports take
+        their intervals' bounds from it (:meth:`ranges_over`). Default: none declared."""
+        return {}
+
+    @classmethod
+    def ranges_over(cls, configs: Any) -> dict[str, Range]:
+        """:meth:`metric_ranges` over several configurations (each a config or a dict of its
+        fields; none: the default configuration) joined: the lowest low and the highest high of each metric (an open end
+        anywhere stays open)."""
+        out: dict[str, Range] = {}
+        seen: set[str] = set()
+        for config in list(configs) or [cls.Config()]:
+            config = config if isinstance(config, GameConfig) else cls.Config(**config)
+            key = config.model_dump_json()
+            if key in seen:
+                continue
+            seen.add(key)
+            for name, (lo, hi) in cls.metric_ranges(config).items():
+                if name not in out:
+                    out[name] = (lo, hi)
+                else:
+                    a, b = out[name]
+                    out[name] = (None if a is None or lo is None else min(a, lo), None if b is None or hi is None else max(b, hi))
+        return out
 
     def describe(self, outcome: dict[str, Any], role: str) -> list[str]:
         """What a person who played ``role`` is told when the game is over (the web app's results

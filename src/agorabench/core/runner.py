@@ -61,7 +61,7 @@ from .lockstep import Lockstep
 from .plan import Plan, batched, build_plan, stored_spend, tier_of, unpriced
 from .progress import ProgressView, Snapshot
 from .study import GameSpec, ModelEntry, Study, StudyError
-from .table import BackendFailure, Player, Table, shared_embedder
+from .table import BackendFailure, Player, Table, TurnLimit, shared_embedder
 
 #: How the message of a call the budget refused begins (its game's error).
 BUDGET_MARK = "budget reached: "
@@ -529,7 +529,7 @@ class Runner:
             embed = shared_embedder(embeddings) if isinstance(embeddings, str) and embeddings else None
         except ValueError as exc:  # an unreadable spec (SpecError): before any turn, one line
             raise StudyError(f"{spec.game}: embeddings {embeddings!r}: {str(exc).splitlines()[0]}") from None
-        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed, embed=embed)
+        table = Table(players, seed=spec.seed, max_retries=self.study.file.max_retries, nature_seed=spec.nature_seed, embed=embed, max_turns=game_cls.max_turns(config))
         if self.study.file.stop_after_invalid:
             for player in players.values():
                 if isinstance(player, LLMAgent):
@@ -548,6 +548,8 @@ class Runner:
             raise
         except (BackendFailure, BackendError) as exc:
             status, error = "error", redact(str(exc))
+        except TurnLimit as exc:  # the game broke its own declared bound: failed, its turns kept
+            status, error = "failed", str(exc)
         except Exception as exc:  # a bug in a game or strategy must not end the study
             status, error = "error", redact(f"{type(exc).__name__}: {exc}")
         finally:
@@ -787,7 +789,7 @@ class Runner:
         # the closing counts are what committed, not what was played: after a database failure
         # the games still waiting for their group's transaction are not in the store
         played = self.stats.done + self.stats.errors
-        self.stats.done, self.stats.errors = self.writer.committed["done"], self.writer.committed["error"]
+        self.stats.done, self.stats.errors = self.writer.committed["done"], self.writer.committed["error"] + self.writer.committed["failed"]
         self.stats.not_stored = played - self.stats.done - self.stats.errors
         if self.failure is not None:
             lost = f" ({self.stats.not_stored} finished game(s) were not stored and will be played again)" if self.stats.not_stored else ""

@@ -265,6 +265,11 @@ class BackendFailure(RuntimeError):
         self.usage = usage
 
 
+class TurnLimit(RuntimeError):
+    """A game asked for more decisions than its ``max_turns`` allows under its configuration;
+    the play ends (the runner stores it with status ``failed`` and this reason, its turns kept)."""
+
+
 class Table:
     """Seats players by role, keeps their transcripts and records every turn."""
 
@@ -276,8 +281,12 @@ class Table:
         system: dict[str, str] | None = None,
         nature_seed: int | None = None,
         embed: EmbedHook | None = None,
+        max_turns: int | None = None,
     ) -> None:
         self.players = players
+        #: The most decisions this play may ask for (the game's ``max_turns``); None: no bound.
+        self.max_turns = max_turns
+        self._asked = 0
         #: The embeddings hook (:meth:`embed`); None: the process's shared embedded model.
         self._embed = embed
         #: Nature's stream (qualities, ties, speaking order): seeded by ``nature_seed`` when given,
@@ -433,7 +442,9 @@ class Table:
         return head + rest
 
     async def ask(self, role: str, prompt: Prompt, action_type: type[A], fallback: A | None = None) -> A | None:
-        """Ask one role for a decision; return the action, or ``fallback`` if it stays invalid."""
+        """Ask one role for a decision; return the action, or ``fallback`` if it stays invalid.
+        :class:`TurnLimit` when the play has already asked for ``max_turns`` decisions."""
+        self._count_turns(1)
         player = self.players[role]
         prompt, parts = self._unmarked(prompt)
         self._tell(role, parts)
@@ -498,6 +509,12 @@ class Table:
             retries += 1
             self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.", kind=REASK)
 
+    def _count_turns(self, n: int) -> None:
+        """Count ``n`` more decisions; :class:`TurnLimit` (nothing counted) past ``max_turns``."""
+        if self.max_turns is not None and self._asked + n > self.max_turns:
+            raise TurnLimit(f"the game asked for more than {self.max_turns} turns, its max_turns under this configuration")
+        self._asked += n
+
     @staticmethod
     def _unmarked(prompt: Prompt) -> tuple[Prompt, tuple[Part, ...]]:
         """``prompt`` without marks, and its text as parts: the prompt's ``instructions`` are
@@ -521,6 +538,8 @@ class Table:
         identical runs store identical turn tables."""
         roles = list(requests)
         first = len(self.turns)
+        self._count_turns(len(requests))  # all or none of them are asked
+        self._asked -= len(requests)  # each ask counts its own
         results = await asyncio.gather(*(self.ask(r, p, t, fb) for r, (p, t, fb) in requests.items()))
         seat = {role: i for i, role in enumerate(self.players)}
         new = sorted(self.turns[first:], key=lambda turn: seat.get(turn.role, len(seat)))
