@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Iterator, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator, ValidationError
 
 try:
@@ -874,10 +873,18 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
         raise StudyError(f"{path}: not UTF-8 text (byte {exc.start}); save the study file as UTF-8") from None
     except OSError as exc:
         raise StudyError(f"cannot read study file {path}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise StudyError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'TOML'}: {str(exc).splitlines()[0]}") from None
+    if path.suffix in (".yaml", ".yml"):
+        import yaml  # only for a YAML study file (every run of a TOML one would pay its import)
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise StudyError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise StudyError(f"{path}: not valid TOML: {str(exc).splitlines()[0]}") from None
     problem = _aliases_problem(data)
     if problem:
         raise StudyError(f"{path}: {problem}")
