@@ -124,7 +124,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for path, (wall, cpu) in ranked[:n]:
         terminalreporter.write_line(f"{wall:8.2f} {cpu:8.2f}  {path}")
     wall, cpu = (sum(t[i] for t in _file_times.values()) for i in (0, 1))
-    terminalreporter.write_line(f"{wall:8.2f} {cpu:8.2f}  all {len(ranked)} files")
+    terminalreporter.write_line(f"{wall:8.2f} {cpu:8.2f}  all {len(ranked)} file{'s' if len(ranked) != 1 else ''}")
 
 
 @pytest.fixture(scope="session")
