@@ -141,6 +141,28 @@ class Participants:
         with self.engine.begin() as conn:
             conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq).values(timed_out=True, answered_at=time.time()))
 
+    def record_view(self, token: str, seq: int, view: dict[str, Any]) -> None:
+        """The turn as the person saw it (the ``as_seen`` column), for the researcher's desk."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(web_turns).where(web_turns.c.token == token, web_turns.c.seq == seq).values(as_seen=view))
+
+    def turns_of_game(self, study: str, game_id: str) -> dict[str, list[dict[str, Any]]]:
+        """The web turns of each person of a game, by role, in the order they were opened (a
+        person's n-th turn of the game is their ``seq`` n); empty for a database never served."""
+        if not sa.inspect(self.engine).has_table(web_turns.name):
+            return {}
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(participants.c.role, web_turns)
+                .join(web_turns, web_turns.c.token == participants.c.token)
+                .where(participants.c.study == study, participants.c.game_id == game_id)
+                .order_by(participants.c.role, web_turns.c.seq)
+            )
+            for r in rows:
+                out.setdefault(r.role, []).append(dict(r._mapping))
+        return out
+
     def answered_count(self, token: str) -> int:
         """How many turns the participant answered (timeouts included)."""
         with self.engine.connect() as conn:

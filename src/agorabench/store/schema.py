@@ -247,4 +247,8 @@ web_turns = sa.Table(
     sa.Column("response_time", sa.Float),
     sa.Column("errors", sa.JSON),
     sa.Column("timed_out", sa.Boolean, default=False),
+    #: The turn as the person saw it, for the researcher's desk: ``{"read": [the new messages in
+    #: the person's words], "fields": {name: [label, kind]}}`` (the form's labels), and on the first
+    #: turn ``"instructions"``; written when the turn opens (added later: older rows have none).
+    sa.Column("as_seen", sa.JSON(none_as_null=True)),
 )
