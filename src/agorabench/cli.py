@@ -139,7 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{left:,} game(s) left to play (run again with a higher budget to play them)"
             )
         else:
-            print(f"budget {limit}: spent {total} ({this_run} in this run)" + (f"; {left:,} game(s) left to play" if left else ""))
+            # not reached: what the study has spent against the cap, said as such (games left ended in errors, listed below)
+            print(f"budget {limit}: spent {total} of {limit} ({this_run} in this run); not reached" + (f"; {left:,} game(s) left to play (their errors below)" if left else ""))
     for warning in info.get("warnings", []):
         print(f"  warning: {warning}", file=sys.stderr)
     for name, why in info.get("stopped", {}).items():  # one line per stopped model, not one per game

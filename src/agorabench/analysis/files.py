@@ -14,6 +14,9 @@ Inside :func:`staged` the renames wait for the end of the block: a report or pro
 fifth figure cannot be written leaves every file of the earlier report in place, not a mix of
 old and new files.
 
+Every CSV is safe to open in a spreadsheet (:func:`spreadsheet_safe`: a text cell that would
+run as a formula gets a leading ``'``, NUL characters are dropped).
+
 A command's own inputs are never an output: inside :func:`protecting` a target that resolves
 (symlinks followed, hard links compared) to one of the given files is refused before anything
 is written, and so is, always, a target that already holds an SQLite database or its write-ahead
@@ -198,9 +201,70 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     return write_with(path, write)
 
 
+#: What makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _plain_number(text: str) -> bool:
+    """Whether ``text`` is only a number (``-3``, ``+1.5e3``): a spreadsheet reads it as one."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return "_" not in text and text.strip() == text
+
+
+def safe_cell(value: Any) -> Any:
+    """One cell as a CSV file of this package holds it (:func:`spreadsheet_safe`'s rule): text
+    without NUL, with a leading ``'`` when a spreadsheet would read it as a formula; anything
+    that is not text, and text that is only a number, as it is."""
+    if not isinstance(value, str):
+        return value
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if value.startswith(FORMULA_STARTS) and not _plain_number(value):
+        return "'" + value
+    return value
+
+
+def _safe_labels(labels: Any) -> Any:
+    """Column names or index values (a pandas ``Index``, possibly of tuples) under :func:`safe_cell`."""
+    import pandas as pd
+
+    if isinstance(labels, pd.MultiIndex):
+        return pd.MultiIndex.from_tuples([tuple(safe_cell(v) for v in t) for t in labels], names=labels.names)
+    if labels.dtype == object or isinstance(labels.dtype, pd.StringDtype):
+        return pd.Index([safe_cell(v) for v in labels], name=labels.name, dtype=labels.dtype)
+    return labels
+
+
+def spreadsheet_safe(df: Any) -> Any:
+    """``df`` as a CSV file of this package holds it (``agora export``'s tables, a report's
+    tables, ``agora analyze``'s and ``agora profile``'s CSVs: :func:`write_csv` applies it): a
+    text cell that a spreadsheet would read as a formula (it starts with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return) gets a leading ``'``, as OWASP recommends, and NUL
+    characters are dropped; so do text column names and index values. Numbers stay numbers: a
+    number column is untouched and a text cell that is only a number (``-3``) is kept as it is.
+    The Parquet export keeps every raw value."""
+    import pandas as pd
+
+    out = df.copy()
+    for i in range(out.shape[1]):
+        stored = out.iloc[:, i]
+        if stored.dtype == object or isinstance(stored.dtype, pd.StringDtype):
+            cells = [safe_cell(v) for v in stored]  # a cell's type is kept: map would infer a dtype (1 -> 1.0)
+            out.iloc[:, i] = pd.Series(cells, index=stored.index, dtype=stored.dtype)
+    out.columns = _safe_labels(out.columns)
+    out.index = _safe_labels(out.index)
+    return out
+
+
 def write_csv(df: Any, path: str | Path, **options: Any) -> Path:
-    """A dataframe as CSV (``df.to_csv(path, **options)``) through :func:`write_with`."""
-    return write_with(path, lambda tmp: df.to_csv(tmp, **options))
+    """A dataframe as CSV (``df.to_csv(path, **options)``) through :func:`write_with`, its cells
+    made safe for spreadsheets first (:func:`spreadsheet_safe`): every CSV of a report, an
+    analysis, a profile or an export."""
+    frame = spreadsheet_safe(df)
+    return write_with(path, lambda tmp: frame.to_csv(tmp, **options))
 
 
 def _remove(path: Path) -> None:

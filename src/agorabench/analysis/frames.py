@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..core.seats import PERSON, SeatKind, participant, seat_kind
 from ..store.store import Store
-from .files import write_csv, write_with
+from .files import FORMULA_STARTS, spreadsheet_safe, write_csv, write_with  # noqa: F401 - the export's rule, kept importable from here
 from .reasoning import efforts
 
 
@@ -415,44 +415,6 @@ def uniform_columns(df: pd.DataFrame) -> pd.DataFrame:
 TABLES = ("games", "turns", "participants", "judgements")
 
 
-#: What makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _plain_number(text: str) -> bool:
-    """Whether ``text`` is only a number (``-3``, ``+1.5e3``): a spreadsheet reads it as one."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return "_" not in text and text.strip() == text
-
-
-def _safe_cell(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    if "\x00" in value:
-        value = value.replace("\x00", "")
-    if value.startswith(FORMULA_STARTS) and not _plain_number(value):
-        return "'" + value
-    return value
-
-
-def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` as a CSV export writes it: a text cell that a spreadsheet would read as a formula
-    (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, as
-    OWASP recommends, and NUL characters are dropped. Numbers stay numbers: a number column is
-    untouched and a text cell that is only a number (``-3``) is kept as it is. The Parquet export
-    keeps every raw value."""
-    out = df.copy()
-    for i, column in enumerate(out.columns):
-        stored = out.iloc[:, i]
-        if stored.dtype == object or isinstance(stored.dtype, pd.StringDtype):
-            cells = [_safe_cell(v) for v in stored]  # a cell's type is kept: map would infer a dtype (1 -> 1.0)
-            out.iloc[:, i] = pd.Series(cells, index=stored.index, dtype=stored.dtype)
-    return out
-
-
 def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[str] | None = None, spec: dict | None = None) -> int:
     """Write the games, turns or participants table (of the games ``ids``, or all) as CSV or
     Parquet; returns the number of rows. Games and turns keep every seat's stored name (a
@@ -486,7 +448,7 @@ def export(store: Store, study: str, table: str, fmt: str, out: str, ids: set[st
     # a temporary file renamed over ``out`` when complete: a failed write (a full disk) keeps an
     # earlier file whole and says which file and why (files.OutputError)
     if fmt == "csv":
-        write_csv(spreadsheet_safe(df), out, index=False)
+        write_csv(df, out, index=False)  # spreadsheet_safe: every CSV this package writes
     else:
         frame = uniform_columns(df)
         write_with(out, lambda tmp: frame.to_parquet(tmp, index=False))

@@ -130,18 +130,35 @@ def tight_svg(fig) -> bytes:
 def figure_html(fig, alt: str, note: str = "") -> str:
     """The figure as an inline SVG image (rendered once; also written as a file beside the
     report when one is being written, named after ``alt``) with ``alt`` and ``note`` as its
-    caption."""
+    caption. The page's stylesheet (:data:`FIGURE_STYLE`) scales the image down to the column;
+    when the file is written, the image is a link to it, so a click opens it at full size. The
+    image is cropped to everything drawn (:func:`tight_svg`): a legend beside the axes is part
+    of it."""
     svg = tight_svg(fig)
     plt.close(fig)
     link = ""
+    data = base64.b64encode(svg).decode()
+    img = f'<img alt="{html.escape(alt)}" src="data:image/svg+xml;base64,{data}">'
     target = _file(alt, "svg")
     if target is not None:
         write_bytes(target[0], svg)
-        link = f' <a href="{html.escape(target[1])}">SVG</a>'
-    data = base64.b64encode(svg).decode()
+        href = html.escape(target[1])
+        link = f' <a href="{href}">SVG</a>'
+        img = f'<a class="full" href="{href}" target="_blank" rel="noopener" title="open the figure at full size">{img}</a>'
     alt = html.escape(alt)
     note = f" <span class='scale'>{html.escape(note)}</span>" if note else ""
-    return f'<figure><img alt="{alt}" src="data:image/svg+xml;base64,{data}"><figcaption>{alt}{note}{link}</figcaption></figure>'
+    return f'<figure>{img}<figcaption>{alt}{note}{link}</figcaption></figure>'
+
+
+#: The stylesheet rules every page that shows figures includes: an image never wider than its
+#: column (scaled, keeping its shape; the click opens it at full size) and a wide table that
+#: scrolls inside its own box instead of widening the page.
+FIGURE_STYLE = """
+figure{display:inline-block;margin:.5em;max-width:100%;vertical-align:top;box-sizing:border-box}
+figure img{display:block;max-width:100%;height:auto}
+figure a.full{display:block;cursor:zoom-in}
+table.data{display:block;max-width:100%;overflow-x:auto}
+"""
 
 
 #: Colour maps that diverge from a centre; a signed scale uses :data:`DIVERGING` unless given one of these.

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .files import write_with
+from .files import safe_cell, write_with
 
 #: The study file's reasoning settings of a model entry, as a report's Models table heads them.
 SETTINGS = {"reasoning": "reasoning", "reasoning_effort": "reasoning effort", "thinking": "thinking", "reasoning_budget": "reasoning budget"}
@@ -222,11 +222,12 @@ def add_efforts_to_csv(path: str | Path, found: dict[str, str]) -> bool:
             inserts.append((i, name))
     if not inserts:
         return False
+    written = {safe_cell(str(m)): e for m, e in found.items()}  # a model's name as the CSV holds it (files.spreadsheet_safe)
     out = []
     for k, row in enumerate(rows):
         new = list(row)
         for shift, (i, name) in enumerate(inserts):
-            value = name if k == 0 else found.get(row[i], "") if i < len(row) else ""
+            value = name if k == 0 else safe_cell(written.get(row[i], "")) if i < len(row) else ""
             new.insert(i + 1 + shift, value)
         out.append(new)
     def write(tmp: Path) -> None:

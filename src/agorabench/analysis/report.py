@@ -26,7 +26,7 @@ from .judged import judged_section
 from .sections import guarded, not_computed, Section  # noqa: F401 - the names the families' reports import from here
 from . import likeness
 from .frames import games_df, people_line, study_spec, turns_df
-from .plots import artifacts, efforts_shown, table_html
+from .plots import FIGURE_STYLE, artifacts, efforts_shown, table_html
 from .reasoning import cut_off_notes, cut_off_warnings, efforts, per_model as reasoning_per_model, seated_entries, settings_columns
 
 
@@ -35,10 +35,13 @@ body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0
 h1{font-size:1.6em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table.data{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 table.data td,table.data th{border:1px solid #ddd;padding:.25em .5em;text-align:right}
-figure{display:inline-block;margin:.5em} figcaption{font-size:.8em;color:#555}
+figcaption{font-size:.8em;color:#555}
 .note{color:#555;font-size:.9em}
 .warnings{border-left:4px solid #b8860b;background:#fff8e1;padding:.3em 1em;margin:1em 0}
-"""
+""" + FIGURE_STYLE
+
+#: The head's line that lets a phone lay the page out at its own width.
+VIEWPORT = "<meta name='viewport' content='width=device-width, initial-scale=1'>"
 
 
 def named_models_only(games: pd.DataFrame, spec: dict) -> pd.DataFrame:
@@ -287,6 +290,6 @@ def build_report(store: Store, study: str, out_dir: str | Path, spec: dict | Non
             sections += family_sections(done, turns, [p.get("game") for p in spec.get("parts") or []])
             sections += guarded("What the messages say", lambda: judged_section(store, study, set(done["game_id"])))  # agora judge's codes, if any
         body = "\n".join(f"<section><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections)
-        page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out, spec)}\n{body}</body></html>"
+        page = f"<!doctype html><html><head><meta charset='utf-8'>{VIEWPORT}<title>{html.escape(study)} — agorabench report</title><style>{STYLE}</style></head><body><h1>Study {html.escape(study)} <small>({html.escape(', '.join(present))})</small></h1>\n{provenance(store, spec, prompts)}\n{warnings_block(all_games, turns, left_out, spec)}\n{body}</body></html>"
         write_text(path, page)
     return path
