@@ -285,9 +285,9 @@ def test_conformance_run_plays_each_seating_once_for_all_its_checks(planted, mon
     seeds: list[int] = []
     real = conformance.play
 
-    def counted(game, players, seed=1, config=None):
+    def counted(game, players, seed=1, config=None, **kw):
         seeds.append(seed)
-        return real(game, players, seed=seed, config=config)
+        return real(game, players, seed=seed, config=config, **kw)
 
     monkeypatch.setattr(conformance, "play", counted)
     assert run(["coin.fair"], RULES) == []

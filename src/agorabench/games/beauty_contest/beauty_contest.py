@@ -307,6 +307,24 @@ class BeautyContest(Game):
         lines.append(f"In all you won {number(earnings.get(role, 0.0))} points; the average player in your group won {number(mean)}.")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """Every player chooses once a round."""
+        return config.rounds * config.players  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Choices from low to high, targets p times that, distances up to high − low, the
+        shares 0–1; the convergence ratio is open."""
+        c = config
+        lo, hi = float(c.low), float(c.high)  # type: ignore[attr-defined]
+        target = (min(c.p * lo, c.p * hi), max(c.p * lo, c.p * hi))  # type: ignore[attr-defined]
+        return {
+            "mean_guess_first": (lo, hi), "mean_guess_last": (lo, hi), "target_first": target, "target_last": target,
+            "equilibrium_distance_first": (0.0, hi - lo), "equilibrium_distance_last": (0.0, hi - lo),
+            "convergence": (None, None), "winners_share": (0.0, 1.0), "top_points_share": (0.0, 1.0),
+        }
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """mean_guess_first/_last, target_first/_last, equilibrium_distance_first/_last,
         convergence, winners_share, top_points_share (module doc)."""

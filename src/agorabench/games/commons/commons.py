@@ -394,6 +394,33 @@ class Commons(Game):
             lines.append(f"At the end, {last['stock_after']} {unit} were left after the last month's harvest, and the resource was never lost.")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """A bound, not a count: each month every agent (a newcomer too) decides at most a dozen
+        times (harvest, memory steps, agenda, vote, report), the discussion takes its steps and
+        the manager a dozen more."""
+        c = config
+        return c.months * (12 * (c.n_agents + 1) + c.max_conversation_steps + 12)  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Survival times 0 to the horizon, the percentages 0–100, gains, losses and counts from
+        0, the shares 0–1; with leaders the welfare from 0 and the winners' SVO angle within the
+        categories' angles."""
+        c = config
+        months = float(c.months)  # type: ignore[attr-defined]
+        out: dict[str, tuple[float | None, float | None]] = {
+            "survival_time": (0.0, months), "survival_time_harvested": (0.0, months), "censored": (0.0, 1.0), "survived": (0.0, 1.0),
+            "total_gain": (0.0, None), "total_gain_sum": (0.0, None), "total_loss": (0.0, None), "efficiency": (0.0, 100.0), "equality": (0.0, 100.0),
+            "over_usage": (0.0, 100.0), "invalid_harvests": (0.0, None), "invalid_remarks": (0.0, None),
+        }
+        if c.leadership != "none":  # type: ignore[attr-defined]
+            angles = election.populations()[0]
+            out.update({"social_welfare": (0.0, None), "elections": (0.0, months), "repeat_wins": (0.0, months), "abstentions": (0.0, None)})
+            out["winner_svo_angle"] = (min(lo for lo, _ in angles.values()), max(hi for _, hi in angles.values()))
+            out.update({f"wins_{cat}": (0.0, 1.0) for cat in election.CATEGORIES})
+        return out
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""
         c = self.config

@@ -136,6 +136,16 @@ class Dictator(Game):
         lines = [f"Round {i}: the other person gave you {g} of their {endowment} points." for i, g in enumerate(given, start=1)]
         return lines + [f"In all you received {outcome.get('recipient_points')} points and the other person kept {outcome.get('dictator_points')}."]
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """One decision a round."""
+        return config.rounds  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Every metric is a share of what the dictator held: 0–1."""
+        return {m: (0.0, 1.0) for m in ("given_share", "dictator_payoff", "recipient_payoff")}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """given_share, dictator_payoff, recipient_payoff (module doc)."""
         endowment, rounds = outcome["endowment"], outcome["rounds"]

@@ -198,6 +198,18 @@ class PointAllocation(Game):
         lines.append(f"Your final choice, option {outcome['final_choice']}, {_change_text(mine)} for you and {_change_text(theirs)} for the other player.")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """Three decisions: the choice, after the status cue, after the peer's move."""
+        return 3
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """T1, T2 (Δ/Δmax) and T3 lie in 0–1; the T2 raw ratio from the matrix's smallest gap /
+        its largest gap to 1."""
+        gaps = [own - peer for own, peer in MATRICES[config.matrix].values()]  # type: ignore[attr-defined]
+        return {"t1": (0.0, 1.0), "t2": (0.0, 1.0), "t2_raw_ratio": (min(gaps) / max(gaps), 1.0), "t3": (0.0, 1.0)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Mean of each envy term over the game's valid turns (NaN if none was valid)."""
         out = {}

@@ -217,6 +217,20 @@ class Workplace(Game):
                 lines.append(f"Your envy rating {how} from the first situation to the last ({first['envy']} to {last['envy']}).")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """One rating of every scene."""
+        return len(scenes_for(config))  # type: ignore[arg-type]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Ratings 1–5, ÷5 0.2–1, (x−1)/4 0–1, changes −4 to 4; envy fell 0 or 1, the valid
+        scenes 0 to their number."""
+        out: dict[str, tuple[float | None, float | None]] = {"envy_fell": (0.0, 1.0), "n_valid_scenes": (0.0, float(cls.max_turns(config)))}
+        for r in RATINGS:
+            out.update({r: (1.0, 5.0), f"{r}_norm": (0.2, 1.0), f"{r}_scaled": (0.0, 1.0), f"{r}_change": (-4.0, 4.0)})
+        return out
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         return conversation_metrics(outcome["scenes"])
 

@@ -183,6 +183,11 @@ class Bargaining(AlternatingOffers):
             lines.append(f"By round {t} money was worth {delta ** (t - 1):.0%} of its round-1 value to you, so your share is worth {money(you * delta ** (t - 1))} in round-1 money.")
         return lines
 
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Each outcome lies in 0–1."""
+        return {m: (0.0, 1.0) for m in ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Efficiency, fairness and normalised self-gains of the module docstring."""
         c = self.config

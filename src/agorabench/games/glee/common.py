@@ -171,6 +171,11 @@ class AlternatingOffers(Game):
     def observation(self, role: str, t: int, phase: str, terms: dict[str, Any] | None, history: list[dict[str, Any]]) -> dict[str, Any]:
         raise NotImplementedError
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """An offer and its answer a round, for every round the horizon allows."""
+        return 2 * rounds_to_play(config.horizon, config.infinite_rounds)  # type: ignore[attr-defined]
+
     async def play(self, table: Table) -> dict[str, Any]:
         c = self.config
         kind, decision_kind = self.offer_kind(), self.decision_kind()

@@ -205,6 +205,11 @@ class Negotiation(AlternatingOffers):
             return [f"{who} stopped negotiating and dealt with the outside party instead, so there was no sale between you."]
         return ["No price was accepted, so there was no sale."]
 
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Efficiency 0–1, fairness at most 1, the self-gains signed and unbounded."""
+        return {"efficiency": (0.0, 1.0), "fairness": (None, 1.0), "self_gain_alice": (None, None), "self_gain_bob": (None, None)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Efficiency, fairness and normalised self-gains of the module docstring."""
         c = self.config

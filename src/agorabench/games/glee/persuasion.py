@@ -218,6 +218,16 @@ class Persuasion(Game):
         verb = "You sold" if role == ALICE else "You bought"
         return [f"{verb} {sold} of the {n} products offered: {high} of high quality and {low} of low quality.", f"Each product cost {money(self.config.money)}."]
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """A signal and a decision a round, for every round the horizon allows."""
+        return 2 * rounds_to_play(config.horizon, config.infinite_rounds)  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """0–1 but Bob's self-gain, (k·(v − 1) − s)/T, at least −1."""
+        return {"efficiency": (0.0, 1.0), "fairness": (0.0, 1.0), "self_gain_alice": (0.0, 1.0), "self_gain_bob": (-1.0, None)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Efficiency k/n, fairness r/(T−n) and normalised self-gains (module docstring)."""
         rounds, n, k, r, s_low = outcome["rounds_played"], outcome["high_rounds"], outcome["high_sold"], outcome["low_unsold"], outcome["low_sold"]

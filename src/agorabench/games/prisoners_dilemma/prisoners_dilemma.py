@@ -288,6 +288,24 @@ class PrisonersDilemma(Game):
         lines.append(f"In all you received {totals.get(role, 0)} points and the other player {totals.get(other, 0)}.")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """Two decisions a round: one round, ``rounds`` (known) or at most ``max_rounds`` (random)."""
+        c = config
+        return 2 * (1 if c.horizon == ONE_SHOT else c.rounds if c.horizon == KNOWN else c.max_rounds)  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """The shares 0–1; a seat's payoff from 0 to the largest payoff / T; the efficiency
+        between the smallest and the largest round total / 2R; the rounds 1 to the most played."""
+        c = config
+        pays = (c.reward, c.temptation, c.sucker, c.punishment)  # type: ignore[attr-defined]
+        totals = (2 * c.reward, c.temptation + c.sucker, 2 * c.punishment)  # type: ignore[attr-defined]
+        seat = (0.0, max(pays) / c.temptation) if c.temptation else (None, None)  # type: ignore[attr-defined]
+        both = (min(totals) / (2 * c.reward), max(totals) / (2 * c.reward)) if c.reward else (None, None)  # type: ignore[attr-defined]
+        shares = ("cooperation", "cooperation_first", "cooperation_player_1", "cooperation_player_2", "mutual_cooperation")
+        return {**{m: (0.0, 1.0) for m in shares}, "payoff_player_1": seat, "payoff_player_2": seat, "efficiency": both, "rounds_played": (1.0, cls.max_turns(c) / 2)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """cooperation (and _first, per seat), mutual_cooperation, payoff per seat, efficiency,
         rounds_played (module doc)."""

@@ -312,6 +312,26 @@ class PublicGoods(Game):
         lines.append(f"In all you earned {tokens(earnings.get(role, 0.0))} tokens; the average player in your group earned {tokens(mean)}.")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """Each player decides once a round, twice with punishment."""
+        c = config
+        return c.rounds * c.players * (2 if c.punishment else 1)  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """The contribution shares 0–1; a player's mean payoff / E between 1 (nobody gives) and
+        N·mpcr (everybody gives all), the efficiency that over N·mpcr; with punishment these
+        have no lower bound (losses) and points assigned are 0 to punish_max·(N − 1)."""
+        c = config
+        n, a = c.players, c.mpcr  # type: ignore[attr-defined]
+        payoff = (min(1.0, n * a), max(1.0, n * a))
+        eff = (min(1.0, 1 / (n * a)), max(1.0, 1 / (n * a)))
+        out = {m: (0.0, 1.0) for m in ("contribution_share", "contribution_share_first", "contribution_share_last")}
+        if c.punishment:  # type: ignore[attr-defined]
+            return {**out, "payoff_share": (None, payoff[1]), "efficiency": (None, eff[1]), "punishment_points": (0.0, float(c.punish_max * (n - 1)))}  # type: ignore[attr-defined]
+        return {**out, "payoff_share": payoff, "efficiency": eff, "punishment_points": (0.0, 0.0)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """contribution_share (and _first, _last), efficiency, punishment_points, payoff_share
         (module doc)."""

@@ -437,6 +437,17 @@ class Subskills(Game):
         lines.append("Your answer was right." if outcome.get("passed") else "Your answer was not right.")
         return lines
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """One question."""
+        return 1
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Passed 0 or 1; the answer a whole number 0 to 1,000,000; the stock from 0; the right
+        answer open."""
+        return {"passed": (0.0, 1.0), "answer": (0.0, 1_000_000.0), "stock": (0.0, None), "right": (None, None)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """passed (1/0), answer (NaN when invalid), right, stock (module doc)."""
         answer = outcome.get("answer")

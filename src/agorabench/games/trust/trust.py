@@ -278,6 +278,23 @@ class Trust(Game):
         mine, theirs = (outcome["investor_points"], outcome["trustee_points"]) if role == INVESTOR else (outcome["trustee_points"], outcome["investor_points"])
         return lines + [f"In all you ended with {mine} points and the other player with {theirs}."]
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """Two decisions a round (the send and the return, or the plan and the send)."""
+        return 2 * config.rounds  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """The shares 0–1; the investor's payoff up to the multiplier (all sent, all returned);
+        the trustee's up to (its endowment + multiplier·endowment) / endowment; the efficiency
+        from (endowment + trustee_endowment) / (multiplier·endowment + trustee_endowment) to 1."""
+        e, m, te = config.endowment, config.multiplier, config.trustee_endowment  # type: ignore[attr-defined]
+        return {
+            "sent_share": (0.0, 1.0), "returned_share": (0.0, 1.0),
+            "investor_payoff": (0.0, float(m)), "trustee_payoff": (0.0, (te + m * e) / e),
+            "efficiency": ((e + te) / (m * e + te), 1.0),
+        }
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """sent_share, returned_share, investor_payoff, trustee_payoff, efficiency (module doc)."""
         e, m, te, rounds = outcome["endowment"], outcome["multiplier"], outcome["trustee_endowment"], outcome["rounds"]

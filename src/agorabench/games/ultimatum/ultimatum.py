@@ -243,6 +243,16 @@ class Ultimatum(Game):
         mine, theirs = (outcome.get("proposer_points"), outcome.get("responder_points")) if role == PROPOSER else (outcome.get("responder_points"), outcome.get("proposer_points"))
         return lines + [f"In all you received {mine} points and the other player {theirs}."]
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """Two decisions a round (the offer and the answer, or the minimum and the offer)."""
+        return 2 * config.rounds  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """Every metric is a share of the pie or of the rounds: 0–1."""
+        return {m: (0.0, 1.0) for m in ("offer_share", "min_share", "accepted", "proposer_payoff", "responder_payoff", "efficiency")}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """offer_share, min_share, accepted, proposer_payoff, responder_payoff, efficiency (module
         doc)."""
