@@ -549,12 +549,15 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     unknown = [c for c in checks if c not in CHECKS]
     if unknown:
         raise StudyError(f"unknown check {unknown[0]!r}; known: {', '.join(CHECKS)}")
-    failed = run(games, checks)
+    warned: list[tuple[str, str]] = []
+    failed = run(games, checks, warnings=warned)
     for game in games:
         bad = [(c, why) for g, c, why in failed if g == game]
         print(f"{game}: " + ("ok" if not bad else f"{len(bad)} of {len(checks)} checks failed"))
         for check, why in bad:
             print(f"  {check}: {why}")
+        for why in (w for g, w in warned if g == game):
+            print(f"  warning: {why}")
     print(f"{len(games) * len(checks) - len(failed)} of {len(games) * len(checks)} checks passed")
     return 1 if failed else 0
 
