@@ -1,0 +1,215 @@
+"""Issue 44 items 1 and 2: games declare their facts (``max_turns``, ``metric_ranges``), the table
+and the conformance suite hold them to it, and the suite runs on a class (``check``), with a
+warnings tier. Toy games here are never registered, except the runaway one for one real run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, ClassVar, Literal
+
+import pytest
+
+from agorabench import families
+from agorabench.conformance import check, run
+from agorabench.core.actions import Action
+from agorabench.core.agents import Strategy
+from agorabench.core.game import Game, GameConfig
+from agorabench.core.speech import FORMAT_MARK
+from agorabench.core.table import Prompt, Table, TurnLimit, TurnRequest
+
+
+class Call(Action):
+    response_format: ClassVar = "json"
+    call: Literal["heads", "tails"]
+
+
+class Count(Action):
+    """A number asked in JSON with the default format line, which quotes its placeholder."""
+
+    response_format: ClassVar = "json"
+    count: int
+
+
+class ToyConfig(GameConfig):
+    flips: int = 2
+
+
+def _question(n: int) -> Prompt:
+    fmt = Call.format_instructions()
+    return Prompt(f"Call flip {n}. {FORMAT_MARK}{fmt}", {"flip": n}, phase="call", instructions=fmt)
+
+
+class Toy(Game):
+    """One role calls a coin ``flips`` times; the score is the share of heads called."""
+
+    name = "toy.coin"
+    Config = ToyConfig
+
+    @classmethod
+    def roles(cls, config: GameConfig) -> tuple[str, ...]:
+        return ("caller",)
+
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        return config.flips  # type: ignore[attr-defined]
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        return {"score": (0.0, 1.0)}
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        heads = 0
+        for flip in range(self.config.flips):
+            call = await table.ask("caller", _question(flip + 1), Call, fallback=Call(call="heads"))
+            heads += call.call == "heads"
+        return {"heads": heads}
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
+        return {"score": outcome["heads"] / self.config.flips}
+
+
+class Forever(Toy):
+    """Broken: never ends (asks again and again), and declares no turn bound."""
+
+    name = "toy.forever"
+
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> None:
+        return None
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        n = 0
+        while True:
+            n += 1
+            await table.ask("caller", _question(n), Call, fallback=Call(call="heads"))
+
+
+class Runaway(Forever):
+    """Broken: declares its bound and goes past it."""
+
+    name = "toy.runaway"
+
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        return config.flips  # type: ignore[attr-defined]
+
+
+class Overshoot(Toy):
+    """Broken: a metric outside the range it declares."""
+
+    name = "toy.overshoot"
+
+    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
+        return {"score": 2.0}
+
+
+class Quoted(Toy):
+    """Plays right, but asks a number with a quoted placeholder and a question without
+    ``instructions=``: warnings, not failures."""
+
+    name = "toy.quoted"
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        await table.ask("caller", Prompt(f"How many? {FORMAT_MARK}{Count.format_instructions()}", phase="count"), Count, fallback=Count(count=0))
+        return await super().play(table)
+
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        return config.flips + 1  # type: ignore[attr-defined]
+
+
+class Heads(Strategy):
+    def decide(self, request: TurnRequest) -> Action:
+        return Count(count=1) if request.action_type is Count else Call(call="heads")
+
+
+STRATEGIES = {"heads": Heads}
+RULES = ["roles", "strategies", "instructions", "prompts", "random", "deterministic", "outcome", "actions"]
+
+
+def test_conformance_check_runs_on_an_unregistered_class():
+    assert "toy.coin" not in families.game_names()
+    result = check(Toy, {"flips": 3}, STRATEGIES)
+    assert result.failed == [] and result
+    assert any("report: not run" in w for w in result.warnings), result.warnings
+
+
+def test_conformance_a_game_that_never_ends_fails_in_one_line_in_seconds():
+    started = time.perf_counter()
+    result = check(Forever, {"flips": 2}, STRATEGIES, checks=RULES, time_limit=1.0)
+    assert time.perf_counter() - started < 15
+    assert len(result.failed) == 1, result.failed
+    check_name, why = result.failed[0]
+    assert "does not end" in why and "\n" not in why
+    assert any("max_turns is not declared" in w for w in result.warnings)
+    result = check(Runaway, {"flips": 2}, STRATEGIES, checks=RULES)
+    assert len(result.failed) == 1 and "more than 2 turns" in result.failed[0][1], result.failed
+
+
+def test_conformance_a_metric_outside_its_declared_range_fails_naming_it():
+    result = check(Overshoot, {"flips": 2}, STRATEGIES, checks=["outcome", "random"])
+    assert [c for c, _ in result.failed] == ["outcome", "random"], result.failed
+    assert all("metric 'score' = 2.0 is outside its declared range [0.0, 1.0]" in why for _, why in result.failed)
+
+
+def test_conformance_warnings_tier_names_a_quoted_number_placeholder_and_missing_instructions():
+    result = check(Quoted, {"flips": 2}, STRATEGIES, checks=RULES)
+    assert result.failed == [], result.failed
+    assert any("Count: the number 'count' is written as a quoted string" in w for w in result.warnings), result.warnings
+    assert any("the count question passes no instructions=" in w for w in result.warnings), result.warnings
+    assert not any("call question passes no instructions" in w for w in result.warnings)
+
+
+def test_the_table_ends_a_play_past_max_turns_and_ask_each_asks_all_or_none():
+    class Say:
+        async def act(self, request):
+            from agorabench.core.table import Reply
+
+            return Reply(text='{"call": "heads"}')
+
+    async def go() -> Table:
+        table = Table({"a": Say(), "b": Say()}, seed=1, max_turns=4)
+        await table.ask("a", _question(1), Call)
+        await table.ask_each({"a": (_question(2), Call, None), "b": (_question(2), Call, None)})
+        with pytest.raises(TurnLimit, match="more than 4 turns"):
+            await table.ask_each({"a": (_question(3), Call, None), "b": (_question(3), Call, None)})
+        await table.ask("b", _question(3), Call)
+        with pytest.raises(TurnLimit):
+            await table.ask("a", _question(4), Call)
+        return table
+
+    assert len(asyncio.run(go()).turns) == 4
+
+
+@pytest.fixture
+def runaway_registered(monkeypatch):
+    real = families.families()
+    toy = families.Family(
+        name="toy",
+        description="a planted test family",
+        games={"toy.runaway": "test_conformance_bounds:Runaway"},
+        strategies={"toy.runaway": "test_conformance_bounds:STRATEGIES"},
+        examples={"toy.runaway": {"flips": 2}},
+        package="tests",
+    )
+    monkeypatch.setattr(families, "families", lambda: {**real, "toy": toy})
+
+
+def test_a_game_past_its_max_turns_is_stored_failed_with_the_reason_and_its_turns(runaway_registered, tmp_path):
+    from agorabench.core.runner import run_study
+    from agorabench.core.study import load_study
+    from agorabench.store.store import Store
+
+    path = tmp_path / "study.toml"
+    path.write_text('name = "runaway"\ngame = "toy.runaway"\nmatchups = "seats"\nrepeats = 1\nseats = [{ caller = "heads" }]\n\n[fixed]\nflips = 2\n\n[[models]]\nname = "heads"\nspec = "strategy/heads"\n', encoding="utf-8")
+    stats, _ = run_study(load_study(path), tmp_path / "r.db", progress=False)
+    assert (stats.done, stats.errors) == (0, 1)
+    store = Store(str(tmp_path / "r.db"))
+    try:
+        (game,) = list(store.game_summaries("runaway"))
+    finally:
+        store.dispose()
+    assert game["status"] == "failed" and "more than 2 turns" in game["error"] and "max_turns" in game["error"]
+    assert game["n_turns"] == 2  # the turns played before it are kept
+    assert run(["toy.runaway"], ["strategies"])[0][2].startswith("the game does not end: seed 1: the game asked for more than 2 turns")
