@@ -708,7 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--taxonomy", required=True, help="a TOML or JSON file of categories (name, definition), or a shipped one: cooperation, leader_svo")
     j.add_argument("--db", help=DB_HELP)
     j.add_argument("--agreement", metavar="CODING.csv", help="a person's coding (columns message_id, label): Cohen's kappa and Krippendorff's alpha of each judge with it")
-    j.add_argument("--kind", action="append", help="only messages of this kind (chat, agenda, leader_report, offer_message); repeatable")
+    j.add_argument("--kind", action="append", help="only messages of this kind (chat, agenda, leader_report, offer_message, signal_message, buy_message); repeatable")
     j.add_argument("--budget", type=float, help="dollars the judge may spend on this study and taxonomy in all; no message is started once its estimate could pass it")
     j.add_argument("--price-input", type=float, help="the judge's dollars per million prompt tokens (default: its study model entry's, else 0)")
     j.add_argument("--price-output", type=float, help="the judge's dollars per million output tokens (default: its study model entry's, else 0)")

@@ -170,3 +170,19 @@ def test_judge_errors_are_one_line(judged, capsys, tmp_path):
     coding.write_text("message_id,label\nx:1:chat,greed\n")
     rc, _, err = agora(capsys, "judge", str(study), "--db", db, "--judge", f"openai/judge-1@{url}", "--taxonomy", "cooperation", "--agreement", str(coding))
     assert rc == 2 and "line 2: 'greed' is not a category" in err
+
+
+def test_bargaining_family_messages_are_judged_too(tmp_path, capsys, monkeypatch):
+    """A persuasion study with messages: the seller's words are coded (kind signal_message)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    study = tmp_path / "persuaded.toml"
+    study.write_text('name = "persuaded"\ngame = "glee.persuasion"\nmodels = [{name = "t", spec = "strategy/truthful"}]\nconfigs = [{ horizon = 2, messages = true }]\n')
+    db = str(tmp_path / "p.db")
+    assert agora(capsys, "run", str(study), "--db", db, "--quiet")[0] == 0
+    script = tmp_path / "script.json"
+    script.write_text("[]")  # every request: {"label": "none"}
+    with serving(SERVER, str(script)) as url:
+        rc, out, _ = agora(capsys, "judge", str(study), "--db", db, "--judge", f"openai/judge-1@{url}", "--taxonomy", "leader_svo")
+    assert rc == 0 and "2 message(s) (signal_message 2)" in out and "2 coded (0 invalid)" in out
+    rows = _rows(db, "openai/judge-1")
+    assert [json.loads(r["labels"]) for r in rows] == [["none"], ["none"]] and {r["kind"] for r in rows} == {"signal_message"}
