@@ -148,7 +148,7 @@ def test_budget_stops_new_messages(judged, capsys):
     study, db, url = judged
     # each message is held at ~230 input tokens and 256 output tokens: $0.0005 a message at $1/$1 per million
     rc, out, _ = agora(capsys, "judge", str(study), "--db", db, "--judge", f"openai/judge-1@{url}", "--taxonomy", "cooperation", "--budget", "0.002", "--price-input", "1", "--price-output", "1", "--concurrency", "1")
-    assert rc == 0 and "budget $0.00 reached" in out
+    assert rc == 0 and "budget $0.002 reached" in out
     coded = int(re.search(r"(\d+) coded", out).group(1))
     assert 1 <= coded < 12 and len(_rows(db, "openai/judge-1")) == coded
 

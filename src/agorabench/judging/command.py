@@ -102,7 +102,8 @@ def judge_command(args: argparse.Namespace, study: str, ids: set[str] | None, db
             stats = run_loop(go())
             line = f"judge {entry.name}: {stats.coded:,} coded ({stats.invalid:,} invalid), {stats.failed:,} failed; {stats.calls:,} model calls, {stats.cache_hits:,} cache hits, ${stats.cost:.4f}; db {redact(db)}"
             if stats.budget_stopped:
-                line += f"; budget ${args.budget:,.2f} reached: {stats.budget_stopped:,} message(s) left to code"
+                money = f"${args.budget:,.2f}" if round(args.budget, 2) == args.budget else f"${args.budget:,.6g}"
+                line += f"; budget {money} reached: {stats.budget_stopped:,} message(s) left to code (run again with a higher budget)"
             print(line)
             for err in stats.errors:
                 print(f"agora: warning: judge {entry.name}: {err}", file=sys.stderr)
