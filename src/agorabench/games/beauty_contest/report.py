@@ -13,8 +13,8 @@ import pandas as pd
 
 from ...analysis.plots import grid_table, lines, table_html, with_interval
 from ...analysis.report import guarded, Section
-from ...analysis.stats import summarise
-from .beauty_contest import ratio_text
+from ...analysis.stats import declared_ranges, summarise
+from .beauty_contest import BeautyContest, ratio_text
 
 #: Per-model measures, in the order shown.
 MEASURES = ["guess_first", "guess_last", "equilibrium_distance", "at_equilibrium", "points_share"]
@@ -150,7 +150,7 @@ def group_table(games: pd.DataFrame) -> pd.DataFrame:
     g["group"] = [_composition(row) for row in g[seats].itertuples(index=False)]
     g["condition"] = _condition(g)
     columns = [c for c in GROUP if c in g]
-    out = summarise(g, ["group", "condition"], columns, bounds={"winners_share": (0.0, 1.0), "top_points_share": (0.0, 1.0)})
+    out = summarise(g, ["group", "condition"], columns, bounds={m: r for m, r in declared_ranges(BeautyContest, g).items() if m in ("winners_share", "top_points_share")})
     rank = {m: i for i, m in enumerate(GROUP)}
     out = out[out["n"] > 0]
     return out.sort_values("metric", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)

@@ -18,6 +18,7 @@ import pandas as pd
 from ...analysis.factor_tests import bh_adjust, binary_factors, factor_differences
 from ...analysis.plots import MAX_LINES, bands, figure_html, table_html
 from ...analysis.report import Section
+from ...analysis.stats import declared_ranges
 from ...analysis.survival import collapsed_by_month, gini_by_month, km_by_group, resource_trajectory, runs_table
 from . import election_report
 
@@ -153,13 +154,13 @@ def _nothing_collected(g: pd.DataFrame) -> pd.Series:
 def ranges(games: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
     """The range of each commons metric (low, high; None: open) for these games: survival
     times 0 to the horizon, the percentages 0–100, gains and losses from 0, the resource left
-    0 to the scenario's capacity (the largest of the games' scenarios), the Gini 0–1."""
-    horizon = float(pd.to_numeric(games["months"], errors="coerce").max()) if "months" in games and games["months"].notna().any() else None
-    return {
-        "survival_time": (0.0, horizon), "survival_time_harvested": (0.0, horizon), "survival_rate": (0.0, 100.0),
-        "total_gain": (0.0, None), "total_loss": (0.0, None), "efficiency": (0.0, 100.0), "equality": (0.0, 100.0),
-        "over_usage": (0.0, 100.0), "gini": (0.0, 1.0), "resource": (0.0, capacity(games)),
-    }
+    0 to the scenario's capacity (the largest of the games' scenarios), the Gini 0–1. The game's
+    metrics as it declares them over these games' configurations (``Commons.metric_ranges``)."""
+    from .commons import Commons
+
+    declared = declared_ranges(Commons, games)
+    metrics = ("survival_time", "survival_time_harvested", "total_gain", "total_loss", "efficiency", "equality", "over_usage")
+    return {**{m: declared[m] for m in metrics}, "survival_rate": (0.0, 100.0), "gini": (0.0, 1.0), "resource": (0.0, capacity(games))}
 
 
 def capacity(games: pd.DataFrame) -> float | None:

@@ -9,11 +9,12 @@ import pandas as pd
 from ...analysis.plots import grid_table
 from ...analysis.report import guarded, Section
 from ...analysis.stats import row_clusters, share_ci, summarise
+from .dictator import Dictator, DictatorConfig
 
 #: The metrics of a game shown per dictator model.
 METRICS = ["given_share", "dictator_payoff", "recipient_payoff"]
-#: The range of every metric (shares of the endowment or of endowment·rounds).
-RANGES: dict[str, tuple[float, float]] = {m: (0.0, 1.0) for m in METRICS}
+#: The range of every metric, as the game declares it (``Dictator.metric_ranges``).
+RANGES = {m: Dictator.metric_ranges(DictatorConfig())[m] for m in METRICS}
 #: The kinds of decision of :func:`decision_kinds`, in order.
 KINDS = ("nothing", "below half", "exactly half", "above half")
 

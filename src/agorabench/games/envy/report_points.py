@@ -19,7 +19,7 @@ from ...analysis.plots import bars_with_ci, grid_table, heatmap, stacked_shares,
 from ...analysis.report import Section, guarded
 from ...analysis.stats import summarise
 from ...analysis.switching import choice_paths, switch_excerpts, switch_rates
-from .point_allocation import MATRICES, OPTIONS
+from .point_allocation import MATRICES, OPTIONS, PointAllocation, PointsConfig
 
 TERMS = ["t1", "t2_raw_ratio", "t2", "t3"]
 
@@ -32,18 +32,10 @@ LABELS = {
 }
 
 
-def _raw_ratio_floor() -> float:
-    """The lowest T2 raw ratio any matrix allows: min over matrices of min gap / largest gap."""
-    floors = []
-    for payoffs in MATRICES.values():
-        gaps = [own - peer for own, peer in payoffs.values()]
-        floors.append(min(gaps) / max(gaps))
-    return min(floors)
-
-
 #: The range of each term: T1, T2 (Δ/Δmax) and T3 lie in 0–1; the T2 raw ratio is signed,
 #: from the lowest min gap / largest gap of the matrices (−4/3 on M3, −1 on M1) to 1.
-RANGES: dict[str, tuple[float, float]] = {"t1": (0.0, 1.0), "t2": (0.0, 1.0), "t2_raw_ratio": (_raw_ratio_floor(), 1.0), "t3": (0.0, 1.0)}
+#: As the game declares them (``PointAllocation.metric_ranges``), over every matrix.
+RANGES = PointAllocation.ranges_over(PointsConfig(matrix=m) for m in MATRICES)
 
 
 T2_NOTE = (

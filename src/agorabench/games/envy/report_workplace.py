@@ -10,7 +10,7 @@ import pandas as pd
 from ...analysis.plots import bars_with_ci, grid_table, heatmap, lines, table_html
 from ...analysis.report import Section
 from ...analysis.stats import summarise
-from .workplace import RATING_LABELS, RATINGS, REFLECTION_SCENE, SCENES
+from .workplace import RATING_LABELS, RATINGS, REFLECTION_SCENE, SCENES, Workplace, WorkplaceConfig
 
 SCENE_TITLES = {s.key: s.title for s in (*SCENES, REFLECTION_SCENE)}
 
@@ -53,12 +53,8 @@ stays within the scale's range; n the number of values (no interval when n &lt; 
 """
 
 #: The range of every per-conversation column: ratings 1–5, ÷5 0.2–1, (x−1)/4 0–1, changes −4 to 4.
-RANGES: dict[str, tuple[float, float]] = {
-    **{r: (1.0, 5.0) for r in RATINGS},
-    **{f"{r}_norm": (0.2, 1.0) for r in RATINGS},
-    **{f"{r}_scaled": (0.0, 1.0) for r in RATINGS},
-    **{f"{r}_change": (-4.0, 4.0) for r in RATINGS},
-}
+#: As the game declares them (``Workplace.metric_ranges``).
+RANGES = {k: v for k, v in Workplace.metric_ranges(WorkplaceConfig()).items() if k in RATINGS or k.endswith(("_norm", "_scaled", "_change"))}
 
 #: Which normalisation is which (docs/fidelity.md, "Envy").
 SCALES_NOTE = (
