@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 from agorabench import families
-from agorabench.conformance import CHECKS, run
+from agorabench.conformance import CHECKS, check, run
 from agorabench.core.actions import Action
 from agorabench.core.game import Prompts
 from agorabench.core.table import Reply, Table, TurnRequest
 from support.investment.report import pairing_table, seat_table, sections
-from support.investment.strategies import Reciprocal, Selfish, SubgamePerfect, Trusting, UniformRandom
+from support.investment.strategies import STRATEGIES, Reciprocal, Selfish, SubgamePerfect, Trusting, UniformRandom
 from support.investment.investment import InvestmentConfig, InvestmentGame, investment_type, repayment_type
 
 #: The stand-in entry point: what a distribution shipping the family would declare.
@@ -96,9 +96,18 @@ def test_investment_is_registered_only_inside_the_fixture():
     assert "investment" not in families.game_names()
 
 
-def test_investment_conformance_passes_every_check(investment):
+def test_investment_conformance_passes_every_check_on_the_class_unregistered():
+    """``check`` takes the class, a configuration and the strategies: no entry point needed.
+    Only ``report`` plays a study through the registry, so it is left out (with a warning)."""
     assert list(CHECKS) == ["roles", "strategies", "instructions", "prompts", "random", "deterministic", "outcome", "actions", "report"]
-    assert run(["investment"]) == []
+    assert "investment" not in families.game_names()
+    result = check(InvestmentGame, InvestmentConfig(endowment=10, multiplier=3), STRATEGIES)
+    assert result.failed == []
+    assert result.warnings == ["report: not run (the class is not registered under its name; the report check plays a study through the registry)"]
+
+
+def test_investment_report_check_passes_registered(investment):
+    assert run(["investment"], ["report"]) == []
 
 
 def test_investment_journey_defaults_fill_from_the_manifest(investment):

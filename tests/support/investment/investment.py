@@ -144,6 +144,18 @@ class InvestmentGame(Game):
         mine, theirs = (outcome["investor_points"], outcome["trustee_points"]) if role == INVESTOR else (outcome["trustee_points"], outcome["investor_points"])
         return lines + [f"You ended with {mine} points and the other player with {theirs}."]
 
+    @classmethod
+    def max_turns(cls, config: GameConfig) -> int:
+        """The investor's send and the trustee's repayment."""
+        return 2
+
+    @classmethod
+    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """The shares 0–1, the investor's payoff 0 to the multiplier, the trustee's 0 to the
+        multiplier, the efficiency 1 / multiplier to 1."""
+        m = float(config.multiplier)  # type: ignore[attr-defined]
+        return {"sent_share": (0.0, 1.0), "returned_share": (0.0, 1.0), "investor_payoff": (0.0, m), "trustee_payoff": (0.0, m), "efficiency": (1 / m, 1.0)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """sent_share, returned_share, investor_payoff, trustee_payoff, efficiency (module doc)."""
         endowment, multiplier, received = outcome["endowment"], outcome["multiplier"], outcome["received"]
