@@ -45,6 +45,10 @@ class Action(BaseModel):
     text_fields: ClassVar[tuple[str, ...]] = ()
     #: Longest free-text value the decoding grammar allows (constrained models only).
     grammar_text_chars: ClassVar[int] = 600
+    #: Write number fields' placeholders bare in the JSON format line (``{"send": <a whole
+    #: number>}``), so a model is not led to answer a number as a string. Off by default: every
+    #: shipped prompt stays byte for byte as it was; a new game opts in.
+    bare_numbers: ClassVar[bool] = False
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -64,7 +68,7 @@ class Action(BaseModel):
     @classmethod
     def format_instructions(cls) -> str:
         """A short description of the expected answer format, ending the prompt."""
-        return cls.format().instructions(cls.model_fields)
+        return cls.format().instructions(cls.model_fields, bare_numbers=cls.bare_numbers)
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import bisect
 import functools
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Format = Literal["json", "xml", "answer"]
 
@@ -45,8 +45,10 @@ class AnswerFormat:
     #: A backend that takes a JSON schema may decode this format with it (else: the grammar).
     schema_decoding: bool = False
 
-    def instructions(self, fields: dict[str, Any]) -> str:
-        """What the end of a prompt says about the answer (``fields``: name -> pydantic FieldInfo)."""
+    def instructions(self, fields: dict[str, Any], bare_numbers: bool = False) -> str:
+        """What the end of a prompt says about the answer (``fields``: name -> pydantic FieldInfo).
+        ``bare_numbers``: number fields' placeholders unquoted, where the format quotes values
+        (JSON; see :attr:`agorabench.core.actions.Action.bare_numbers`)."""
         raise NotImplementedError
 
     def grammar(self, props: dict[str, Any], text_chars: int) -> str:
@@ -82,9 +84,12 @@ class JsonFormat(AnswerFormat):
     name = "json"
     schema_decoding = True
 
-    def instructions(self, fields: dict[str, Any]) -> str:
+    def instructions(self, fields: dict[str, Any], bare_numbers: bool = False) -> str:
         example = {n: _placeholder(n, f.description) for n, f in fields.items()}
-        return "Answer with a JSON object of this form:\n" + json.dumps(example, ensure_ascii=False)
+        if not bare_numbers:
+            return "Answer with a JSON object of this form:\n" + json.dumps(example, ensure_ascii=False)
+        pairs = (f"{json.dumps(n, ensure_ascii=False)}: <{v}>" if _is_number(fields[n]) else f"{json.dumps(n, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for n, v in example.items())
+        return "Answer with a JSON object of this form:\n{" + ", ".join(pairs) + "}"
 
     def grammar(self, props: dict[str, Any], text_chars: int) -> str:
         """A compact grammar of a flat object with the fields in order: llama.cpp samples it far
@@ -102,7 +107,7 @@ class JsonFormat(AnswerFormat):
 class XmlFormat(AnswerFormat):
     name = "xml"
 
-    def instructions(self, fields: dict[str, Any]) -> str:
+    def instructions(self, fields: dict[str, Any], bare_numbers: bool = False) -> str:
         inner = "\n".join(f"  <{n}>{_placeholder(n, f.description)}</{n}>" for n, f in fields.items())
         return f"Answer in this XML format:\n<response>\n{inner}\n</response>"
 
@@ -122,7 +127,7 @@ class AnswerLineFormat(AnswerFormat):
     name = "answer"
     ends_reply = True  # "End your answer with a line of the form 'Answer: N'"
 
-    def instructions(self, fields: dict[str, Any]) -> str:
+    def instructions(self, fields: dict[str, Any], bare_numbers: bool = False) -> str:
         (name,) = fields
         return f"End your answer with a line of the form 'Answer: <{name}>'."
 
@@ -210,6 +215,13 @@ def _gbnf_value(prop: dict[str, Any], text_chars: int, quoted: bool = False) -> 
 
 def _placeholder(name: str, description: str | None) -> str:
     return description or name.upper()
+
+
+def _is_number(field: Any) -> bool:
+    """Whether a pydantic field holds a number (``int`` or ``float``, optional or not; never ``bool``)."""
+    kinds = get_args(field.annotation) or (field.annotation,)
+    real = [k for k in kinds if k is not type(None)]
+    return bool(real) and all(k in (int, float) for k in real)
 
 
 
