@@ -123,6 +123,22 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
     return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
 
 
+def _names(text: str, names: dict[str, str]) -> str | None:
+    """The registered family or game name a string constant is, exactly (surrounding spaces
+    aside), or None: a name inside a longer string (``/chat/completions``, "a market factor")
+    names nothing, so ordinary words stay free as family names."""
+    word = text.strip()
+    return word if word in names else None
+
+
+def test_a_family_name_is_reserved_by_an_exact_match_not_a_word_in_a_string():
+    names = {"chat": "chat", "market": "market", "mygame.chat": "mygame"}
+    assert _names("chat", names) == "chat" and _names(" market ", names) == "market"
+    assert _names("mygame.chat", names) == "mygame.chat"
+    for text in ("/chat/completions", "the market factor", "chat.completions", "mygame.chat.x", "Chat"):
+        assert _names(text, names) is None, text
+
+
 def test_no_module_outside_a_family_names_its_games_or_imports_its_code():
     names = {g: f.name for f in families.families().values() for g in f.games} | {f.name: f.name for f in families.families().values()}
     found = []
@@ -133,9 +149,9 @@ def test_no_module_outside_a_family_names_its_games_or_imports_its_code():
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for line, text in _strings(tree):
-            for word in re.findall(r"[A-Za-z_][\w.]*", text):
-                if word in names and names[word] != home:
-                    found.append(f"{path.relative_to(SRC.parent)}:{line} names {word!r}")
+            word = _names(text, names)
+            if word and names[word] != home:
+                found.append(f"{path.relative_to(SRC.parent)}:{line} names {word!r}")
         for line, target in imports(module, path):
             tparts = target.split(".")
             if len(tparts) > 2 and tparts[1] == "games" and tparts[2] != home:
