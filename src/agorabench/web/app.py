@@ -188,13 +188,14 @@ async def play_page(v: Visit) -> Response:
         x["content"] = for_person(parts, live.formats) if x["role"] == "user" else answer_text(x["content"], live.fields)
     history = [x for x in messages if x["role"] != "system"]
     p = live.pending
-    ctx.update(instructions=live.system, history=history, version=live.version, poll=True)
+    ctx.update(instructions=live.system, history=history, version=live.version, poll=True, notice=live.notice)
     if p is None:
         if live.echo:  # answered, and the game has not yet told the person anything since
             history.append({"role": "assistant", "content": live.echo})
         outage = bool(m.outages(v.row))
-        ctx["version"] = waiting_version(live.version, outage)
-        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, alone=m.alone(v.row), outage=outage, **ctx)
+        slow = m.slow_member(live)
+        ctx["version"] = waiting_version(live.version, outage, slow)
+        return page(v.request, "wait.html", waiting=int(time.time() - live.waiting_since) if live.waiting_since else 0, alone=m.alone(v.row), outage=outage, slow=slow_words(slow), **ctx)
     m.mark_shown(live)
     remaining = max(0, int(p.shown_at + s.time_limit - time.time())) if s.time_limit else None
     prompt = history.pop() if history and history[-1]["role"] == "user" else None
@@ -203,10 +204,37 @@ async def play_page(v: Visit) -> Response:
     return page(v.request, "play.html", prompt=prompt, fields=form_fields(p.request.action_type, live.role), note=p.request.action_type.form_note(), values=values, seq=p.seq, errors=errors, remaining=remaining, max_text=MAX_TEXT, **ctx)
 
 
-def waiting_version(version: int, outage: bool) -> str:
+def waiting_version(version: int, outage: bool, slow: tuple[float | None, str] | None = None) -> str:
     """The version a waiting page is shown at and polls for: the game's, marked while a model
-    server of the game does not answer, so that the page reloads when an outage begins or ends."""
-    return f"{version}-outage" if outage else str(version)
+    server of the game does not answer and while another member of the group keeps the person
+    waiting (with when the computer answers for them), so that the page reloads when an outage
+    begins or ends, when the wait for a member becomes long, and when its deadline moves."""
+    text = f"{version}-outage" if outage else str(version)
+    if slow is not None:
+        text += f"-slow{int(slow[0] or 0)}"
+    return text
+
+
+def slow_words(slow: tuple[float | None, str] | None) -> dict[str, Any] | None:
+    """What the waiting page says about a member who keeps the group waiting: who ("The other
+    participant"), and, when the computer will answer for them, that moment as seconds since
+    the epoch, as UTC (what a page without scripts shows) and ISO 8601, and the seconds left (from
+    which the page shows the moment in the person's own clock); None while nobody keeps them
+    waiting."""
+    if slow is None:
+        return None
+    at, who = slow
+    if at is None:
+        return {"who": who, "at": None}
+    return {"who": who, "at": round(at, 3), "utc": time.strftime("%H:%M:%S UTC", time.gmtime(at)), "iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)), "left": round(max(0.0, at - time.time()), 3), "left_words": time_left(at - time.time())}
+
+
+def time_left(seconds: float) -> str:
+    """How long until a moment, as a person says it: "in 45 s", "in 1 min 15 s", "any moment now"."""
+    n = round(seconds)
+    if n <= 0:
+        return "any moment now"
+    return f"in {n // 60} min" + (f" {n % 60} s" if n % 60 else "") if n >= 60 else f"in {n} s"
 
 
 async def results_page(v: Visit) -> Response:
@@ -449,7 +477,7 @@ def add_participant_routes(app: FastAPI, m: Manager) -> None:
         m.seen(token)
         live = m.live.get(token)
         waiting = bool(live and live.pending is None)
-        version = waiting_version(live.version, bool(m.outages(row))) if live and waiting and row["stage"] == "play" and m.waiting_since(token) is None else (live.version if live else 0)
+        version = waiting_version(live.version, bool(m.outages(row)), m.slow_member(live)) if live and waiting and row["stage"] == "play" and m.waiting_since(token) is None else (live.version if live else 0)
         return {"stage": row["stage"], "version": version, "waiting": waiting}
 
     @app.post("/p/{token}/{stage}")

@@ -27,8 +27,11 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from ..core.seats import participant, person_seat
 from ..core.study import Study
 from ..store.store import Store
+from ..store.participants import Participants
+from .forms import answer_lines
 from .pages import page
 from .participants import participant_key
+from .settings import money_text
 
 COOKIE = "agora_dash"
 
@@ -288,7 +291,41 @@ class Dashboard:
             exchange = later[len(full) : len(full) + n] if later is not None and later[: len(full)] == full else []
             t["reasks"] = [(exchange[k]["content"], exchange[k + 1]["content"]) for k in range(0, len(exchange) - 1, 2)]
             before[t["role"]] = full + exchange + ([{"role": "assistant", "content": t.get("raw") or ""}] if t.get("raw") else [])
+        self._as_seen(g, turns)
         return g, turns
+
+    def _as_seen(self, g: dict[str, Any], turns: list[dict[str, Any]]) -> None:
+        """Give each turn of a person's seat ``person``: the turn as the person saw it (what
+        they read, in their words, and what they filled in, with the form's labels; money as
+        the pages write it in a game whose configuration states an amount of money), and how it
+        ended (answered, no answer in time, played by the computer after they stopped answering).
+        A person's n-th turn of the game is their n-th web turn; a turn from before the desk
+        kept what people saw says so."""
+        seats = g.get("seats") or {}
+        if not any(participant(v) for v in seats.values()):
+            return
+        web = Participants(self.store).turns_of_game(g["study"], g["id"])
+        amount = money_text if isinstance(g.get("config"), dict) and isinstance(g["config"].get("money"), (int, float)) else None
+        count: dict[str, int] = {}
+        for t in turns:
+            if participant(seats.get(t["role"])) is None:
+                continue
+            n = count[t["role"]] = count.get(t["role"], 0) + 1
+            rows = web.get(t["role"], [])
+            row = rows[n - 1] if n <= len(rows) else None
+            seen = (row or {}).get("as_seen") or {}
+            fields = {k: (v[0], v[1]) for k, v in (seen.get("fields") or {}).items()}
+            answer = answer_lines(t["action"] if isinstance(t.get("action"), dict) else {}, fields, amount)
+            if row is None:
+                how = "played by the computer: the person had stopped answering" if rows else "no record of the person's pages for this turn"
+            elif row.get("timed_out"):
+                how = "no answer in time: the computer answered for them"
+            else:
+                how = f"answered after {row['response_time']:.1f} s" if row.get("response_time") is not None else "answered"
+                errors = [e for e in row.get("errors") or [] if isinstance(e, str)]
+                if errors:
+                    how += f", after {len(errors)} refused form{'s' if len(errors) != 1 else ''}"
+            t["person"] = {"read": seen.get("read") or [], "instructions": seen.get("instructions"), "answer": answer, "how": how, "kept": bool(seen), "answered": row is not None and not row.get("timed_out")}
 
     # routes -------------------------------------------------------------------------------
     def _routes(self, app: FastAPI) -> None:

@@ -23,7 +23,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Callable, Literal, Union
 
 from pydantic import ValidationError
 
@@ -192,6 +192,28 @@ def answer_text(raw: str, fields: dict[str, FormField] | None = None) -> str:
         else:
             lines.append(f"{f.label if f is not None else k.replace('_', ' ').capitalize()}: {_show(v)}")
     return "\n".join(lines)
+
+
+def answer_lines(data: dict[str, Any], fields: dict[str, tuple[str, str]], amount: Callable[[float], str] | None = None) -> list[str]:
+    """A person's answer as they filled in the form, one line per field: the form's label and
+    the value ("Amount Alice (you) receives: $1,000.50", "Decision: reject"), "You chose: LABEL"
+    for a button they pressed; ``fields`` maps a field to its (label, kind) (a field it does not
+    name reads as its name); a number typed in (or of a field not named) reads through ``amount``
+    when given (money, as the game's pages write it); a choice among numbers (a 1-5 rating) stays
+    a number. A yes/no field that is
+    off, or an empty one, is left out, as :func:`answer_text` does."""
+    lines = []
+    for name, value in data.items():
+        if value is None or value is False or (isinstance(value, str) and value in ("", "false", "False")):
+            continue
+        label, kind = fields.get(name) or (name.replace("_", " ").capitalize(), "")
+        if kind == "button":
+            lines.append(f"You chose: {label}")
+        elif amount is not None and kind in ("number", "") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            lines.append(f"{label}: {amount(value)}")
+        else:
+            lines.append(f"{label}: {_show(value)}")
+    return lines
 
 
 def person_answer(action: Action, fields: dict[str, FormField] | None = None) -> str:

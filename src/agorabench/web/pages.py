@@ -12,9 +12,13 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from .settings import money_text
+
 HERE = Path(__file__).parent
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+#: Money on every page as the participant pages write it ("$1,250.00"): ``{{ x|money }}``.
+templates.env.filters["money"] = money_text
 
 
 def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:

@@ -32,7 +32,13 @@ member's recorded answers replayed. A member who passes the idle deadline has *d
 from that turn on the fallback plays their seat (:class:`GroupSeat`) and the game goes on for the
 others. The stored game's status is then ``abandoned`` (as a one-person game whose person left),
 the dropout's row records ``dropped_out`` and ``game_status = "abandoned"`` (no bonus), and the
-members who stayed finish with ``game_status = "done"`` and their own role's bonus.
+members who stayed finish with ``game_status = "done"`` and their own role's bonus. A member who
+keeps the others waiting past a short while (:meth:`Manager.slow_member`) is named on their waiting
+pages with the moment the computer will answer for them (their turn's deadline,
+:meth:`Pending.deadline`); when it has, they are told once (:meth:`Manager.taken_over`).
+
+What a person saw is kept for the researcher's desk: each turn's new messages in their words and
+the form's labels (``web_turns.as_seen``, :meth:`Seat.as_seen`).
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class Pending:
     seq: int
     request: TurnRequest
     shown_at: float | None
+    #: When the game opened the turn (its idle deadline counts from here).
+    opened: float = 0.0
     #: Validation errors of the last submission (shown once) and of all submissions (stored).
     errors: list[str] = field(default_factory=list)
     all_errors: list[str] = field(default_factory=list)
@@ -82,6 +90,14 @@ class Pending:
     done: bool = False
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
+    def deadline(self, limit: float, idle: float) -> float | None:
+        """When the turn stops waiting for the person and the computer answers instead: the time
+        limit counted from when they first saw the form, or the idle deadline counted from when
+        the turn opened, whichever comes first; None when neither applies (no limit, no idle
+        deadline: the game waits for the person)."""
+        ends = [t for t in (self.shown_at + limit if limit and self.shown_at is not None else None, self.opened + idle if idle else None) if t is not None]
+        return min(ends) if ends else None
+
 
 class Seat:
     """Implements :class:`~agorabench.core.agents.Desk` for one participant: replays recorded
@@ -90,6 +106,25 @@ class Seat:
     def __init__(self, live: "Live") -> None:
         self.live = live
         self.seq = 0
+        #: Whether the last answer came from the record (a replay after a restart), not the person now.
+        self.replayed = False
+        #: How many of the role's messages the previous turn held: the next turn's are new after them.
+        self.known = 0
+
+    def as_seen(self, request: TurnRequest, seq: int, known: int) -> dict[str, Any]:
+        """The turn as the person sees it, for the researcher's desk (``web_turns.as_seen``): the
+        messages new since their previous turn in their words (:func:`for_person`; their own
+        earlier answer left out, the desk shows it with that turn), the form's labels by field,
+        and on the first turn the instructions. ``known``: how many messages the previous turn
+        held (all are new when this turn's do not extend them)."""
+        live = self.live
+        messages, parts = list(request.messages), list(request.parts)
+        start = known if known <= len(messages) else 0
+        read = [for_person(p, live.formats) for m, p in zip(messages[start:], parts[start:]) if m["role"] == "user"]
+        seen: dict[str, Any] = {"read": [t for t in read if t], "fields": {f.name: [f.label, f.kind] for f in form_fields(request.action_type, live.role)}}
+        if seq == 0:
+            seen["instructions"] = live.system
+        return seen
 
     async def wait_answer(self, request: TurnRequest) -> HumanAnswer | None:
         live = self.live
@@ -97,11 +132,14 @@ class Seat:
         live.formats.add(request.action_type.format_instructions())
         live.fields.update({f.name: f for f in form_fields(request.action_type, live.role)})
         live.echo = None  # the turn's messages hold every earlier answer
+        known, self.known = self.known, len(request.messages)
+        self.replayed = False
         row = live.manager.turn_row(live.token, seq)
         limit = live.manager.settings.time_limit
         idle = live.manager.settings.idle_timeout
         if row is not None and (row["answered_at"] is not None or row["timed_out"]):
             live.messages, live.parts = list(request.messages), list(request.parts)
+            self.replayed = True
             if row["timed_out"]:
                 # replayed after a restart: a turn that timed out past its idle deadline means
                 # the participant had gone, and stays so (the game is stored as abandoned)
@@ -119,8 +157,9 @@ class Seat:
             opened = row["opened_at"]
         else:  # stored before turns recorded their opening: counted from now, and from now on
             live.manager.rows.mark_opened(live.token, seq, opened)
-        pending = Pending(seq, request, row["shown_at"] if row else None)
+        pending = Pending(seq, request, row["shown_at"] if row else None, opened)
         live.pending, live.messages, live.parts = pending, list(request.messages), list(request.parts)
+        live.manager.rows.record_view(live.token, seq, self.as_seen(request, seq, known))
         live.touch()
         if live.abandoned:
             live.manager.record_timeout(live.token, seq)
@@ -156,13 +195,16 @@ class GroupSeat:
 
     def __init__(self, live: "Live", fallback: Callable[[], Player]) -> None:
         self.live = live
-        self.person = Human(Seat(live))
+        self.seat = Seat(live)
+        self.person = Human(self.seat)
         self.make_fallback = fallback
         self.fallback: Player | None = None
 
     async def act(self, request: TurnRequest) -> Reply:
         if not self.live.abandoned:
             reply = await self.person.act(request)
+            if reply.timed_out and not self.seat.replayed:  # the others are told, once
+                self.live.manager.taken_over(self.live, for_good=self.live.abandoned)
             if not (reply.timed_out and self.live.abandoned):
                 return reply
             self.live.manager.mark_dropout(self.live)
@@ -202,6 +244,11 @@ class Live:
     #: The answer just given, in the person's words, until the game's next message to them holds
     #: it: the waiting page shows it.
     echo: str | None = None
+    #: A group game's members by role (this one included); empty in a one-person game.
+    group: dict[str, "Live"] = field(default_factory=dict)
+    #: What the person is told once about another member (the computer answered for them), shown
+    #: on their pages until they next answer.
+    notice: str | None = None
 
     def touch(self) -> None:
         self.version += 1
@@ -210,6 +257,9 @@ class Live:
 #: Seconds a session whose game has not started keeps its live slot unseen when
 #: ``idle_timeout`` is 0.
 SLOT_IDLE = 600.0
+#: Seconds another member of a group may keep a person waiting before the waiting page says so
+#: (and when the computer will answer for them).
+SLOW_AFTER = 15.0
 
 
 class Manager:
@@ -516,7 +566,43 @@ class Manager:
         self.groups[game_id] = task
         for live in lives.values():
             live.task = task
+            live.group = lives
             live.touch()  # the waiting pages reload
+
+    def taken_over(self, live: Live, for_good: bool) -> None:
+        """A group member's turn reached its deadline unanswered and the computer answered for
+        them (``for_good``: they passed the idle deadline, and it plays their part from now on):
+        every other member is told once, on their next pages."""
+        others = [lv for lv in live.group.values() if lv is not live]
+        who = "The other participant" if len(others) == 1 else "Another participant"
+        then = " and will play their part from now on" if for_good else ""
+        for other in others:
+            other.notice = f"{who} did not answer in time, so the computer answered for them{then}."
+            other.touch()
+
+    def slow_member(self, live: Live) -> tuple[float | None, str] | None:
+        """While ``live`` waits on another member of its group past a short while: when the
+        computer will answer for that member (the earliest such deadline; None when their turn
+        has none) and who they are in words; None while nobody keeps the group waiting. A short
+        while: :data:`SLOW_AFTER` seconds of that member's open turn, or a quarter of the time it
+        gives them where that is shorter."""
+        if live.pending is not None:
+            return None
+        others = [lv for lv in live.group.values() if lv is not live]
+        now, limit, idle = time.time(), self.settings.time_limit, self.settings.idle_timeout
+        slow: list[float | None] = []
+        for other in others:
+            p = other.pending
+            if p is None or p.done or other.abandoned:
+                continue
+            deadline = p.deadline(limit, idle)
+            after = SLOW_AFTER if deadline is None else min(SLOW_AFTER, (deadline - p.opened) / 4)
+            if now - p.opened >= after:
+                slow.append(deadline)
+        if not slow:
+            return None
+        known = [t for t in slow if t is not None]
+        return (min(known) if known else None), ("The other participant" if len(others) == 1 else "Another participant")
 
     def mark_dropout(self, live: Live) -> None:
         """A group member passed the idle deadline: their seat goes to the fallback (recorded
@@ -619,6 +705,7 @@ class Manager:
         response_time = now - shown
         self.rows.record_answer(live.token, seq, action.model_dump(mode="json"), now, response_time, list(errors))
         live.echo = person_answer(action, live.fields)
+        live.notice = None  # told once: gone after the person's next answer
         p.answer, p.done = HumanAnswer(action, response_time, tuple(errors)), True
         p.wake.set()
         return True

@@ -62,7 +62,9 @@ class WebSettings(BaseModel):
         "another player, which may be a computer program. Your answers are stored for research "
         "under a pseudonymous identifier. Taking part is voluntary and you may stop at any time."
     )
-    #: Seconds a participant has for one turn; 0 means no limit.
+    #: Seconds a participant has for one turn; 0 means no limit. In a group game everyone waits
+    #: for the slowest member, turn after turn: 60-90 s fits a group (with an ``idle_timeout`` of
+    #: a few minutes), where a one-person study may give more.
     time_limit: float = Field(0, ge=0)
     #: Seconds a turn may stay unanswered (shown or not) before the participant counts as gone:
     #: from then on the fallback answers for them and the game is stored as ``abandoned``; 0: never.
@@ -221,13 +223,13 @@ def explain_bonus(text: str, values: dict[str, float], cap: float, finished: boo
     amount = evaluate_bonus(text, values, cap)
     limits = f"never below $0.00 or above ${cap:.2f}"
     if words.strip():
-        return f"{words.strip()} For your game that is ${amount:.2f} ({limits})."
+        return f"{words.strip()} For your game that is {money_text(amount)} ({limits})."
     if not names:
-        return f"Every participant receives a bonus of ${amount:.2f}." if amount else "This study pays no bonus."
+        return f"Every participant receives a bonus of {money_text(amount)}." if amount else "This study pays no bonus."
     missing = [n for n in names if n not in values]
     said = {n: _name_words(n, role) for n in names}
     if missing:
-        return f"Your bonus depends on {' and '.join(said[n] for n in missing)}, which your game did not record, so it is ${amount:.2f}."
+        return f"Your bonus depends on {' and '.join(said[n] for n in missing)}, which your game did not record, so it is {money_text(amount)}."
     rate = _linear(tree.body)
     if rate is not None:
         name, per, base = rate
@@ -235,10 +237,15 @@ def explain_bonus(text: str, values: dict[str, float], cap: float, finished: boo
             each = (f"{_money_words(base)} plus " if base else "") + f"{_money_words(per)} for every point of {said[name]}"
         else:
             each = f"{_money_words(base)}, less {_money_words(-per)} for every point of {said[name]}"
-        return f"You earn {each}. {said[name][0].upper() + said[name][1:]} was {values[name]:,.10g}, so your bonus is ${amount:.2f} ({limits})."
+        return f"You earn {each}. {said[name][0].upper() + said[name][1:]} was {values[name]:,.10g}, so your bonus is {money_text(amount)} ({limits})."
     shown = ast.unparse(_Worded(said).visit(ast.parse(text.strip(), mode="eval"))).replace("*", "\u00d7")
     used = "; ".join(f"{said[n]} was {values[n]:,.10g}" for n in names)
-    return f"Your bonus is worked out as {shown}. In your game {used}, so your bonus is ${amount:.2f} ({limits})."
+    return f"Your bonus is worked out as {shown}. In your game {used}, so your bonus is {money_text(amount)} ({limits})."
+
+
+def money_text(amount: float) -> str:
+    """An amount of dollars as the participant pages and the desk write it: "$1,250.00", "$0.50"."""
+    return f"-${-amount:,.2f}" if amount < 0 else f"${amount:,.2f}"
 
 
 def _money_words(amount: float) -> str:
@@ -246,7 +253,7 @@ def _money_words(amount: float) -> str:
     if 0 < amount < 1:
         cents = round(amount * 100, 4)
         return f"{cents:g} cent{'s' if cents != 1 else ''}"
-    return f"${amount:,.2f}"
+    return money_text(amount)
 
 
 def _name_words(name: str, role: str | None) -> str:

@@ -29,6 +29,22 @@
       if (n === 0) { setTimeout(function () { if (!sending) { location.reload(); } }, 1200); }
     }, 1000);
   }
+  // when the computer will answer for a member who keeps the group waiting, in the person's own
+  // clock (counted from the seconds left when the page was made, so a device whose clock is off
+  // still shows the right moment; without scripts the page says it in UTC), the time left counted down
+  var at = document.getElementById("takeover-at");
+  var takeLeft = document.getElementById("takeover-left");
+  if (at) {
+    var end = Date.now() + (parseFloat(at.dataset.left) || 0) * 1000;
+    at.textContent = new Date(end).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
+    var count = function () {
+      var n = Math.round((end - Date.now()) / 1000);
+      var m = Math.floor(n / 60), s = n % 60;
+      if (takeLeft) { takeLeft.textContent = n <= 0 ? "any moment now" : (n >= 60 ? "in " + m + " min" + (s ? " " + s + " s" : "") : "in " + n + " s"); }
+    };
+    count();
+    setInterval(count, 1000);
+  }
   var elapsed = document.getElementById("elapsed");
   if (elapsed) {
     var since = Date.now() / 1000 - (parseFloat(elapsed.dataset.start) || 0);  // seconds waited when the page was made
