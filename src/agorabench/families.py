@@ -67,7 +67,10 @@ class Family:
       reports and ``agora profile`` add the comparison for every game that has one;
     - ``messages``: game name -> ``messages(turn) -> list[(kind, text)]``: the free-text messages
       a stored turn (a dict with ``phase``, ``role`` and ``action``) holds, each with its kind
-      (``chat``, ``agenda``, ...), which ``agora judge`` codes; a game not listed has none.
+      (``chat``, ``agenda``, ...), which ``agora judge`` codes; a game not listed has none;
+    - ``report_docs``: report module (as ``reports`` names it, ``".report"``) -> one line saying
+      what its definitions define: its row of the Reports table of ``docs/analysis.md``
+      (:func:`definitions_table` writes that table).
     """
 
     name: str
@@ -85,6 +88,7 @@ class Family:
     embeddings: dict[str, str] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)
+    report_docs: dict[str, str] = field(default_factory=dict)
     #: Package the manifest lives in (set by discovery; resolves relative module names).
     package: str = ""
 
@@ -131,6 +135,27 @@ def families() -> dict[str, Family]:
             owner[game] = family.name
         out[family.name] = family
     return out
+
+
+#: Rows of the Reports table that belong to no family (the comparison with people).
+_SHARED_REPORTS = (("every game with human data", "analysis/likeness.py", "the behavioural Turing score (win, tie, lose, likeness), W1, KS, published values (section \"People as the yardstick\")"),)
+
+
+def definitions_table() -> str:
+    """The Reports table of ``docs/analysis.md`` (Markdown), made from the manifests: one row per
+    report module of each shipped family (family, module, what ``report_docs`` says it defines;
+    a family's name gets the module's when it has several), then the shared rows."""
+    rows = ["| family | module | defines |", "|---|---|---|"]
+    for family in families().values():
+        if not family.package.startswith("agorabench.games."):
+            continue  # a family from another distribution documents itself
+        modules = sorted({target.partition(":")[0] for target in family.reports.values()})
+        for module in modules:
+            label = family.name if len(modules) == 1 else f"{family.name} ({module.lstrip('.')})"
+            path = (family.package.removeprefix("agorabench.") + module).replace(".", "/") + ".py"
+            rows.append(f"| {label} | `{path}` | {family.report_docs.get(module, '')} |")
+    rows += [f"| {a} | `{b}` | {c} |" for a, b, c in _SHARED_REPORTS]
+    return "\n".join(rows) + "\n"
 
 
 def game_names() -> list[str]:

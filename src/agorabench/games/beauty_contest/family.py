@@ -8,6 +8,7 @@ FAMILY = Family(
     games={"beauty_contest": ".beauty_contest:BeautyContest"},
     strategies={"beauty_contest": ".strategies:STRATEGIES"},
     reports={"beauty_contest": ".report:sections"},
+    report_docs={".report": "numbers chosen per model and p (first round, last round, distance from the equilibrium, share at it, points share), mean number by round with level-k paths, per group: first and last mean, first target, convergence, winners' share, top points share"},
     profiles={"beauty_contest": ".report:profile_rows"},
     references={"beauty_contest": ".humans:YARDSTICK"},
     examples={"beauty_contest": {"players": 3, "rounds": 2}},

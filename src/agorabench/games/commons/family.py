@@ -8,6 +8,7 @@ FAMILY = Family(
     games={"commons": ".commons:Commons"},
     strategies={"commons": ".strategies:STRATEGIES"},
     reports={"commons": ".report:sections"},
+    report_docs={".report": "survival time (both countings), censoring, survival rate, total gain / loss, efficiency, equality (1 − Gini), over-usage, Kaplan–Meier and its band, collapse by month, Gini per month, Welch/BH factor tests; with leaders (`games/commons/election_report.py`): per leadership condition social welfare, survival time and the elections' SVO measures (wins per SVO category, winners' SVO angle, repeat wins, abstentions) with intervals, and the change from no leader (Welch)"},
     profiles={"commons": ".report:profile_rows"},
     importers={"govsim": ".importer:import_logs"},
     audits={"commons-prompts": ".audit:problems"},

@@ -8,6 +8,7 @@ FAMILY = Family(
     games={"dictator": ".dictator:Dictator"},
     strategies={"dictator": ".strategies:STRATEGIES"},
     reports={"dictator": ".report:sections"},
+    report_docs={".report": "given share, dictator and recipient payoffs (by framing when a study has both), decisions by kind (nothing, below half, exactly half, above half)"},
     profiles={"dictator": ".report:profile_rows"},
     references={"dictator": ".humans:YARDSTICK"},
     examples={"dictator": {"endowment": 10, "rounds": 2}},

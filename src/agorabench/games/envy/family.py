@@ -17,6 +17,7 @@ FAMILY = Family(
         "envy.points": ".report_points:sections",
         "envy.workplace": ".report_workplace:sections",
     },
+    report_docs={".report_points": "T1, T2 (both readings), T3", ".report_workplace": "the five 1–5 ratings per conversation and per scene, the ÷5 and (x−1)/4 scales, correlations, first-to-last change, invalid rates, intervals"},
     profiles={
         "envy.points": ".report_points:profile_rows",
         "envy.workplace": ".report_workplace:profile_rows",

@@ -18,6 +18,7 @@ FAMILY = Family(
         "glee.persuasion": ".strategies:PERSUASION",
     },
     reports={g: ".report:sections" for g in _GAMES},
+    report_docs={".report": "efficiency, fairness, self-gain of each game present (`GAME_DEFINITIONS`); the regression model, the reference-model rule and design-adjusted means"},
     profiles={g: ".report:profile_rows" for g in _GAMES},
     importers={"glee": ".importer:import_logs"},
     analyses={"glee": ".analyze:analyze_glee"},

@@ -9,6 +9,7 @@ FAMILY = Family(
     games={"prisoners_dilemma": ".prisoners_dilemma:PrisonersDilemma"},
     strategies={"prisoners_dilemma": ".strategies:STRATEGIES"},
     reports={"prisoners_dilemma": ".report:sections"},
+    report_docs={".report": "cooperation, cooperation in round 1, payoff share (points / (T·N)), mutual cooperation, efficiency (points / (2R·N)), rounds played, cooperation by round"},
     profiles={"prisoners_dilemma": ".report:profile_rows"},
     references={"prisoners_dilemma": ".humans:YARDSTICK"},
     examples={"prisoners_dilemma": {"horizon": "known", "rounds": 3}},

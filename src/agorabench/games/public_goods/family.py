@@ -8,6 +8,7 @@ FAMILY = Family(
     games={"public_goods": ".public_goods:PublicGoods"},
     strategies={"public_goods": ".strategies:STRATEGIES"},
     reports={"public_goods": ".report:sections"},
+    report_docs={".report": "contribution share (all rounds, first, last round), punishment points, payoff share per model and condition; contribution by round; efficiency per group"},
     profiles={"public_goods": ".report:profile_rows"},
     references={"public_goods": ".humans:YARDSTICK"},
     examples={"public_goods": {"players": 3, "rounds": 2, "punishment": True}},

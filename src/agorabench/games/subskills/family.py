@@ -8,6 +8,7 @@ FAMILY = Family(
     games={"subskills": ".subskills:Subskills"},
     strategies={"subskills": ".strategies:STRATEGIES"},
     reports={"subskills": ".report:sections"},
+    report_docs={".report": "each test's right answer or bound, pass rate with its Wilson interval, per test and model (table and bar chart per scenario and language)"},
     profiles={"subskills": ".report:profile_rows"},
     examples={"subskills": {"test": "sustainable_action_universalization", "form": "simulation", "draw": "random"}},
 )

@@ -9,6 +9,7 @@ FAMILY = Family(
     games={"trust": ".trust:Trust"},
     strategies={"trust": ".strategies:STRATEGIES"},
     reports={"trust": ".report:sections"},
+    report_docs={".report": "sent share, returned share, payoffs in endowments, efficiency, returned share by share sent, stated return share by amount (strategy method)"},
     profiles={"trust": ".report:profile_rows"},
     references={"trust": ".humans:YARDSTICK"},
     # One round: the trustee's bound is what it received, so two rounds would ask two types with

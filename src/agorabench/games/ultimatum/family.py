@@ -8,6 +8,7 @@ FAMILY = Family(
     games={"ultimatum": ".ultimatum:Ultimatum"},
     strategies={"ultimatum": ".strategies:STRATEGIES"},
     reports={"ultimatum": ".report:sections"},
+    report_docs={".report": "offer share, minimum share (strategy method), acceptance, payoffs, efficiency, acceptance by offered share (direct method), minimum acceptable shares and the acceptance curve (strategy method)"},
     profiles={"ultimatum": ".report:profile_rows"},
     references={"ultimatum": ".humans:YARDSTICK"},
     examples={"ultimatum": {"pie": 10, "rounds": 2}},
