@@ -56,7 +56,8 @@ def test_a_persons_turn_reads_as_they_saw_it_and_fits_a_phone(browser, tmp_path)
 
 def test_a_dropouts_turns_say_the_computer_answered_for_them(tmp_path):
     """A group member who stops answering: their first unanswered turn reads "no answer in time",
-    the later ones "played by the computer"; the one who stayed reads as they answered."""
+    the later ones "played by the computer"; the one who stayed reads as they answered (and was
+    told, on their pages, that the computer plays the other's part from then on)."""
     web = {"attention_checks": [], "quiz": [], "starts_per_minute": 0, "group_fallback": "spe", "group_wait": 60, "idle_timeout": 1.5}
     path = web_study(tmp_path, name="desk_dropout", seats=[{"alice": "participant", "bob": "participant"}], models=[{"name": "spe", "spec": "strategy/spe"}], web=web)
     with AppServer(path, tmp_path / "d.db") as server:
@@ -65,7 +66,9 @@ def test_a_dropouts_turns_say_the_computer_answered_for_them(tmp_path):
             p.enter(), p.post("consent", agree="yes"), p.post("instructions")
         a.post("play", seq=a.seq(), alice_gain="99", bob_gain="1")
         b.until('id="turn-form"')  # Bob sees the offer and goes
-        a.seq()  # the computer rejected for Bob and made his offer: Alice decides
+        # the computer rejected for Bob and made his offer: Alice decides, told once what happened
+        told = a.until('id="taken-over"')
+        assert "The other participant did not answer in time, so the computer answered for them and will play their part from now on." in told
         a.post("play", seq=a.seq(), decision="accept")
         a.past_results()
         dash = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
