@@ -506,7 +506,7 @@ def check(game_cls: type[Game], config: GameConfig | dict[str, Any] | None = Non
         try:
             found[name](s, plays)
         except NoEnd as exc:
-            failed.append((name, f"the game does not end: {exc}"))
+            failed.append((name, f"the game does not end: {exc}; its other checks were not run"))
             break
         except Exception as exc:  # noqa: BLE001 - a crash is a failed check, reported with its game
             failed.append((name, f"{type(exc).__name__}: {exc}".splitlines()[0][:400]))
