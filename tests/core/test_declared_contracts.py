@@ -12,11 +12,11 @@ import pytest
 from agorabench import families
 from agorabench.analysis.frames import analysis_model, is_person
 from agorabench.analysis.report import _temperature, named_models_only
-from agorabench.core.decoding import decoding, entry_dialect, sent_settings
-from agorabench.core.runner import NoCache, Runner, generation_settings
+from agorabench.core.decoding import decoding, entry_dialect, generation_settings, sent_settings
+from agorabench.core.runner import Runner
 from agorabench.core.seats import SeatKind, kind_of_spec, participant, person_seat, seat_kind
 from agorabench.core.study import ModelEntry, StudyError
-from agorabench.models.base import BufferedCache, Completion, dialect_of, probe_target_of
+from agorabench.models.base import BufferedCache, Completion, NoCache, dialect_of, probe_target_of
 from agorabench.models.errors import SpecError as DefinedSpecError
 from agorabench.models.spec import SpecError
 from agorabench.records import GameRecord, TurnRecord

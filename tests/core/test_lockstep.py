@@ -14,10 +14,10 @@ import pytest
 
 from agorabench.core.lockstep import CallWaves, Lockstep, worst_case
 from agorabench.core.progress import ProgressView
-from agorabench.core.runner import NoCache, Runner
+from agorabench.core.runner import Runner
 from agorabench.core.study import StudyError, load_study
 from agorabench.core.table import Prompt, Table
-from agorabench.models.base import CALL_CONTEXT, BackendError, CallContext, Completion, GenerationSettings
+from agorabench.models.base import CALL_CONTEXT, BackendError, CallContext, Completion, GenerationSettings, NoCache
 from agorabench.models.model import Model
 from agorabench.store.batches import open_batches, study_batches
 from agorabench.store.cache import SQLCache

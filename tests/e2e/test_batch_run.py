@@ -11,7 +11,8 @@ import sqlite3
 
 import pytest
 
-from agorabench.core.runner import Runner, backend_options
+from agorabench.core.runner import Runner
+from agorabench.core.seating import backend_options
 from agorabench.core.study import load_study
 from agorabench.models.batch import open_batch_client
 from agorabench.store.batches import study_batches

@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 
 from agorabench.core import plan as plan_module
-from agorabench.core.runner import call_estimate
+from agorabench.core.spending import call_estimate
 from agorabench.core.study import ModelEntry
 from agorabench.models.base import GenerationSettings
 from agorabench.models.model import Model, Pricing

@@ -68,7 +68,7 @@ def test_the_plan_says_the_worst_case_when_the_output_is_assumed(server, tmp_pat
 
 
 def test_a_reasoning_model_without_a_timeout_waits_by_its_output_limit():
-    from agorabench.core.runner import REASONING_TOKENS_PER_SECOND, default_timeout
+    from agorabench.core.seating import REASONING_TOKENS_PER_SECOND, default_timeout
     from agorabench.core.study import ModelEntry
 
     assert default_timeout(ModelEntry(name="o", spec="openai/o3")) == pytest.approx(120 + 16_256 / REASONING_TOKENS_PER_SECOND)

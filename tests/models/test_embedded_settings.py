@@ -160,7 +160,7 @@ def test_bad_cache_environment_stops_the_run_with_one_line(write_study, tmp_path
 
 @pytest.mark.llm
 def test_cache_bound_from_the_study_file_reaches_llama_cpp():
-    from agorabench.core.runner import build_backend
+    from agorabench.core.seating import build_backend
 
     backend = build_backend(ModelEntry(name="smol", spec="local", state_cache_mb=48))
     assert backend.state_cache_bytes == 48 << 20

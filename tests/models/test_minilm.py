@@ -144,7 +144,7 @@ def test_commons_defaults_to_it():
 
 
 def test_the_runners_shared_hook_runs_it_off_the_event_loop(offline_embedder):
-    from agorabench.core.table import shared_embedder
+    from agorabench.models.embeddings import shared_embedder
 
     _, first = offline_embedder
     hook = shared_embedder(DEFAULT_EMBEDDINGS)

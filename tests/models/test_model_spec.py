@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from agorabench.core.runner import build_backend
+from agorabench.core.seating import build_backend
 from agorabench.core.study import ModelEntry, StudyError, parse_model_spec
 from agorabench.models.base import BackendError
 from agorabench.models.errors import too_large
@@ -121,7 +121,7 @@ def test_providers_declare_their_factory_and_defaults(monkeypatch):
 
 LEAN_ONLY = """
 import sys
-from agorabench.core.runner import build_backend
+from agorabench.core.seating import build_backend
 from agorabench.core.study import ModelEntry
 for transport in ("lean", "aiohttp"):
     backend = build_backend(ModelEntry(name="m", spec="vllm/x@http://127.0.0.1:1/v1", transport=transport))

@@ -15,7 +15,7 @@ import asyncio
 
 import pytest
 
-from agorabench.core.runner import backend_options, build_backend
+from agorabench.core.seating import backend_options, build_backend
 from agorabench.core.study import ModelEntry
 from agorabench.models.base import BackendError, GenerationSettings
 from agorabench.models.model import Model, Pricing, RetryPolicy

@@ -158,7 +158,8 @@ def play_share(study_path: str, models: list[str] | None, db: str, share: int, s
     from ..store.cache import SQLCache
     from ..store.claims import claim_owner
     from ..store.store import Store
-    from .runner import NoCache, Runner
+    from ..models.base import NoCache
+    from .runner import Runner
 
     started = time.time()
     study = load_study(study_path, models=models)
@@ -235,7 +236,8 @@ def _begin(study_path: str, db: str, models: list[str] | None, cache_db: str | N
 async def _check_models(study: Study, store: Any, names: set[str], probe: bool) -> None:
     """The one-process run's checks before its first game (:meth:`Runner.check_models`, and
     :meth:`Runner.probe_models` for ``names`` when ``probe``), made once by the driver."""
-    from .runner import NoCache, Runner
+    from ..models.base import NoCache
+    from .runner import Runner
 
     runner = Runner(study, store, cache=NoCache(), progress=False)
     try:

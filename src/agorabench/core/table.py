@@ -23,7 +23,8 @@ person's page leaves out the answer format, which its form replaces).
 A game that ranks texts by meaning (the commons memory) asks :meth:`Table.embed` for their
 vectors: the table calls the embeddings hook it was given (the runner builds it from the game's
 configuration), or, without one, the process's shared embedded model; vectors are kept per
-backend and text for the whole process (:func:`shared_embedder`), so each distinct text is
+backend and text for the whole process
+(:func:`agorabench.models.embeddings.shared_embedder`), so each distinct text is
 embedded once.
 """
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
@@ -191,42 +191,8 @@ TIMEOUT = "timeout: no answer within the time limit"
 #: Texts in, one vector per text out (in order), awaited.
 EmbedHook = Callable[[list[str]], Awaitable[list[list[float]]]]
 
-_EMBEDDERS: dict[str, "EmbedHook"] = {}
-
-
 #: The embeddings a table uses when it was given no hook (``agorabench.models.embeddings.DEFAULT_EMBEDDINGS``).
 DEFAULT_EMBEDDER = "minilm"
-
-
-def shared_embedder(spec: str = DEFAULT_EMBEDDER) -> EmbedHook:
-    """The process's embeddings hook for ``spec`` (``embedded``, or a spec that
-    :func:`agorabench.models.embeddings.embeddings_from_spec` reads): made on first use, shared
-    by every table of the process. It keeps every vector it has made, by text, so each distinct
-    text is embedded once per process and backend, and it sends one request at a time per event
-    loop (the embedded model runs on one worker thread, which also loads it: llama.cpp loads are
-    not safe to run two at a time)."""
-    hook = _EMBEDDERS.get(spec)
-    if hook is not None:
-        return hook
-    from ..models.embeddings import embeddings_from_spec  # the model layer only when asked
-
-    backend = embeddings_from_spec(spec)
-    vectors: dict[str, list[float]] = {}
-    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()  # one per live loop
-
-    async def embed(texts: list[str]) -> list[list[float]]:
-        todo = list(dict.fromkeys(t for t in texts if t not in vectors))
-        if todo:
-            loop = asyncio.get_running_loop()
-            lock = locks.setdefault(loop, asyncio.Lock())
-            async with lock:
-                todo = [t for t in todo if t not in vectors]  # another game may have asked meanwhile
-                if todo:
-                    for text, vector in zip(todo, await backend.aembed(todo)):
-                        vectors[text] = vector
-        return [vectors[t] for t in texts]
-
-    return _EMBEDDERS.setdefault(spec, embed)
 
 
 class _Thoughts:
@@ -316,10 +282,15 @@ class Table:
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order, from the hook the table was given, or from the
-        process's shared embedded model (:func:`shared_embedder`)."""
+        process's shared embedded model (:func:`agorabench.models.embeddings.shared_embedder`)."""
         if not texts:
             return []
-        hook = self._embed if self._embed is not None else shared_embedder(DEFAULT_EMBEDDER)
+        if self._embed is not None:
+            hook = self._embed
+        else:
+            from ..models.embeddings import shared_embedder  # the embeddings layer only when asked
+
+            hook = shared_embedder(DEFAULT_EMBEDDER)
         vectors = await hook(list(texts))
         if len(vectors) != len(texts):
             raise BackendFailure(f"embeddings: asked for {len(texts)} vectors, got {len(vectors)}")

@@ -19,7 +19,7 @@ from ..core.actions import ParseError
 from ..core.agents import call_usage, unusable_reason
 from ..core.decoding import generation_settings, sent_settings
 from ..core.errors import StudyError
-from ..core.runner import build_backend
+from ..core.seating import build_backend
 from ..core.study import ModelEntry, parse_model_spec
 from ..models.base import BackendError, dialect_of
 from ..models.model import Model, Pricing, RetryPolicy

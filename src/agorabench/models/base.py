@@ -208,6 +208,33 @@ class BufferedCache(ResponseCache, Protocol):
     def flush(self) -> None: ...
 
 
+@runtime_checkable
+class WriterCache(BufferedCache, Protocol):
+    """A buffered response cache whose writing a store's game writer can take over on its
+    worker thread (:class:`agorabench.store.cache.SQLCache`): ``take()`` the buffered answers,
+    ``write(rows)`` them on that thread, ``waiting()`` counts them, ``auto_flush`` off meanwhile;
+    ``store`` is the store it writes to. The runner asks for this, not for a class."""
+
+    store: Any
+    auto_flush: bool
+
+    def waiting(self) -> int: ...
+
+    def take(self) -> list[dict[str, Any]]: ...
+
+    def write(self, rows: list[dict[str, Any]]) -> None: ...
+
+
+class NoCache:
+    """A response cache that keeps nothing (``agora run --no-cache``): every decision is a call."""
+
+    def get(self, key: str) -> None:
+        return None
+
+    def put(self, key: str, identity: str, completion: Completion) -> None:
+        return None
+
+
 class OnWorkerThread:
     """An in-process embedder (``__call__(texts)`` blocks) awaited on its worker thread, so the
     event loop runs meanwhile: a subclass names the thread in :meth:`worker`."""

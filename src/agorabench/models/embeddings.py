@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -295,6 +296,39 @@ def embeddings_from_spec(spec: str, *, api_key_env: str = "OPENAI_API_KEY", time
     key = api_key_from_env(model, url, api_key_env)
     return OpenAIEmbeddings(url, model, api_key=None if key == "not-needed" else key, timeout=timeout, batch_size=batch_size)
 
+#: The process's embeddings hooks by spec (:func:`shared_embedder`): every table of the process shares them.
+_SHARED: dict[str, Callable[[list[str]], Awaitable[list[list[float]]]]] = {}
+
+
+def shared_embedder(spec: str = DEFAULT_EMBEDDINGS) -> Callable[[list[str]], Awaitable[list[list[float]]]]:
+    """The process's embeddings hook for ``spec`` (``embedded``, or a spec that
+    :func:`embeddings_from_spec` reads): made on first use, shared
+    by every table of the process. It keeps every vector it has made, by text, so each distinct
+    text is embedded once per process and backend, and it sends one request at a time per event
+    loop (the embedded model runs on one worker thread, which also loads it: llama.cpp loads are
+    not safe to run two at a time)."""
+    hook = _SHARED.get(spec)
+    if hook is not None:
+        return hook
+    backend = embeddings_from_spec(spec)
+    vectors: dict[str, list[float]] = {}
+    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()  # one per live loop
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        todo = list(dict.fromkeys(t for t in texts if t not in vectors))
+        if todo:
+            loop = asyncio.get_running_loop()
+            lock = locks.setdefault(loop, asyncio.Lock())
+            async with lock:
+                todo = [t for t in todo if t not in vectors]  # another game may have asked meanwhile
+                if todo:
+                    for text, vector in zip(todo, await backend.aembed(todo)):
+                        vectors[text] = vector
+        return [vectors[t] for t in texts]
+
+    return _SHARED.setdefault(spec, embed)
+
+
 __all__ = [
     "DEFAULT_BATCH",
     "DEFAULT_EMBEDDINGS",
@@ -303,4 +337,5 @@ __all__ = [
     "Embeddings",
     "OpenAIEmbeddings",
     "embeddings_from_spec",
+    "shared_embedder",
 ]

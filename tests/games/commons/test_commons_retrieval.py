@@ -18,7 +18,8 @@ import re
 import pytest
 
 from agorabench.core.game import Prompts
-from agorabench.core.table import Table, shared_embedder
+from agorabench.core.table import Table
+from agorabench.models.embeddings import shared_embedder
 from agorabench.games.commons.commons import Commons
 from agorabench.games.commons.config import QUERY_PREFIX, CommonsConfig
 from agorabench.games.commons.scenario import get_scenario
