@@ -213,3 +213,18 @@ def test_a_game_past_its_max_turns_is_stored_failed_with_the_reason_and_its_turn
     assert game["status"] == "failed" and "more than 2 turns" in game["error"] and "max_turns" in game["error"]
     assert game["n_turns"] == 2  # the turns played before it are kept
     assert run(["toy.runaway"], ["strategies"])[0][2].startswith("the game does not end: seed 1: the game asked for more than 2 turns")
+
+
+def test_declared_ranges_join_the_configurations_of_a_studys_games():
+    """A report's bounds: each metric's lowest low and highest high over the games'
+    configurations (a missing field is its default, another game's rows are left out)."""
+    import pandas as pd
+
+    from agorabench.analysis.stats import declared_ranges
+
+    trust = families.load_game("trust")
+    games = pd.DataFrame({"game": ["trust", "trust", "dictator"], "endowment": [10, 10, 5], "multiplier": [3, 2, 9], "trustee_endowment": [10, 0, 0]})
+    got = declared_ranges(trust, games)
+    assert got["investor_payoff"] == (0.0, 3.0)  # the multiplier 9 row is another game's
+    assert got["efficiency"] == (pytest.approx(10 / 20), 1.0)  # (10 + 0) / (2·10 + 0) and (10 + 10) / (30 + 10)
+    assert declared_ranges(trust, games.iloc[:0]) == trust.metric_ranges(trust.Config())
