@@ -291,11 +291,12 @@ def _own_files(args: argparse.Namespace) -> list[tuple[Path, str]]:
     commands is the database itself) and the study file."""
     from .analysis.files import sqlite_companions
 
-    dbs = args.db if isinstance(args.db, list) else [args.db or (_default_db(args.study) if getattr(args, "study", None) else None)]
+    named = getattr(args, "db_or_study", None)  # agora profile: databases, or studies
+    dbs = _profiled(args)[0] if named else [args.db or (_default_db(args.study) if getattr(args, "study", None) else None)]
     own = [(p, "the database" if p == Path(db) else f"a file of the database {db}") for db in dbs if db and "://" not in db for p in sqlite_companions(db)]
-    study = getattr(args, "study", None)
-    if study and Path(study).is_file():
-        own.append((Path(study), "the study file"))
+    for study in named or [getattr(args, "study", None)]:
+        if study and str(study).endswith((".toml", ".yaml", ".yml")) and Path(study).is_file():
+            own.append((Path(study), "the study file"))
     return own
 
 
@@ -467,18 +468,47 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profiled(args: argparse.Namespace) -> tuple[list[str], list[str | None]]:
+    """The databases of ``agora profile`` and per database the one study to read (None: all).
+    With ``--db``, every name given is a study (a study file or a stored name) in that
+    database, as ``report`` takes it; without, a study file reads its study in its own
+    database (``runs/<stem>.db``) and anything else is a database read whole."""
+    studies = [str(s) for s in args.db_or_study]
+    if args.db:
+        return [args.db] * len(studies), [load_study(s).name if Path(s).exists() and s.endswith((".toml", ".yaml", ".yml")) else s for s in studies]
+    dbs: list[str] = []
+    names: list[str | None] = []
+    for item in studies:
+        if item.endswith((".toml", ".yaml", ".yml")):
+            if not Path(item).exists():
+                raise StudyError(f"study file not found: {item}")
+            dbs.append(_default_db(item))
+            names.append(load_study(item).name)
+        else:
+            dbs.append(item)
+            names.append(None)
+    return dbs, names
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     from .analysis.profile import build_profile
 
     from .analysis.files import protecting
 
     own = _refuse_own_files(args, "profile.html", "profile.csv")
-    missing = [db for db in args.db if "://" not in db and not Path(db).exists()]
+    dbs, studies = _profiled(args)
+    missing = [db for db in dbs if "://" not in db and not Path(db).exists()]
     if missing:
-        raise StudyError(f"database not found: {missing[0]}")
+        raise StudyError(f"database not found: {missing[0]}" + (" (run the study first, or pass --db)" if any(studies) else ""))
+    if any(studies):
+        from .store.store import Store
+
+        for db, study in zip(dbs, studies):
+            if study:
+                _require_study(Store(db, read_only=True), study, db)
     try:
         with protecting(p for p, _ in own):
-            page, table = build_profile(args.db, args.out)
+            page, table = build_profile(dbs, args.out, studies)
     except ValueError as exc:
         raise StudyError(str(exc)) from None
     print(f"profile: {page.resolve()}\nrows: {table.resolve()}")
@@ -497,7 +527,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _rehearse(args, study)
     if study is not None:
         study.check_keys()
-        from .web.rehearse import start_problems
+        from .web.rehearse_bonus import start_problems
 
         problems = start_problems(study)  # what a rehearsal would name, before anyone enters
         if problems:
@@ -745,7 +775,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_import)
 
     pr = _sub(sub, "profile", "one behavioural profile per model across databases (HTML + CSV)")
-    pr.add_argument("db", nargs="+", help="SQLite paths or database URLs; models are matched by name")
+    pr.add_argument("db_or_study", nargs="+", metavar="DB|STUDY", help="SQLite paths or database URLs (models are matched by name), or study files (each read in runs/<stem>.db); with --db, studies (files or names) in that database")
+    pr.add_argument("--db", help="the database holding the studies named (as report, export and show take it)")
     pr.add_argument("--out", required=True, help="folder; writes OUT/profile.html and OUT/profile.csv")
     pr.set_defaults(func=cmd_profile)
 

@@ -101,19 +101,20 @@ def merged_spec(specs: Sequence[dict]) -> dict:
     return out
 
 
-def collect(stores: Sequence[tuple[str, Store]]) -> pd.DataFrame:
+def collect(stores: Sequence[tuple[str, Store]], studies: Sequence[str | None] | None = None) -> pd.DataFrame:
     """Profile rows of every database (``(label, store)`` pairs; ``label``: the database's short
-    name, :func:`database_labels`), long format. A family's
+    name, :func:`database_labels`), long format; ``studies``: per database the one study to read
+    (None: all its studies). A family's
     profile hook may carry ``relate(rows) -> DataFrame`` (an attribute of the hook function):
     it is called once with every family's rows of every database and its rows are added, for
     measures that pair one family's numbers with another's (sub-skills beside survival)."""
     parts = []
     related: dict[Callable, None] = {}  # relate hooks of the families seen, in order
-    for label, store in stores:
-        games = games_df(store)
+    for (label, store), study in zip(stores, studies or [None] * len(stores)):
+        games = games_df(store, study)
         if games.empty:
             continue
-        turns = turns_df(store)
+        turns = turns_df(store, study)
         found = store_efforts(store)
         where = Path(store.db).name if "://" not in store.db else label  # the file's name in ``source``
         hooks: dict[Callable, list[str]] = {}
@@ -329,10 +330,11 @@ def _page(rows: pd.DataFrame, title: str) -> str:
     return f"<!doctype html><html><head><meta charset='utf-8'>{VIEWPORT}<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>"
 
 
-def build_profile(dbs: Sequence[str], out_dir: str | Path) -> tuple[Path, Path]:
-    """Profiles of every model in the databases ``dbs`` (paths or URLs)."""
+def build_profile(dbs: Sequence[str], out_dir: str | Path, studies: Sequence[str | None] | None = None) -> tuple[Path, Path]:
+    """Profiles of every model in the databases ``dbs`` (paths or URLs); ``studies``: per
+    database the one study to read (None: all of them)."""
     stores = [(label, Store(db)) for label, db in zip(database_labels(dbs), dbs)]
-    rows = collect(stores)
+    rows = collect(stores, studies)
     if rows.empty:
         profiled = sorted({f.name for f in families().values() if f.profiles})
         raise ValueError(f"no finished games of a profiled family ({', '.join(profiled)}) in " + ", ".join(dbs))
