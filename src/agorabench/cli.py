@@ -527,7 +527,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _rehearse(args, study)
     if study is not None:
         study.check_keys()
-        from .web.rehearse import start_problems
+        from .web.rehearse_bonus import start_problems
 
         problems = start_problems(study)  # what a rehearsal would name, before anyone enters
         if problems:

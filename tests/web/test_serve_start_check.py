@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agorabench.core.study import load_study
-from agorabench.web.rehearse import bonus_problems, scale_problems, start_problems
+from agorabench.web.rehearse_bonus import bonus_problems, scale_problems, start_problems
 from agorabench.web.settings import web_settings
 from support.helpers import ROOT, agora, one_line_error
 from support.web import web_study

@@ -23,7 +23,9 @@ import pytest
 from agorabench.core.study import load_study
 from agorabench.core.study import Study
 from agorabench.web.app import create_app
-from agorabench.web.rehearse import fill, read_page, rehearsal_study
+from agorabench.web.rehearse import rehearsal_study
+from agorabench.web.rehearse_forms import fill
+from agorabench.web.rehearse_pages import read_page
 from agorabench.web.settings import web_settings
 from support.helpers import ROOT, free_port
 

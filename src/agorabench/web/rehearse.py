@@ -25,11 +25,13 @@ computed, and the files a real session exports (games and turns through
 :func:`agorabench.analysis.frames.export`, the bonus files from the dashboard). Protocol errors
 are named one per line: a page that cannot be completed, a bonus rule that pays nothing, a scale
 question without labels at its ends, a quiz that cannot be passed.
+
+This module drives the rehearsal; a page is read by :mod:`.rehearse_pages`, a form filled by
+:mod:`.rehearse_forms` and the bonus rules checked by :mod:`.rehearse_bonus`.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import dataclasses
 import random
@@ -42,7 +44,6 @@ import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -51,7 +52,10 @@ from ..core.study import ModelEntry, Study, StudyError, seat_entries
 from ..families import strategies
 from ..store.participants import Participants
 from ..store.store import Store
-from .settings import WebSettings, bonus_values, evaluate_bonus, web_settings
+from .rehearse_bonus import check_bonus, scale_problems
+from .rehearse_forms import agree, fill
+from .rehearse_pages import Form, Page, read_page
+from .settings import WebSettings, web_settings
 
 POLICIES = ("random", "first")
 #: The behaviours of simulated participants, dealt in this order (participant i gets
@@ -61,262 +65,6 @@ CYCLE = ("finish", "slow", "leave", "finish", "slow", "finish", "leave", "drop")
 MAX_TRIES = 5
 #: Seconds between two reads of a waiting page.
 POLL = 0.2
-
-
-# ------------------------------------------------------------------------------------------
-# Reading a page
-
-
-@dataclass
-class Input:
-    """One field of a form as the page offers it (a radio group is one input with its options)."""
-
-    name: str
-    kind: str  # hidden | radio | checkbox | number | text | textarea | select
-    options: list[str] = field(default_factory=list)
-    value: str = ""
-    minimum: float | None = None
-    maximum: float | None = None
-    step: str = ""
-    required: bool = False
-    maxlength: int | None = None
-
-
-@dataclass
-class Form:
-    action: str
-    inputs: dict[str, Input] = field(default_factory=dict)
-    #: Submit buttons that carry a value: (name, value, id).
-    buttons: list[tuple[str, str, str]] = field(default_factory=list)
-
-    @property
-    def stage(self) -> str:
-        """The last part of the form's address (``/p/TOKEN/quiz`` -> ``quiz``)."""
-        return self.action.rstrip("/").rsplit("/", 1)[-1]
-
-
-@dataclass
-class Page:
-    """What a simulated participant reads on a page."""
-
-    status: int
-    url: str
-    heading: str = ""
-    forms: list[Form] = field(default_factory=list)
-    poll: bool = False
-    refresh: bool = False
-    stage: str = ""
-    #: Texts of elements by id (``code``, ``bonus``, ``message``, ``form-note``, ...).
-    texts: dict[str, str] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    #: Scale questions: field name -> the texts at the scale's two ends.
-    scale_ends: dict[str, list[str]] = field(default_factory=dict)
-    #: Questions (fieldset legends) offering nothing to answer with.
-    unanswerable: list[str] = field(default_factory=list)
-
-    @property
-    def form(self) -> Form | None:
-        return self.forms[0] if self.forms else None
-
-    @property
-    def name(self) -> str:
-        """The page's kind: its form's stage, ``done`` (a completion code), ``wait`` (a page
-        that polls without a form), or ``message``."""
-        if self.form is not None:
-            return self.form.stage
-        if "code" in self.texts:
-            return "done"
-        if self.poll or self.refresh:
-            if "group-waiting" in self.texts:
-                return "waiting room"
-            return "wait" if self.stage in ("play", "") else f"wait ({self.stage})"
-        return "message"
-
-
-VOID = {"input", "meta", "link", "br", "img", "hr", "source", "area", "base", "col", "embed", "param", "track", "wbr"}
-KEPT_IDS = {"code", "bonus", "message", "form-note", "prompt", "bonus-rule", "result", "quiz-error", "group-waiting"}
-
-
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
-class _Reader(HTMLParser):
-    """Reads the parts of a page a participant acts on (no scripts are run)."""
-
-    def __init__(self, page: Page) -> None:
-        super().__init__(convert_charrefs=True)
-        self.page = page
-        self.stack: list[tuple[str, dict[str, str], list[str]]] = []
-        self.form: Form | None = None
-        self.scale: list[str] | None = None  # the texts of the current scale's ends
-        self.scale_names: set[str] = set()
-        self.fieldsets: list[list[Any]] = []  # [legend text, whether it has a field]
-        self.select: Input | None = None
-
-    def handle_starttag(self, tag: str, attrs_list: list[tuple[str, str | None]]) -> None:
-        a = {k: (v if v is not None else "") for k, v in attrs_list}
-        p = self.page
-        if tag == "body":
-            p.poll = a.get("data-poll") == "yes"
-            p.stage = a.get("data-stage", "")
-        elif tag == "meta" and a.get("http-equiv", "").lower() == "refresh":
-            p.refresh = True
-        elif tag == "form":
-            self.form = Form(a.get("action", ""))
-            p.forms.append(self.form)
-        elif tag == "fieldset":
-            self.fieldsets.append(["", False])
-        elif tag == "div" and "scale" in a.get("class", "").split():
-            self.scale, self.scale_names = [], set()
-        elif tag in ("input", "textarea", "select") and self.form is not None:
-            self._field(tag, a)
-        elif tag == "option" and self.select is not None:
-            self.select.options.append(a.get("value", ""))
-        elif tag == "button" and self.form is not None and a.get("name"):
-            self.form.buttons.append((a["name"], a.get("value", ""), a.get("id", "")))
-        if tag not in VOID:
-            self.stack.append((tag, a, []))
-
-    def _field(self, tag: str, a: dict[str, str]) -> None:
-        name = a.get("name", "")
-        if not name:
-            return
-        kind = a.get("type", "text").lower() if tag == "input" else tag
-        if kind in ("submit", "button", "reset", "image"):
-            return
-        form = self.form
-        assert form is not None
-        if self.fieldsets:
-            self.fieldsets[-1][1] = True
-        if self.scale is not None:
-            self.scale_names.add(name)
-        required = "required" in a
-        if kind == "radio":
-            group = form.inputs.setdefault(name, Input(name, "radio"))
-            group.options.append(a.get("value", "on"))
-            group.required = group.required or required
-            return
-        field_ = Input(name, kind, value=a.get("value", ""), minimum=_number(a.get("min")), maximum=_number(a.get("max")), step=a.get("step", ""), required=required, maxlength=int(a["maxlength"]) if a.get("maxlength", "").isdigit() else None)
-        form.inputs[name] = field_
-        if kind == "select":
-            self.select = field_
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in VOID:
-            return
-        while self.stack:
-            t, a, buf = self.stack.pop()
-            text = " ".join("".join(buf).split())
-            for outer in self.stack:  # text counts for every enclosing element
-                outer[2].append(" " + text + " ")
-            self._closed(t, a, text)
-            if t == tag:
-                break
-
-    def _closed(self, tag: str, a: dict[str, str], text: str) -> None:
-        p = self.page
-        classes = a.get("class", "").split()
-        if a.get("id") in KEPT_IDS:
-            p.texts[a["id"]] = text
-        if tag == "h2" and not p.heading:
-            p.heading = text
-        if "error" in classes and text:
-            p.errors.append(text)
-        if tag == "span" and "end" in classes and self.scale is not None:
-            self.scale.append(text)
-        if tag == "legend" and self.fieldsets:
-            self.fieldsets[-1][0] = text
-        if tag == "fieldset" and self.fieldsets:
-            legend, has_field = self.fieldsets.pop()
-            if not has_field and self.form is not None:
-                p.unanswerable.append(legend)
-        if tag == "div" and "scale" in classes and self.scale is not None:
-            for name in self.scale_names:
-                p.scale_ends[name] = list(self.scale)
-            self.scale = None
-        if tag == "select":
-            self.select = None
-        if tag == "form":
-            self.form = None
-
-    def handle_data(self, data: str) -> None:
-        if self.stack:
-            self.stack[-1][2].append(data)
-
-
-def read_page(status: int, url: str, html: str) -> Page:
-    """The page as a participant acts on it."""
-    page = Page(status, url)
-    reader = _Reader(page)
-    reader.feed(html)
-    reader.close()
-    while reader.stack:  # unclosed elements at the end of the document
-        reader.handle_endtag(reader.stack[-1][0])
-    return page
-
-
-# ------------------------------------------------------------------------------------------
-# Filling a form
-
-ADDS_UP = re.compile(r"add up to \$?([0-9][0-9,]*(?:\.[0-9]+)?)")
-
-
-def _value(f: Input, rng: random.Random, policy: str) -> str:
-    lo = f.minimum if f.minimum is not None else 0.0
-    hi = f.maximum if f.maximum is not None else lo + 100.0
-    whole = f.step == "1" or (f.step not in ("any", "") and float(_number(f.step) or 1).is_integer() and lo.is_integer())
-    if policy == "first":
-        x = lo
-    else:
-        x = rng.uniform(lo, hi)
-    if whole:
-        return str(int(min(max(round(x), lo), hi)))
-    return f"{min(max(round(x, 2), lo), hi):g}"
-
-
-def fill(form: Form, rng: random.Random, policy: str = "random", note: str = "", text: str = "A rehearsal answer.") -> dict[str, str]:
-    """Values for every field of ``form`` that a person could give: hidden values as they are,
-    one option of each radio group and select, a number within its bounds (numbers the form's
-    note says must add up to a total are split so that they do), short text; ``first`` takes the
-    first option and the lowest bound, ``random`` draws."""
-    data: dict[str, str] = {}
-    numbers = [f for f in form.inputs.values() if f.kind == "number"]
-    total = ADDS_UP.search(note)
-    split: dict[str, str] = {}
-    if total and len(numbers) >= 2:
-        amount = float(total.group(1).replace(",", ""))
-        share = amount * (0.5 if policy == "first" else rng.random())
-        share = round(share) if amount.is_integer() else round(share, 2)
-        split = {numbers[0].name: f"{share:g}", numbers[1].name: f"{round(amount - share, 2):g}"}
-        split.update({f.name: "0" for f in numbers[2:]})
-    for f in form.inputs.values():
-        if f.kind == "hidden":
-            data[f.name] = f.value
-        elif f.kind in ("radio", "select"):
-            if f.options:
-                data[f.name] = f.options[0] if policy == "first" else rng.choice(f.options)
-        elif f.kind == "checkbox":
-            if policy != "first" and rng.random() < 0.5:
-                data[f.name] = f.value or "on"
-        elif f.kind == "number":
-            data[f.name] = split.get(f.name) or _value(f, rng, policy)
-        else:
-            data[f.name] = text[: f.maxlength] if f.maxlength else text
-    for name, value, _ in form.buttons[:1]:  # the first submit button that carries a value
-        data.setdefault(name, value)
-    return data
-
-
-def _agree(form: Form) -> dict[str, str]:
-    """The button of a consent form that agrees (value ``yes`` or id ``agree``)."""
-    for name, value, ident in form.buttons:
-        if value.lower() in ("yes", "agree", "true") or ident == "agree":
-            return {name: value}
-    return dict((n, v) for n, v, _ in form.buttons[:1])
 
 
 # ------------------------------------------------------------------------------------------
@@ -580,7 +328,7 @@ class Participant:
                 await self._slow()
                 note = page.texts.get("form-note", "")
                 if stage == "consent":
-                    data = {**fill(form, self.rng, self.run.policy), **_agree(form)}
+                    data = {**fill(form, self.rng, self.run.policy), **agree(form)}
                 elif stage == "quiz":
                     data = self.quiz_answers(form, page, quiz)
                     if data is None:
@@ -661,123 +409,6 @@ class Run:
     slow: float
     wait_limit: float
     result: Rehearsal
-
-
-def _names(rule: str) -> set[str]:
-    return {n.id for n in ast.walk(ast.parse(rule, mode="eval")) if isinstance(n, ast.Name) and n.id not in ("min", "max", "round", "abs")}
-
-
-def _values(game: dict[str, Any] | None, role: str) -> dict[str, float]:
-    """The names a role's bonus rule may use in ``game``, as the web app computes them (with the
-    role's own ``my_*`` values where :func:`~.settings.bonus_values` gives them)."""
-    import inspect
-
-    outcome, metrics = (game or {}).get("outcome"), (game or {}).get("metrics")
-    if "role" in inspect.signature(bonus_values).parameters:
-        return bonus_values(outcome, metrics, role=role)
-    return bonus_values(outcome, metrics)
-
-
-def check_bonus(result: Rehearsal, study: Study, store: Store, rows: list[dict[str, Any]]) -> None:
-    """The bonus rules over the games the rehearsal stored. A protocol error when a rule pays
-    nothing to anyone by its own making: a constant of $0.00, a name that none of its role's
-    stored games records, or a ``bonus_max`` of 0. A warning when the rules paid nothing to any
-    participant who finished here (random answers may earn nothing: worth a look, not proof)."""
-    s = web_settings(study)
-    if s.bonus_max <= 0:
-        result.problem("bonus_max is 0: the bonus rule pays nothing to anyone")
-    played = [r for r in rows if r["game_status"] in ("done", "abandoned")]
-    per_role = isinstance(s.bonus, dict)
-    for role in sorted({r["role"] for r in rows}):
-        rule = s.bonus_rule(role)
-        where = f"for {role}" if per_role else "(every role)"
-        names = _names(rule)
-        if not names:
-            if evaluate_bonus(rule, {}, s.bonus_max) <= 0:
-                result.problem(f"bonus rule {rule!r} {where} pays nothing to anyone (a constant of $0.00)")
-            continue
-        values = [_values(store.game(r["game_id"]), role) for r in played if r["role"] == role]
-        if not values:
-            continue
-        recorded = set().union(*values)
-        missing = sorted(names - recorded)
-        if missing:
-            shown = ", ".join(sorted(recorded)) or "nothing"
-            result.problem(f"bonus rule {rule!r} {where} pays nothing to anyone: {', '.join(missing)} is recorded by none of the {len(values)} stored game(s) of {role} (recorded: {shown})")
-    finished = [r for r in rows if r["stage"] == "done" and r["game_status"] == "done"]
-    if finished and not any((r["bonus"] or 0) > 0 for r in finished):
-        rules = sorted({s.bonus_rule(r["role"]) for r in finished})
-        result.warnings.append(f"the bonus rule ({' / '.join(rules)}) paid nothing to any of the {len(finished)} participant(s) who finished this rehearsal; check that people who play well are paid")
-
-
-def scale_problems(study: Study) -> list[str]:
-    """Scale questions of the questionnaire that do not say what their ends mean: without
-    ``scale_labels`` in the study file a participant would read "strongly disagree" / "strongly
-    agree" at the ends of any question, "How sure are you?" included."""
-    out = []
-    for q in (study.file.web or {}).get("questionnaire") or []:
-        if isinstance(q, dict) and q.get("kind") == "scale" and not q.get("scale_labels"):
-            out.append(f"questionnaire item {q.get('name')!r} is a scale without scale_labels: participants would read 'strongly disagree' / 'strongly agree' at its ends whatever it asks; set scale_labels = [\"what 1 means\", \"what {q.get('scale', 7)} means\"]")
-    return out
-
-
-#: Games per (game, role) a served study's bonus check plays with random answers.
-CHECK_PLAYS = 3
-
-
-def bonus_problems(study: Study, plays: int = CHECK_PLAYS) -> list[str]:
-    """Bonus rules that name a value no game of their role records, found before anyone enters:
-    each game a participant is seated in is played up to ``plays`` times (its first specs) with
-    random answers in every seat (nothing is called), and a rule's names are looked up among the
-    values (:func:`~.settings.bonus_values`) those games record for the role."""
-    from ..core.agents import RandomAnswers
-    from ..core.game import Prompts
-    from ..core.table import Table
-
-    s = web_settings(study)
-    recorded: dict[str, set[str]] = defaultdict(set)
-    played: Counter = Counter()
-    for n, spec in enumerate(study.iter_specs()):
-        if n > 20_000:
-            break
-        people = {r for r, m in spec.seats.items() if study.models[m].is_human}
-        for role in sorted(people):
-            if played[(spec.game, role)] >= plays:
-                continue
-            played[(spec.game, role)] += 1
-            cls = study.game_class(spec.game)
-            config = cls.Config(**spec.config)
-            game = cls(config, Prompts(cls.prompt_dir), {r: f"Player {chr(65 + i)}" for i, r in enumerate(spec.seats)}, people=people)
-            table = Table({r: RandomAnswers() for r in cls.active_roles(config)}, seed=spec.seed, nature_seed=spec.nature_seed)
-            outcome = asyncio.run(game.play(table))
-            # a value the game leaves empty in this play (a gain without a deal) is one it records
-            recorded[role] |= set(bonus_values(_filled(outcome), _filled(game.metrics(outcome)), role=role))
-    out = []
-    per_role = isinstance(s.bonus, dict)
-    for role in sorted(recorded):
-        rule = s.bonus_rule(role)
-        missing = sorted(_names(rule) - recorded[role])
-        if missing:
-            where = f"for {role}" if per_role else "(every role)"
-            known = ", ".join(sorted(recorded[role])) or "nothing"
-            out.append(f"bonus rule {rule!r} {where} names {', '.join(missing)}, which no game of {role} records (it records: {known}): nobody would be paid by it")
-    return out
-
-
-def _filled(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with empty numbers (None, NaN) as 0, also one level down: the names a game
-    records, whatever one play of it happened to leave empty."""
-
-    def fill(v: Any) -> Any:
-        return 0.0 if v is None or (isinstance(v, float) and v != v) else v
-
-    return {k: ({kk: fill(vv) for kk, vv in v.items()} if isinstance(v, dict) else fill(v)) for k, v in (values or {}).items()}
-
-
-def start_problems(study: Study) -> list[str]:
-    """What ``agora serve`` refuses to start with (:func:`scale_problems`,
-    :func:`bonus_problems`): the protocol errors a rehearsal names, found without a participant."""
-    return scale_problems(study) + bonus_problems(study)
 
 
 async def _drive(run: Run, n: int) -> None:
