@@ -3,7 +3,8 @@ them, so that nothing else switches on a format's name.
 
 - :class:`JsonFormat` (``json``): a JSON object whose keys are the action's fields (GLEE);
 - :class:`XmlFormat` (``xml``): ``<response><field>value</field>...</response>`` (envy);
-- :class:`AnswerLineFormat` (``answer``): a final line ``Answer: N`` for one numeric field (GovSim).
+- :class:`AnswerLineFormat` (``answer``): a final line ``Answer: N`` for one numeric field (GovSim);
+- :class:`AnswerTextFormat` (``answer_text``): a final line ``Answer: WORDS`` for one text field.
 
 Each says how to ask for it (:meth:`AnswerFormat.instructions`), how to decode it under
 constraints (a GBNF :meth:`~AnswerFormat.grammar`, or the JSON schema where a backend takes
@@ -35,7 +36,7 @@ import json
 import re
 from typing import Any, Literal, get_args
 
-Format = Literal["json", "xml", "answer"]
+Format = Literal["json", "xml", "answer", "answer_text"]
 
 
 class AnswerFormat:
@@ -143,8 +144,24 @@ class AnswerLineFormat(AnswerFormat):
         return _answer_candidates(text, fields)
 
 
+class AnswerTextFormat(AnswerLineFormat):
+    """``Answer: WORDS`` for one text field (a commons vote): the rest of the last such line,
+    without Markdown emphasis, quotes or a closing full stop."""
+
+    name = "answer_text"
+
+    def candidates(self, text: str, fields: list[str]) -> list[dict[str, Any]]:
+        (name,) = fields
+        out = []
+        for m in _ANSWER_TEXT.finditer(text):
+            value = m.group(1).strip(" \t\r*_\"'`.")
+            if value:
+                out.append({name: value})
+        return out
+
+
 #: Every answer format by its name (``Action.response_format``).
-FORMATS: dict[str, AnswerFormat] = {f.name: f for f in (JsonFormat(), XmlFormat(), AnswerLineFormat())}
+FORMATS: dict[str, AnswerFormat] = {f.name: f for f in (JsonFormat(), XmlFormat(), AnswerLineFormat(), AnswerTextFormat())}
 
 
 def read_fields(text: str) -> dict[str, Any] | None:
@@ -343,6 +360,10 @@ def _xml_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:
 
 #: ``Answer: N``; one character class between the colon and the number keeps it linear.
 _ANSWER = re.compile(r"answer\s*[:：][\s*]*([-+]?\d[\d,]*(?:\.\d+)?)", re.I)
+
+
+#: ``Answer: WORDS`` up to the end of its line.
+_ANSWER_TEXT = re.compile(r"answer\s*[:：][ \t*]*([^\n]{1,200})", re.I)
 
 
 def _answer_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:

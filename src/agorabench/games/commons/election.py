@@ -118,7 +118,7 @@ class Agenda(Action):
 class Vote(Action):
     """A voter's choice: one candidate's name (``Answer: NAME``)."""
 
-    response_format: ClassVar = "answer"
+    response_format: ClassVar = "answer_text"
 
     vote: str = Field(description="NAME")
 
