@@ -466,7 +466,7 @@ async def _sample(study: Study, spec: GameSpec, samples: int, count_tokens: Toke
                 raise StudyError(f"game {spec.game!r} has no strategy {entry.model_spec.name!r}; known: {', '.join(f'strategy/{k}' for k in sorted(known))}")
             players[role] = known[entry.model_spec.name](**entry.params) if entry.is_strategy else stand_in(spec.game, role, full_length)
         nature = None if spec.nature_seed is None else spec.nature_seed + k
-        table = _WaveTable(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed)
+        table = _WaveTable(players, seed=spec.seed + k, max_retries=max_retries, nature_seed=nature, embed=_hashed_embed, max_turns=game_cls.max_turns(config))
         try:
             await game_cls(config, prompts, names).play(table)
         except Exception:  # a sample that cannot finish (a strategy's bug): the others stand for it
