@@ -224,3 +224,16 @@ def test_a_person_votes_by_choosing_a_name_from_the_ballot():
     with pytest.raises(ValidationError):
         kind(vote="Jack")
     assert issubclass(kind, election.Vote)
+
+
+def test_a_model_s_vote_is_read_from_its_answer_line():
+    """A model votes in words: the last ``Answer:`` line's name counts (emphasis, quotes and a
+    full stop aside); drafts inside think blocks never do; no answer line is no vote."""
+    from agorabench.core.actions import ParseError
+    from agorabench.games.commons.election import Vote, find_vote
+
+    assert Vote.parse("Kate's agenda is greedy.\nAnswer: **Luke**.").vote == "Luke"
+    assert Vote.parse('<think>Answer: Kate</think>I choose.\nAnswer: "Luke"').vote == "Luke"
+    assert find_vote(Vote.parse("Answer: I vote for Luke").vote, ["Kate", "Luke"]) == "Luke"
+    with pytest.raises(ParseError):
+        Vote.parse("I vote for Luke")
