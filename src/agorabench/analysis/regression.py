@@ -39,6 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..core.seats import SeatKind, seat_kind
+
 PAIR = "model_pair"
 
 
@@ -148,14 +150,14 @@ def cluster_labels(df: pd.DataFrame, identities: tuple[str, ...] = ("model_alice
 
 def default_reference(models: Iterable[str], preferred: Iterable[str] = ()) -> str:
     """The reference identity: the first of ``preferred`` that played, else the first model
-    in sorted order that is no person's seat (``human``, ``human:…``) and not named
-    ``strategy…``, else the first at all."""
+    in sorted order that is a model's seat (:func:`~agorabench.core.seats.seat_kind`: no
+    person's ``human`` / ``human:…``, no ``strategy/…``), else the first at all."""
     present = sorted(set(map(str, models)))
     for m in preferred:
         if m in present:
             return m
     for m in present:
-        if m != "human" and not m.startswith(("human:", "strategy")):
+        if seat_kind(m) is SeatKind.MODEL:
             return m
     return present[0]
 

@@ -195,7 +195,7 @@ def reference_choice(games: pd.DataFrame, spec: dict[str, Any] | str | Path | No
         ("the first model of the study file's list that played", [m["name"] for m in entries]),
     ]
     people = "the first model name in sorted order that is no person's seat"
-    steps.append((people if entries else f"no study file: {people}", [m for m in played if m != "human" and not m.startswith(("human:", "strategy"))]))
+    steps.append((people if entries else f"no study file: {people}", [m for m in played if seat_kind(m) is SeatKind.MODEL]))
     steps.append(("the first model name in sorted order", played))
     passed: list[str] = []
     for source, candidates in steps:
