@@ -436,7 +436,7 @@ def _export(result: Rehearsal, store: Store, study: str, folder: Path, url: str,
     from ..analysis import frames
 
     folder.mkdir(parents=True, exist_ok=True)
-    for table in getattr(frames, "TABLES", ("games", "turns")):  # games, turns, participants
+    for table in (t for t in frames.TABLES if t != "judgements"):  # games, turns, participants (judgements come from agora judge, not a session)
         out = folder / f"{table}.csv"
         try:
             rows = frames.export(store, study, table, "csv", str(out))
