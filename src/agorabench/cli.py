@@ -251,9 +251,7 @@ def _scope(args: argparse.Namespace, store) -> tuple[str, set[str] | None, int, 
     name = study.name if study else args.study
     _require_study(store, name, db)
     if study is None:
-        from .analysis.report import study_spec
-
-        return name, None, 0, study_spec(store, name) or None
+        return name, None, 0, store.study_spec(name) or None
     runs = store.recorded_runs(name)
     spec = study.file.model_dump(mode="json")
     if getattr(args, "all", False):
