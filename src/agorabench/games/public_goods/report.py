@@ -11,12 +11,14 @@ import pandas as pd
 from ...analysis.plots import grid_table, lines, table_html
 from ...analysis.report import guarded, Section
 from ...analysis.stats import summarise
+from .public_goods import PublicGoods, PublicGoodsConfig
 
 #: Per-model measures, in the order shown.
 MEASURES = ["contribution_share", "contribution_share_first", "contribution_share_last", "punishment_points", "payoff_share"]
 
 #: Measures on 0–1 (bootstrap intervals that stay within it); the others get the t interval.
-RANGES: dict[str, tuple[float, float]] = {"contribution_share": (0.0, 1.0), "contribution_share_first": (0.0, 1.0), "contribution_share_last": (0.0, 1.0)}
+#: As the game declares them (``PublicGoods.metric_ranges``; they do not depend on the configuration).
+RANGES = {m: PublicGoods.metric_ranges(PublicGoodsConfig())[m] for m in MEASURES[:3]}
 
 #: Metric definitions shown at the top of the report.
 DEFINITIONS = """

@@ -10,12 +10,13 @@ import pandas as pd
 from ...analysis.plots import grid_table, table_html
 from ...analysis.report import guarded, Section
 from ...analysis.stats import proportion_ci, row_clusters, share_ci, summarise
+from .ultimatum import Ultimatum, UltimatumConfig
 
 #: Metrics of each seat, as (seat, metrics shown for the model in that seat).
 SEATS = (("proposer", ["offer_share", "proposer_payoff"]), ("responder", ["accepted", "min_share", "responder_payoff"]))
 
-#: The range of every seat metric (shares of the pie or of the rounds).
-RANGES: dict[str, tuple[float, float]] = {"offer_share": (0.0, 1.0), "proposer_payoff": (0.0, 1.0), "accepted": (0.0, 1.0), "min_share": (0.0, 1.0), "responder_payoff": (0.0, 1.0)}
+#: The range of every seat metric, as the game declares it (``Ultimatum.metric_ranges``).
+RANGES = {m: Ultimatum.metric_ranges(UltimatumConfig())[m] for _seat, columns in SEATS for m in columns}
 
 #: The offers of the acceptance curve, as shares of the pie: 0, 0.1, …, 1.
 CURVE = tuple(k / 10 for k in range(11))
