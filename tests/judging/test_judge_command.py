@@ -186,3 +186,23 @@ def test_bargaining_family_messages_are_judged_too(tmp_path, capsys, monkeypatch
     assert rc == 0 and "2 message(s) (signal_message 2)" in out and "2 coded (0 invalid)" in out
     rows = _rows(db, "openai/judge-1")
     assert [json.loads(r["labels"]) for r in rows] == [["none"], ["none"]] and {r["kind"] for r in rows} == {"signal_message"}
+
+
+def test_a_sampling_judge_draws_each_message_apart(judged, capsys, tmp_path):
+    """Under sampling a cached label never stands for another message: a judge with a
+    temperature asks once per message (12), though only 3 texts differ; a rerun after the
+    judgements are lost replays each message's own draw from the cache (0 calls)."""
+    study, db, url = judged
+    sampled = tmp_path / "judged_sampling.toml"
+    sampled.write_text(STUDY.replace('models = [', f'models = [{{name = "sampler", spec = "openai/judge-2@{url}", temperature = 0.7}}, '))
+    rc, out, err = agora(capsys, "judge", str(sampled), "--db", db, "--all", "--judge", "sampler", "--taxonomy", "cooperation", "--concurrency", "1")
+    assert rc == 0, err
+    assert "12 coded (0 invalid), 0 failed; 12 model calls, 0 cache hits" in out
+    assert len({json.dumps(b["messages"]) for b in _stats(url)["bodies"]}) == 3  # three distinct requests, each drawn per message
+    con = sqlite3.connect(db)
+    con.execute("delete from judgements")
+    con.commit()
+    con.close()
+    n = _stats(url)["n"]
+    rc, out, _ = agora(capsys, "judge", str(sampled), "--db", db, "--all", "--judge", "sampler", "--taxonomy", "cooperation")
+    assert rc == 0 and "0 model calls, 12 cache hits" in out and _stats(url)["n"] == n

@@ -121,7 +121,8 @@ class Judge:
         tokens_in = tokens_out = 0
         cost, cached = 0.0, True
         while True:
-            c = await self.model.complete(convo)
+            # Under sampling each message is its own draw (never another message's cached label).
+            c = await self.model.complete(convo, sample=msg.id if self.model.settings.sampled else 0)
             used = call_usage(c, self.model)
             tokens_in += used.prompt_tokens or 0
             tokens_out += used.completion_tokens or 0
