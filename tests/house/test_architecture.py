@@ -307,10 +307,9 @@ def test_no_module_level_import_cycle():
 
 #: Circles closed only by imports inside functions, known and left: the transport registry loads
 #: a transport's module when it is chosen (so that no unused HTTP client or SDK is imported), and
-#: each transport imports the registry's ``Endpoint``; the participants table reads the stored
-#: study file through ``frames.study_spec`` and ``frames.export`` adds that table.
+#: each transport imports the registry's ``Endpoint``. (The participants table reads the stored
+#: study file from the store, ``Store.study_spec``: frames and participants make no circle.)
 KNOWN_DEFERRED = [
-    ["agorabench.analysis.frames", "agorabench.analysis.participants"],
     ["agorabench.models.transport", "agorabench.models.transport.aio", "agorabench.models.transport.lean", "agorabench.models.transport.responses", "agorabench.models.transport.sdk", "agorabench.models.transport.wire"],
 ]
 

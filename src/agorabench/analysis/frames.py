@@ -133,21 +133,9 @@ GAME_FIELDS = ("id", "study", "game", "status", "repeat", "seed", "source", "n_t
 
 
 def study_spec(store: Store, study: str) -> dict:
-    """The stored study file (as saved by the runner or an importer; the latest run's), or {};
-    its ``models`` also list the models of every earlier run of the study (first of each name
-    kept), so a later run with other models does not hide the games of an earlier one."""
-    for row in store.studies():
-        if row["name"] == study:
-            spec = row.get("spec") or {}
-            seen = {m.get("name") for m in spec.get("models") or []}
-            extra = []
-            for seating in store.recorded_runs(study) if spec.get("models") else []:
-                for entry in seating.get("models") or []:
-                    if entry.get("name") not in seen:
-                        seen.add(entry.get("name"))
-                        extra.append(entry)
-            return {**spec, "models": [*spec["models"], *extra]} if extra else spec
-    return {}
+    """:meth:`Store.study_spec <agorabench.store.store.Store.study_spec>` (the stored study
+    file, with the models of every run), kept importable from here."""
+    return store.study_spec(study)
 
 
 def games_df(store: Store, study: str | None = None, status: str | None = "done", ids: set[str] | None = None, games: dict[str, list[Any]] | None = None, people: str = "pooled") -> pd.DataFrame:

@@ -192,9 +192,7 @@ def participants_df(store: Store, study: str, spec: dict[str, Any] | None = None
     is one of these (the study file's current design). An empty frame (with the lead columns)
     for a study nobody took part in."""
     if spec is None:
-        from .frames import study_spec
-
-        spec = study_spec(store, study)
+        spec = store.study_spec(study)
     rows = [r for r in participant_rows(store, study) if ids is None or r.get("game_id") in ids]
     checks = _checks(spec)
     questions = _questions(spec)

@@ -501,6 +501,23 @@ class Store(ClaimMethods):
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(studies))]
 
+    def study_spec(self, study: str) -> dict[str, Any]:
+        """The stored study file (as saved by the runner or an importer; the latest run's), or {};
+        its ``models`` also list the models of every earlier run of the study (first of each name
+        kept), so a later run with other models does not hide the games of an earlier one."""
+        for row in self.studies():
+            if row["name"] == study:
+                spec = row.get("spec") or {}
+                seen = {m.get("name") for m in spec.get("models") or []}
+                extra = []
+                for seating in self.recorded_runs(study) if spec.get("models") else []:
+                    for entry in seating.get("models") or []:
+                        if entry.get("name") not in seen:
+                            seen.add(entry.get("name"))
+                            extra.append(entry)
+                return {**spec, "models": [*spec["models"], *extra]} if extra else spec
+        return {}
+
     def dispose(self) -> None:
         """Close the engine's connections."""
         self.engine.dispose()
