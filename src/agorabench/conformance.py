@@ -39,8 +39,8 @@ as its first play); a check called with fresh plays plays its own games.
 
 A play is bounded: by the game's ``max_turns(config)`` (the table ends it past that; an
 undeclared bound is :data:`UNDECLARED_TURNS` and a warning) and by the clock
-(:data:`TIME_LIMIT` seconds). A game that does not end fails in one line and its other checks
-are not run. ``outcome`` and ``random`` check every metric against ``metric_ranges(config)``.
+(:data:`TIME_LIMIT` seconds: ``asyncio.wait_for``, and an alarm a second later for a play that
+never awaits). A game that does not end fails in one line and its other checks are not run. ``outcome`` and ``random`` check every metric against ``metric_ranges(config)``.
 
 Warnings (printed, never failures): a number placeholder written as a quoted string in a JSON
 answer format, a question without ``instructions=``, an undeclared ``max_turns`` or metric
@@ -54,7 +54,11 @@ import asyncio
 import json
 import math
 import re
+import signal
 import tempfile
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -144,13 +148,50 @@ def play(game: str | type[Game], players: dict[str, Player], seed: int = 1, conf
     table = Table(seen, seed=seed, max_retries=1, max_turns=bound if bound is not None else UNDECLARED_TURNS)
     instance = cls(config, Prompts(cls.prompt_dir), names={})
     try:
-        outcome = asyncio.run(asyncio.wait_for(instance.play(table), time_limit))
+        with _alarm(time_limit + ALARM_GRACE):
+            outcome = asyncio.run(asyncio.wait_for(instance.play(table), time_limit))
     except TurnLimit as exc:
         raise NoEnd(f"seed {seed}: {exc} ({len(table.turns)} turns played)") from None
-    except asyncio.TimeoutError:
+    except (asyncio.TimeoutError, _Rang):
         raise NoEnd(f"seed {seed}: the play did not end within {time_limit:g} s ({len(table.turns)} turns played)") from None
     notes += _sequential(log)
     return Played(outcome, instance.metrics(outcome), list(table.turns), asked, problems, notes)
+
+
+#: Seconds past a play's time limit before the alarm stops a play that never yields to the loop.
+ALARM_GRACE = 1.0
+
+
+class _Rang(BaseException):
+    """The alarm of :func:`_alarm` (not an ``Exception``: a game's own handlers do not catch it)."""
+
+
+@contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    """Raise :class:`_Rang` after ``seconds``, for a play that loops without ever awaiting
+    (``asyncio.wait_for`` cannot stop it). Only in the main thread of a POSIX process, and only
+    when no earlier alarm (a test runner's timeout) is due first; that one is restored after."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    left, interval = signal.getitimer(signal.ITIMER_REAL)
+    if left and left <= seconds:
+        yield
+        return
+
+    def ring(signum: int, frame: Any) -> None:
+        raise _Rang()
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if left:
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, left - (time.monotonic() - started)), interval)
 
 
 class _Watch:

@@ -228,3 +228,20 @@ def test_declared_ranges_join_the_configurations_of_a_studys_games():
     assert got["investor_payoff"] == (0.0, 3.0)  # the multiplier 9 row is another game's
     assert got["efficiency"] == (pytest.approx(10 / 20), 1.0)  # (10 + 0) / (2·10 + 0) and (10 + 10) / (30 + 10)
     assert declared_ranges(trust, games.iloc[:0]) == trust.metric_ranges(trust.Config())
+
+
+class Spinning(Toy):
+    """Broken: loops without ever awaiting (no turn is asked, the event loop never runs again)."""
+
+    name = "toy.spinning"
+
+    async def play(self, table: Table) -> dict[str, Any]:
+        while True:
+            pass
+
+
+def test_conformance_a_game_that_spins_without_awaiting_fails_in_seconds_too():
+    started = time.perf_counter()
+    result = check(Spinning, {"flips": 2}, STRATEGIES, checks=RULES, time_limit=0.5)
+    assert time.perf_counter() - started < 15
+    assert len(result.failed) == 1 and "did not end within 0.5 s" in result.failed[0][1], result.failed
