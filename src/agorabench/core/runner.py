@@ -44,7 +44,6 @@ from ..store.writer import GameWriter
 from .agents import LLMAgent
 from .coverage import run_seating
 from .game import GameConfig, Prompts
-from .lockstep import Lockstep
 from .plan import build_plan, stored_spend, unpriced
 from .progress import ProgressView, Snapshot
 from .seating import Seating
@@ -101,6 +100,12 @@ class RunStats:
         return time.perf_counter() - self.started
 
 
+def _seating_attr(name: str, doc: str) -> Any:
+    """An attribute of the runner's :class:`~agorabench.core.seating.Seating`, read and set
+    through the runner (as the web app, the executors and tests do)."""
+    return property(lambda self: getattr(self.seating, name), lambda self, value: setattr(self.seating, name, value), doc=doc)
+
+
 class Runner:
     def __init__(
         self,
@@ -145,37 +150,10 @@ class Runner:
         self._live: dict[str, Table] = {}  # tables of the games in flight (their turns count as progress)
 
     # players (core/seating.py) ----------------------------------------------
-    @property
-    def owner(self) -> str:
-        """This process's name on its claims (an executor's share sets its own)."""
-        return self.seating.owner
-
-    @owner.setter
-    def owner(self, value: str) -> None:
-        self.seating.owner = value
-
-    @property
-    def outage_final(self) -> bool:
-        """Whether a long outage of a server ends its calls for good (:class:`.Seating`)."""
-        return self.seating.outage_final
-
-    @outage_final.setter
-    def outage_final(self, value: bool) -> None:
-        self.seating.outage_final = value
-
-    @property
-    def open_batch_client(self) -> Callable[[ModelEntry], Any] | None:
-        """Makes a batch model's client (None: :func:`agorabench.models.batch.open_batch_client`)."""
-        return self.seating.open_batch_client
-
-    @open_batch_client.setter
-    def open_batch_client(self, value: Callable[[ModelEntry], Any] | None) -> None:
-        self.seating.open_batch_client = value
-
-    @property
-    def lockstep(self) -> Lockstep | None:
-        """The coordinator of the batch models' rounds (None until the first one is built)."""
-        return self.seating.lockstep
+    owner = _seating_attr("owner", "This process's name on its claims (an executor's share sets its own).")
+    outage_final = _seating_attr("outage_final", "Whether a long outage of a server ends its calls for good (``agora serve``: False).")
+    open_batch_client = _seating_attr("open_batch_client", "Makes a batch model's client (None: the provider's own).")
+    lockstep = _seating_attr("lockstep", "The coordinator of the batch models' rounds (None until the first one is built).")
 
     @property
     def budget(self) -> Budget | None:
