@@ -57,6 +57,10 @@ class Game:
     prompt_dir: ClassVar[Path | None] = None
     #: Roles that are named in prompts but never asked (e.g. an assumed peer).
     passive_roles: ClassVar[tuple[str, ...]] = ()
+    #: What a person's turn that runs out of time becomes (their instructions page says so):
+    #: ``"default"``, the game's default answer is played for them; ``"unanswered"``, the
+    #: question counts as not answered (a game that asks with no fallback).
+    on_timeout: ClassVar[str] = "default"
     #: For a game whose length depends on play (a commons ends when the resource collapses):
     #: the cost plan's stand-in in a language-model seat lets a registered strategy that plays the
     #: game to its full length take the decisions that decide the length (random play ends such

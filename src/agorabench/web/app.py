@@ -161,7 +161,9 @@ async def consent_page(v: Visit) -> Response:
 async def instructions_page(v: Visit) -> Response:
     """The role's rules; the game is set up (not started) so they can be shown."""
     live = await v.m.start(v.row, play=False)
-    return page(v.request, "instructions.html", instructions=live.system, time_limit=v.s.time_limit, **v.ctx)
+    _, spec = v.m.spec_for(v.row)
+    on_timeout = v.m.study.game_class(spec.game).on_timeout
+    return page(v.request, "instructions.html", instructions=live.system, time_limit=v.s.time_limit, on_timeout=on_timeout, **v.ctx)
 
 
 async def quiz_page(v: Visit) -> Response:

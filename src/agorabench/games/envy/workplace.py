@@ -166,6 +166,7 @@ class Workplace(Game):
     name = "envy.workplace"
     Config = WorkplaceConfig
     prompt_dir = PROMPTS / "workplace"
+    on_timeout = "unanswered"  # each scene is asked with no fallback: a scene out of time is not rated
     passive_roles = ("peer",)
 
     @classmethod

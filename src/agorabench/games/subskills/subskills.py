@@ -311,6 +311,7 @@ class Subskills(Game):
     name = "subskills"
     Config = SubskillsConfig
     prompt_dir = Path(__file__).parent / "prompts"
+    on_timeout = "unanswered"  # asked with no fallback: a question out of time is not answered
 
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
