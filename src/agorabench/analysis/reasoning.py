@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..core.seats import effort_seat
 from .files import safe_cell, write_with
 
 #: The study file's reasoning settings of a model entry, as a report's Models table heads them.
@@ -34,18 +35,15 @@ NOT_REPORTED = "not reported"
 
 def seated_entries(models: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The stored model entries as games seat them: an entry whose ``reasoning_effort`` is a
-    list once per effort, named ``NAME-EFFORT`` (its display name likewise), each with that one
-    effort (the rule of :meth:`agorabench.core.study.ModelEntry.efforts`); other entries as
-    they are."""
+    list once per effort (the rule of :func:`agorabench.core.seats.effort_seat`, which
+    :meth:`agorabench.core.study.ModelEntry.efforts` follows too); other entries as they are."""
     out = []
     for entry in models:
         listed = entry.get("reasoning_effort")
         if not isinstance(listed, list):
             out.append(entry)
             continue
-        for effort in listed:
-            label = entry.get("display_name")
-            out.append({**entry, "name": f"{entry.get('name')}-{effort}", "reasoning_effort": effort, "display_name": None if label is None else f"{label}-{effort}"})
+        out += [{**entry, **effort_seat(str(entry.get("name")), entry.get("display_name"), effort)} for effort in listed]
     return out
 
 

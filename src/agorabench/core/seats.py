@@ -27,6 +27,13 @@ PERSON_PREFIX = PERSON + ":"
 STRATEGY_PREFIX = "strategy/"
 
 
+def effort_seat(name: str, display_name: str | None, effort: str) -> dict[str, Any]:
+    """The one rule that seats a model entry listing several reasoning efforts: once per effort,
+    named ``NAME-EFFORT`` (its display name likewise, or None), with that one effort. Returns
+    the entry's fields that change."""
+    return {"name": f"{name}-{effort}", "reasoning_effort": effort, "display_name": None if display_name is None else f"{display_name}-{effort}"}
+
+
 class SeatKind(str, Enum):
     """Who plays a seat. The first five are the kinds of a spec; ``MODEL`` is a stored name
     that names neither a person nor a strategy (an entry's own name)."""

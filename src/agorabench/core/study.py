@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator, TypeAdapter, ValidationError
 
 try:
     import tomllib
@@ -68,7 +68,7 @@ from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, spli
 from ..redact import redact
 from .errors import StudyError  # defined apart so that the command line names it without this module
 from .game import Game
-from .seats import SeatKind, kind_of_spec
+from .seats import SeatKind, effort_seat, kind_of_spec
 
 
 #: Most games one study may expand to unless its file sets ``max_games`` (a typo like
@@ -260,17 +260,13 @@ class ModelEntry(BaseModel):
         return self
 
     def efforts(self) -> list["ModelEntry"]:
-        """This entry once per reasoning effort when it names several (``NAME-EFFORT``, with the
-        display name likewise), else itself."""
+        """This entry once per reasoning effort when it names several (the rule of
+        :func:`~agorabench.core.seats.effort_seat`), else itself."""
         if not isinstance(self.reasoning_effort, list):
             return [self]
         if len(set(self.reasoning_effort)) != len(self.reasoning_effort):
             raise ValueError(f"model {self.name!r}: reasoning_effort lists an effort twice")
-        out = []
-        for effort in self.reasoning_effort:
-            label = None if self.display_name is None else f"{self.display_name}-{effort}"
-            out.append(self.model_copy(update={"name": f"{self.name}-{effort}", "reasoning_effort": effort, "display_name": label}))
-        return out
+        return [self.model_copy(update=effort_seat(self.name, self.display_name, effort)) for effort in self.reasoning_effort]
 
     @model_validator(mode="before")
     @classmethod
@@ -792,7 +788,9 @@ def parse_model_spec(spec: str) -> ModelEntry:
 
 
 def _model_defaults(path: Path, defaults: Any) -> dict[str, Any]:
-    """The study file's ``model_defaults``: settings of a model entry, not its name or spec."""
+    """The study file's ``model_defaults``: settings of a model entry, not its name or spec,
+    each checked against that setting's type in :class:`ModelEntry` (a wrong value is named as
+    ``model_defaults.KEY``, not as the first entry it would reach)."""
     if defaults is None:
         return {}
     if not isinstance(defaults, dict):
@@ -801,7 +799,24 @@ def _model_defaults(path: Path, defaults: Any) -> dict[str, Any]:
     unknown = sorted(k for k in defaults if k not in ModelEntry.model_fields or k in fixed)
     if unknown:
         raise StudyError(f"{path}: model_defaults: {unknown[0]!r} is not a setting every model can share (e.g. temperature, max_tokens, timeout)")
+    for key, value in defaults.items():
+        info = ModelEntry.model_fields[key]
+        try:
+            TypeAdapter(Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation).validate_python(value)
+        except ValidationError as exc:
+            raise StudyError(f"{path}: model_defaults.{key}: {exc.errors()[0]['msg']}") from None
     return dict(defaults)
+
+
+def with_defaults(entry: Any, defaults: dict[str, Any]) -> Any:
+    """A model entry (a dict of the study file) with the study's ``model_defaults`` under its
+    own settings: the one merge rule. Only a language model's entry (local or hosted) takes
+    them; a scripted player's, a person's or an outside agent's is returned as it is."""
+    if not defaults or not isinstance(entry, dict):
+        return entry
+    if spec_kind(split_url(str(entry.get("spec", "")).strip())[0]) not in ("local", "hosted"):
+        return entry
+    return {**defaults, **entry}
 
 
 #: The most values a study file may expand to through YAML aliases (beyond what it spells out).
@@ -893,14 +908,14 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     seats_replaced = bool(models) and data.get("matchups") == "seats"
     defaults = _model_defaults(path, data.get("model_defaults"))
     if models:
-        data["models"] = [{**parse_model_spec(m).model_dump(exclude_unset=True), **(defaults if spec_kind(split_url(m.strip())[0]) in ("local", "hosted") else {})} for m in models]
+        data["models"] = [with_defaults(parse_model_spec(m).model_dump(exclude_unset=True), defaults) for m in models]
         if seats_replaced:
             data["matchups"] = "ordered_pairs"
             for part in data.get("parts") or []:  # every part's own seats are replaced too
                 if isinstance(part, dict):
                     part.pop("seats", None)
     elif defaults and isinstance(data.get("models"), list):
-        data["models"] = [{**defaults, **m} if isinstance(m, dict) and spec_kind(str(m.get("spec", "")).split("@")[0]) in ("local", "hosted") else m for m in data["models"]]
+        data["models"] = [with_defaults(m, defaults) for m in data["models"]]
     try:
         file = StudyFile(**data)
     except ValidationError as exc:
