@@ -54,7 +54,7 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
     speaker = leading_speaker(game, roles) or first_speaker(game, table, roles, month)  # a leader opens (leadership)
     remarks = max(0, c.max_conversation_steps - len(opening_steps))
     opening = game.render("discuss_open", steps=remarks, first=names[speaker])
-    retrieved = c.memory == "retrieved"
+    retrieved = c.recalls
     if not retrieved:
         table.tell_all(roles, opening)
         for step in opening_steps:
@@ -127,7 +127,7 @@ async def summarise(game: Commons, table: Table, roles: list[str], month: int, s
     minutes = "\n".join(game.say(speaker=m["name"], message=m["message"])("heard") for m in said if m["message"]) or "-"
     obs = {"phase": "summary", "month": month, "messages": [dict(m) for m in said if not m.get("report")], "agreed_limit": agreed, "history": [public(h) for h in history]}
     text = game.render("summary", month=month, minutes=minutes)
-    retrieved = game.config.memory == "retrieved"
+    retrieved = game.config.recalls
     if game.config.summariser_memory == "month" or retrieved:
         table.forget_before("manager", table.mark("manager"))
     answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))

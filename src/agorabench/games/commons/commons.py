@@ -111,7 +111,7 @@ class Commons(Game):
     @classmethod
     def roles(cls, config: GameConfig) -> tuple[str, ...]:
         roles = agent_roles(config.n_agents)
-        extraction = config.summariser and config.communication and config.max_conversation_steps > 0
+        extraction = config.summariser and config.chats  # type: ignore[attr-defined]
         return roles + ("manager",) if extraction else roles
 
     # the scenario's words ------------------------------------------------------------------
@@ -134,7 +134,7 @@ class Commons(Game):
             "n": c.n_agents,
             "months": c.months,
             "tell_horizon": c.tell_horizon,
-            "chat": c.communication and c.max_conversation_steps > 0,
+            "chat": c.chats,
             "ask_proposal": c.ask_proposal,
             "brief": c.reasoning == "brief",
             "name_first": c.chat_wording == "earlier",
@@ -209,7 +209,7 @@ class Commons(Game):
         the earlier months' decisions and forget what is older than ``memory_months``."""
         c = self.config
         month_starts.append({r: table.mark(r) for r in roles})
-        if c.memory == "retrieved":
+        if c.recalls:
             return
         if c.earlier_decisions == "condensed" and month > 1:
             for r in roles:
@@ -221,7 +221,7 @@ class Commons(Game):
     async def _harvest_month(self, table: Table, present: list[str], month: int, stock: int, agreed: int | None, history: list[dict[str, Any]]) -> dict[str, Any]:
         """The harvest and each agent's private outcome; the month's record (collapse judged)."""
         c, s = self.config, self.scenario
-        retrieved = c.memory == "retrieved"
+        retrieved = c.recalls
         f = s.sustainable_total(stock)
         share = self.share(f, len(present))
         obs = {
@@ -271,7 +271,7 @@ class Commons(Game):
         """Everyone's request and what each gets (concurrent with the configured allocation, or
         sequential in a random order, each taking at most what is left)."""
         c = self.config
-        retrieved = c.memory == "retrieved"
+        retrieved = c.recalls
         shown: dict[str, list[Memory]] = {}
         if retrieved:  # the top k for the harvest's one focal point, the place (the scenario's)
             when = month_dates(month).harvest
@@ -312,13 +312,13 @@ class Commons(Game):
         limit, the notes and the reflection (not after a collapse or the last month), and the
         collapse told; the agreed limit from now on."""
         c = self.config
-        retrieved = c.memory == "retrieved"
+        retrieved = c.recalls
         names = self._names
         by_name = {v: k for k, v in names.items()}
         remember = retrieved and not record["collapsed"] and month < c.months
-        if self._lead is not None and not (c.communication and c.max_conversation_steps > 0):
+        if self._lead is not None and not c.chats:
             await election.report(self, table, month, present, record)  # remembered, no chat
-        if c.communication and c.max_conversation_steps > 0:
+        if c.chats:
             record["report"] = await election.report(self, table, month, present, record) if self._lead is not None else chat.report_steps(self, present, names, record["collected"])
             record["discussion"] = await chat.discuss(self, table, present, names, by_name, month, next_stock, history, agreed, record["report"])
             found = None
@@ -342,7 +342,7 @@ class Commons(Game):
             lines = [self.say(name=names[r], amount=record["collected"][r])("report_line") for r in present]
             report = self.render("report", lines=lines, stock=record["stock_after"], collapsed=record["collapsed"], show_stock=c.report_stock)
             table.tell_all(present, self.say(speaker=s.manager, message=report)("heard"))
-        if record["collapsed"] or month >= c.months or not (c.communication and c.max_conversation_steps > 0):
+        if record["collapsed"] or month >= c.months or not c.chats:
             return agreed
         by_name = {v: k for k, v in names.items()}
         record["discussion"] = await chat.discuss(self, table, present, names, by_name, month, next_stock, history, agreed, [])

@@ -151,6 +151,17 @@ class CommonsConfig(GameConfig):
     #: harvest report from the true figures (the successor's ``disinformation``).
     disinformation: bool = False
 
+    @property
+    def recalls(self) -> bool:
+        """Whether agents recall from their memory streams (``memory = "retrieved"``): decided
+        once here, read by every step of the play."""
+        return self.memory == "retrieved"
+
+    @property
+    def chats(self) -> bool:
+        """Whether a month has a group chat (communication on and at least one step)."""
+        return self.communication and self.max_conversation_steps > 0
+
     @model_serializer(mode="wrap")
     def _stored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """The leadership fields (and :data:`QUIET_DEFAULTS`) left out at their defaults: the stored configuration, and so
@@ -175,11 +186,11 @@ class CommonsConfig(GameConfig):
         if key not in s.text:
             known = ", ".join(sorted(k.removeprefix("system_") or "default" for k in s.text if k == "system" or k.startswith("system_")))
             raise ValueError(f"scenario {self.scenario}/{self.language} has no system prompt {self.system_prompt!r}; known: {known}")
-        if self.memory == "retrieved" and self.month_order != "original":
+        if self.recalls and self.month_order != "original":
             raise ValueError('memory = "retrieved" needs month_order = "original" (the legacy order tells its report to every transcript; use memory = "transcript")')
         if not self.embeddings.strip():
             raise ValueError('embeddings: expected "minilm", "smollm2" or PROVIDER/MODEL[@URL]')
-        if self.memory == "retrieved":
+        if self.recalls:
             suffix = "_earlier" if self.focal_points == "earlier" else ""
             missing = [k + suffix for k in ("harvest_focal", "reflect_focal") if not isinstance(s.memory.get(k + suffix), str)]
             if missing:
@@ -218,7 +229,7 @@ class CommonsConfig(GameConfig):
             raise ValueError(f'leadership = "elected" needs a population of two or more candidates (balanced, lean_altruistic, lean_competitive), not {name!r} ({k})')
         if self.n_agents < 2 * k:
             raise ValueError(f"svo_population {name!r} has {k} candidates: n_agents must be at least {2 * k} (twice the candidates, as in AgentElect)")
-        if self.memory != "retrieved":
+        if not self.recalls:
             raise ValueError('leadership needs memory = "retrieved"')
         if self.language != "en" or s.inverse:
             raise ValueError(f"leadership is worded for English scenarios that are not inverse, not {self.scenario}/{self.language}")

@@ -392,7 +392,7 @@ async def report(game: Commons, table: Table, month: int, present: list[str], re
     for r in present:
         _event(game, r, told, month)
     record["leader_report"] = text
-    if not (c.communication and c.max_conversation_steps > 0):
+    if not c.chats:
         return []
     steps = [say(game, "chat_report", leader=names[leader], report=text), say(game, "chat_agenda", agenda=lead.agenda or "")]
     return [{"speaker": leader, "name": names[leader], "message": m, "report": True} for m in steps]
