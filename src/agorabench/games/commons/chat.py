@@ -28,11 +28,11 @@ def report_steps(game: Commons, present: list[str], names: dict[str, str], colle
         return []
     if c.report == "individual":
         key = "individual_line_original" if original else "individual_line"
-        return [{"speaker": r, "name": names[r], "message": game.say(amount=collected[r])(key), "report": True} for r in present]
+        return [{"speaker": r, "name": names[r], "message": game.say(key, amount=collected[r]), "report": True} for r in present]
     if original:
-        text = " ".join([game.say()("report_intro_original"), *(game.say(name=names[r], amount=collected[r])("report_line_original") for r in present)])
+        text = " ".join([game.say("report_intro_original"), *(game.say("report_line_original", name=names[r], amount=collected[r]) for r in present)])
         return [{"speaker": "manager", "name": s.manager, "message": text, "report": True}]
-    lines = [game.say(name=names[r], amount=collected[r])("report_line") for r in present]
+    lines = [game.say("report_line", name=names[r], amount=collected[r]) for r in present]
     text = game.render("report", lines=lines, stock=None, collapsed=False, show_stock=False)
     return [{"speaker": "manager", "name": s.manager, "message": text, "report": True}]
 
@@ -58,7 +58,7 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
     if not retrieved:
         table.tell_all(roles, opening)
         for step in opening_steps:
-            table.tell_all(roles, game.say(speaker=step["name"], message=step["message"])("heard"))
+            table.tell_all(roles, game.say("heard", speaker=step["name"], message=step["message"]))
     said: list[dict[str, Any]] = []
     for _step in range(remarks):
         obs = {
@@ -85,7 +85,7 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
             when = month_dates(month).chat
             memories = await recall(game, table, speaker, focal, when, REMARK_TOP_K)
             obs["memories"] = [m.text for m in memories]
-            heard = [game.say(speaker=m["name"], message=m["message"])("heard") for m in steps]
+            heard = [game.say("heard", speaker=m["name"], message=m["message"]) for m in steps]
             text = "\n".join([recall_block(game, speaker, "place_chat", when, memories), "\n\n".join([opening, *heard, text])])
             table.forget_before(speaker, table.mark(speaker))
         kind = Utterance if c.ask_proposal else Remark
@@ -98,7 +98,7 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
         entry = {"speaker": speaker, "name": names[speaker], "message": u.message, "proposed_limit": getattr(u, "proposed_limit", None), "end": u.end_conversation, "valid": table.last_valid(speaker)}
         said.append(entry)
         if u.message and not retrieved:
-            heard = game.say(speaker=names[speaker], message=u.message)("heard")
+            heard = game.say("heard", speaker=names[speaker], message=u.message)
             table.tell_all([r for r in roles if r != speaker], heard)
         if u.end_conversation:
             break
@@ -124,7 +124,7 @@ def next_speaker(game: Commons, table: Table, roles: list[str], current: str, na
 
 async def summarise(game: Commons, table: Table, roles: list[str], month: int, said: list[dict[str, Any]], agreed, history) -> int | None:
     """The manager reads the minutes and states the agreed limit; 0 means none agreed."""
-    minutes = "\n".join(game.say(speaker=m["name"], message=m["message"])("heard") for m in said if m["message"]) or "-"
+    minutes = "\n".join(game.say("heard", speaker=m["name"], message=m["message"]) for m in said if m["message"]) or "-"
     obs = {"phase": "summary", "month": month, "messages": [dict(m) for m in said if not m.get("report")], "agreed_limit": agreed, "history": [public(h) for h in history]}
     text = game.render("summary", month=month, minutes=minutes)
     retrieved = game.config.recalls

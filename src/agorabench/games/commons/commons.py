@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from ...core.game import Game, GameConfig, PlanStandIn
 from ...core.table import Prompt, Table
@@ -123,9 +123,9 @@ class Commons(Game):
             s = replace(s, collapse_threshold=self.config.collapse_threshold)
         return s
 
-    def say(self, **values: Any) -> Callable[..., str]:
-        """A function from a scenario text's key to that text filled with the game's values and
-        ``values`` (and any given at the call)."""
+    def say(self, key: str, /, **values: Any) -> str:
+        """The scenario text ``key`` filled with the game's values (capacity, threshold, names of
+        the wording's flags) and ``values``."""
         s, c = self.scenario, self.config
         base = {
             "capacity": s.capacity,
@@ -141,20 +141,15 @@ class Commons(Game):
             "no_repeat": c.chat_wording == "original",
             "manager": s.manager,
             "unit": s.unit,
-            **values,
         }
-
-        def say(key: str, **extra: Any) -> str:
-            return snippet(s.text[key]).render(**base, **extra).strip()
-
-        return say
+        return snippet(s.text[key]).render(**{**base, **values}).strip()
 
     def render(self, template: str, who: str | None = None, **values: Any) -> str:
         """A template filled for the role ``who`` reads (a person's wording when a person plays
         it, :meth:`Game.text`; a text told to several roles: the game's own)."""
         flags = {k: v for k, v in values.items() if k != "name"}  # ``name`` is render()'s own argument
         words = self.text(who) if who is not None else self.prompts
-        return words.render(template, say=self.say(**values), **flags)
+        return words.render(template, say=lambda text, /, **extra: self.say(text, **values, **extra), **flags)
 
     def share(self, total: float, n: int) -> int:
         """One agent's part of ``total`` among ``n``: rounded down (inverse: up)."""
@@ -201,7 +196,7 @@ class Commons(Game):
         prompt is self-contained)."""
         for r in roles:
             others = ", ".join(names[o] for o in roles if o != r)
-            goal = "" if newcomer is None else self.say()("newcomer_goal" if r == newcomer else "local_goal")
+            goal = "" if newcomer is None else self.say("newcomer_goal" if r == newcomer else "local_goal")
             table.set_system(r, self.render("system", r, name=names[r], others=others, key=system_key(self.config.system_prompt), goal=goal))
 
     def _start_month(self, table: Table, roles: list[str], month: int, month_starts: list[dict[str, tuple[int, int]]]) -> None:
@@ -241,18 +236,18 @@ class Commons(Game):
         dates = month_dates(month)
         if retrieved:  # the stock (and the hint) as events of the day, always shown, gone at month end
             for r in present:
-                self._streams[r].add("event", self.say(stock=stock)("stock"), dates.harvest, dates.reflection, always_include=True)
+                self._streams[r].add("event", self.say("stock", stock=stock), dates.harvest, dates.reflection, always_include=True)
                 if c.universalization:
-                    self._streams[r].add("event", self.say(share=share)("universalization"), dates.harvest, dates.reflection, always_include=True)
+                    self._streams[r].add("event", self.say("universalization", share=share), dates.harvest, dates.reflection, always_include=True)
         requested, collected = await self._harvest(table, present, month, stock, agreed, share, obs)
         valid = {r: table.last_valid(r) for r in present}
         left = stock - sum(collected.values())
         for r in present:
             table.note_metrics(r, {"month": month, "requested": requested[r], "collected": collected[r], "stock_before": stock, "stock_after": left})
             if c.private_outcome and retrieved:  # an event of this month only
-                self._streams[r].add("event", self.say(wanted=requested[r], got=collected[r])("outcome"), dates.outcome, dates.reflection, always_include=True)
+                self._streams[r].add("event", self.say("outcome", wanted=requested[r], got=collected[r]), dates.outcome, dates.reflection, always_include=True)
             elif c.private_outcome:
-                table.tell(r, self.say(wanted=requested[r], got=collected[r])("outcome"))
+                table.tell(r, self.say("outcome", wanted=requested[r], got=collected[r]))
         return {
             "month": month,
             "stock_before": stock,
@@ -330,7 +325,7 @@ class Commons(Game):
         if remember:
             await recall.reflect(self, table, present, month)
         if record["collapsed"] and not retrieved:
-            table.tell_all(present, self.say()("collapse"))
+            table.tell_all(present, self.say("collapse"))
         return agreed
 
     async def _after_harvest_legacy(self, table: Table, present: list[str], month: int, record: dict[str, Any], history: list[dict[str, Any]], agreed: int | None, next_stock: int) -> int | None:
@@ -339,9 +334,9 @@ class Commons(Game):
         c, s = self.config, self.scenario
         names = self._names
         if c.report != "none" and c.communication:
-            lines = [self.say(name=names[r], amount=record["collected"][r])("report_line") for r in present]
+            lines = [self.say("report_line", name=names[r], amount=record["collected"][r]) for r in present]
             report = self.render("report", lines=lines, stock=record["stock_after"], collapsed=record["collapsed"], show_stock=c.report_stock)
-            table.tell_all(present, self.say(speaker=s.manager, message=report)("heard"))
+            table.tell_all(present, self.say("heard", speaker=s.manager, message=report))
         if record["collapsed"] or month >= c.months or not c.chats:
             return agreed
         by_name = {v: k for k, v in names.items()}
@@ -389,7 +384,7 @@ class Commons(Game):
         last = months[-1]
         if outcome.get("collapsed"):
             lines.append(f"In month {last['month']} the group took {sum(int(v or 0) for v in last['collected'].values())} {unit}, which left {last['stock_after']}.")
-            lines.append(self.say()("collapse") + " That ended the game early.")
+            lines.append(self.say("collapse") + " That ended the game early.")
         else:
             lines.append(f"At the end, {last['stock_after']} {unit} were left after the last month's harvest, and the resource was never lost.")
         return lines

@@ -66,7 +66,7 @@ def note_month(table: Table, roles: Iterable[str], month: int) -> None:
 def recall_block(game: Commons, role: str, place: str, when: datetime, memories: list[Memory], numbered: bool = False) -> str:
     """Where and when, then the memories shown, one dated line each."""
     name = game._names[role]
-    return game.render("recall", name=name, place=game.say()(place), date=format_date(when), lines=memory_lines(memories, numbered))
+    return game.render("recall", name=name, place=game.say(place), date=format_date(when), lines=memory_lines(memories, numbered))
 
 
 def ask_alone(table: Table, role: str, prompt: Prompt, kind: type[Action], fallback: Action) -> tuple[Prompt, type[Action], Action]:
@@ -101,7 +101,7 @@ async def write_notes(game: Commons, table: Table, present: list[str], month: in
     the agreed limit (always shown while it lives, not rated)."""
     s = game.scenario
     when = month_dates(month).chat
-    minutes = "\n".join(game.say(speaker=m["name"], message=m["message"])("heard") for m in steps if m["message"]) or "-"
+    minutes = "\n".join(game.say("heard", speaker=m["name"], message=m["message"]) for m in steps if m["message"]) or "-"
     share_next = game.share(s.sustainable_total(next_stock), len(present))
     for question in ("note_plan", "note_interest"):
         asks = {}
