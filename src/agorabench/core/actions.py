@@ -23,7 +23,7 @@ import math
 import re
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..models.reasoning import answer_of
 from ..text import storable
@@ -49,6 +49,17 @@ class Action(BaseModel):
     #: number>}``), so a model is not led to answer a number as a string. Off by default: every
     #: shipped prompt stays byte for byte as it was; a new game opts in.
     bare_numbers: ClassVar[bool] = False
+    #: Choice fields read without regard to case, surrounding spaces or a closing ``.`` / ``!``
+    #: (``"Accept."`` is ``accept``): the one rule for accept/reject, yes/no and the like.
+    lowered_fields: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lowered(cls, data: Any) -> Any:
+        """Each of :attr:`lowered_fields` given as text, stripped and lower-cased."""
+        if not cls.lowered_fields or not isinstance(data, dict):
+            return data
+        return {k: v.strip().strip(".!").lower() if k in cls.lowered_fields and isinstance(v, str) else v for k, v in data.items()}
 
     @classmethod
     def field_names(cls) -> list[str]:

@@ -27,9 +27,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from .common import ALICE, AlternatingOffers, GleeConfig, horizon_known, JsonForm, money, NAMES, other, percent, PROMPTS
+from .common import ALICE, AlternatingOffers, Message, GleeConfig, horizon_known, JsonForm, money, NAMES, other, percent, PROMPTS
 
 
 class BargainingConfig(GleeConfig):
@@ -63,12 +63,7 @@ class Offer(JsonForm):
 
 
 class OfferWithMessage(Offer):
-    message: str = Field("", description="your message to the other player")
-
-    @field_validator("message", mode="before")
-    @classmethod
-    def _text(cls, v: Any) -> Any:
-        return "" if v is None else str(v)
+    message: Message = ""
 
 
 @lru_cache(maxsize=None)

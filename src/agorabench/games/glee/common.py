@@ -8,9 +8,9 @@ Horizon: ``horizon`` is a number of rounds told to both players, or ``"inf"`` â€
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
@@ -90,12 +90,9 @@ class Decision(Action):
 
     response_format: ClassVar = "json"
 
-    decision: Literal["accept", "reject"]
+    lowered_fields: ClassVar = ("decision",)
 
-    @field_validator("decision", mode="before")
-    @classmethod
-    def _lower(cls, v: Any) -> Any:
-        return v.strip().strip(".!").lower() if isinstance(v, str) else v
+    decision: Literal["accept", "reject"]
 
 
 class YesNo(Action):
@@ -103,14 +100,23 @@ class YesNo(Action):
 
     response_format: ClassVar = "json"
 
+    lowered_fields: ClassVar = ("decision",)
+
     decision: Literal["yes", "no"]
 
     @field_validator("decision", mode="before")
     @classmethod
-    def _lower(cls, v: Any) -> Any:
-        if isinstance(v, bool):
-            return "yes" if v else "no"
-        return v.strip().strip(".!").lower() if isinstance(v, str) else v
+    def _boolean(cls, v: Any) -> Any:
+        return ("yes" if v else "no") if isinstance(v, bool) else v
+
+
+def _as_text(value: Any) -> Any:
+    return "" if value is None else str(value)
+
+
+#: The free-text message an offer may carry to the other player (bargaining, negotiation): any
+#: value read as text, none as "". One field, declared ``message: Message = ""``.
+Message = Annotated[str, BeforeValidator(_as_text), Field(description="your message to the other player")]
 
 
 class JsonForm(Action):

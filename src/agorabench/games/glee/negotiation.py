@@ -32,9 +32,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from .common import ALICE, AlternatingOffers, Decision, GleeConfig, Horizon, horizon_known, JsonForm, MAX_ROUNDS, money, NAMES, other, PROMPTS
+from .common import ALICE, AlternatingOffers, Decision, Message, GleeConfig, Horizon, horizon_known, JsonForm, MAX_ROUNDS, money, NAMES, other, PROMPTS
 
 
 class NegotiationConfig(GleeConfig):
@@ -89,12 +89,7 @@ class PriceOffer(JsonForm):
 
 
 class PriceOfferWithMessage(PriceOffer):
-    message: str = Field("", description="your message to the other player")
-
-    @field_validator("message", mode="before")
-    @classmethod
-    def _text(cls, v: Any) -> Any:
-        return "" if v is None else str(v)
+    message: Message = ""
 
 
 class DecisionOrQuit(Decision):

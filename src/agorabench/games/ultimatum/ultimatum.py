@@ -47,7 +47,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import create_model, Field, field_validator, model_serializer, SerializerFunctionWrapHandler
+from pydantic import create_model, Field, model_serializer, SerializerFunctionWrapHandler
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
@@ -127,12 +127,9 @@ class Response(Action):
 
     response_format: ClassVar = "json"
 
-    decision: Literal["accept", "reject"]
+    lowered_fields: ClassVar = ("decision",)
 
-    @field_validator("decision", mode="before")
-    @classmethod
-    def _lower(cls, v: Any) -> Any:
-        return v.strip().strip(".!").lower() if isinstance(v, str) else v
+    decision: Literal["accept", "reject"]
 
     @classmethod
     def format_instructions(cls) -> str:
