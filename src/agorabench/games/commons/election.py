@@ -172,12 +172,14 @@ class Leadership:
         return next((c for c in self.candidates if c.role == role), None)
 
 
-def say(game: Commons, key: str, **values: Any) -> str:
-    """The wording ``key`` filled with the scenario's names and ``values``."""
+def say(game: Commons, key: str, who: str | None = None, **values: Any) -> str:
+    """The wording ``key`` filled with the scenario's names and ``values``; for ``who`` a person
+    plays, the ``[people]`` wording where it has the key (models' texts never change)."""
     w = words(game.config.language)
     s = game.scenario
     base = {"unit": s.unit, "growth": _number(s.growth_value), **w["names"].get(game.config.scenario, {"member": "member", "members": "members", "resource": "resource"})}
-    return snippet(w["text"][key]).render(**base, **values).strip()
+    text = w.get("people", {}).get(key) if who is not None and who in game.people else None
+    return snippet(text if text is not None else w["text"][key]).render(**base, **values).strip()
 
 
 def _number(x: float) -> str:
@@ -220,7 +222,7 @@ def persona_lines(game: Commons, role: str, policy: bool) -> list[str]:
     if policy and lead.agenda is not None:
         out.append(say(game, "policy", agenda=lead.agenda))
     cand = lead.candidate(role)
-    if cand is not None:
+    if cand is not None and role not in game.people:  # a person's values are their own: never assigned
         out.append(svo_text(game, cand))
     line = leader_line(game, lead, role)
     if line:
@@ -286,7 +288,8 @@ async def hold(game: Commons, table: Table, month: int, stock: int, present: lis
     last = history[-1] if history else None
     for cand in cands:
         shown = await _memories(game, table, cand.role, month)
-        parts = [recall_block(game, cand.role, "place_chat", when, shown), say(game, "agenda_fishers", n=len(present)), say(game, "goal"), svo_text(game, cand), say(game, "insincere" if c.disinformation else "honest")]
+        person = cand.role in game.people
+        parts = [recall_block(game, cand.role, "place_chat", when, shown), say(game, "agenda_fishers", n=len(present)), say(game, "goal"), *([] if person else [svo_text(game, cand)]), say(game, "insincere" if c.disinformation else "honest", who=cand.role)]
         if lead.agenda is not None:
             parts.append(say(game, "agenda_last", agenda=lead.agenda))
         if lead.report is not None:
@@ -319,7 +322,7 @@ async def hold(game: Commons, table: Table, month: int, stock: int, present: lis
                 parts += [line, say(game, "vote_last_agenda", agenda=lead.agenda or ""), say(game, "vote_last_report", report=lead.report or "")]
             else:
                 parts.append(say(game, "vote_no_leader"))
-            parts += [say(game, "vote_task"), say(game, "vote_positions"), *[say(game, "vote_position", name=n, agenda=agendas[n]) for n in ballots[r]]]
+            parts += [say(game, "vote_task", who=r), say(game, "vote_positions"), *[say(game, "vote_position", name=n, agenda=agendas[n]) for n in ballots[r]]]
             question = say(game, "vote_question", names=_or_list(ballots[r]))
             task = _format_mark() + question
             obs = {"phase": "vote", "month": month, "me": r, "ballot": list(ballots[r]), "agendas": dict(agendas), "leader": names.get(lead.leader) if lead.leader else None}
