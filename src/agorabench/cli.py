@@ -658,7 +658,7 @@ EXAMPLES = {
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet\nagora export studies/web_bargaining.toml --table participants --out people.csv   # joins games on model_<role> = pseudonym",
     "judge": "agora judge studies/commons.toml --judge openai/gpt-4o-mini --taxonomy cooperation --dry-run\nagora judge studies/commons.toml --judge openai/gpt-4o-mini --taxonomy my_taxonomy.toml --agreement coded.csv\nagora judge studies/commons.toml --judge openai/gpt-4o-mini --judge anthropic/claude-haiku-4-5 --taxonomy leader_svo --kind agenda",
     "show": "agora show studies/demo.toml   # the study's first game\nagora show studies/demo.toml --model smollm2-135m   # a game of that model, its roles only\nagora show studies/demo.toml 799f28   # a game by the first characters of its id (agora export lists them)\nagora show study.toml --first-invalid   # the first game with an invalid turn (the demo has none)",
-    "profile": "agora profile runs/demo.db runs/envy_points.db --out reports/profile   # one row of measures per model across both",
+    "profile": "agora profile runs/demo.db runs/envy_points.db --out reports/profile   # one row of measures per model across both\nagora profile studies/battery.toml --db runs/battery.db --out reports/battery-profile   # one study, as report takes it",
     "serve": "agora serve studies/web_bargaining.toml --port 8000\nagora serve --db runs/web_bargaining.db   # the dashboard alone\nagora serve studies/web_bargaining.toml --rehearse 8   # 8 simulated participants, before going live",
 }
 
