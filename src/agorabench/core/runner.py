@@ -161,6 +161,7 @@ class Runner:
         return self.spending.budget
 
     def _player(self, entry: ModelEntry, spec: GameSpec) -> Player:
+        """The player of ``entry`` in the game ``spec`` (:meth:`.Seating.player`)."""
         return self.seating.player(entry, spec)
 
     def outages(self, names: Iterable[str] | None = None) -> dict[str, str]:
