@@ -61,7 +61,7 @@ def steps(outcome) -> list[str]:
 
 
 def memory_texts(game: Commons) -> set[str]:
-    return {m.text for stream in game._streams.values() for m in stream.memories}
+    return {m.text for stream in game.last_play.streams.values() for m in stream.memories}
 
 
 @pytest.mark.parametrize(

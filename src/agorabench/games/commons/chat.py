@@ -1,7 +1,7 @@
 """The commons' monthly group chat: the report steps that open it, who speaks first and next,
 the remarks (at most K conversation steps, the report included), and the manager's reading of
 the agreed limit from the minutes. Each step takes the game (its configuration, scenario and
-words; with ``memory = "retrieved"`` a speaker's memories come from :mod:`.recall`)."""
+words) and the play (:class:`.play.Play`: names, memory streams, leaders); with ``memory = "retrieved"`` a speaker's memories come from :mod:`.recall`)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ from typing import TYPE_CHECKING, Any
 from ...core.table import Prompt, Table
 from .actions import Limit, person_remark, Remark, Utterance
 from .election import leading_speaker, persona_lines
-from .memory import month_dates
 from .recall import recall, RECENT_STEPS, recall_block, REMARK_TOP_K
 from .rules import public
 
 if TYPE_CHECKING:
     from .commons import Commons
+    from .play import Play
 
 
-def report_steps(game: Commons, present: list[str], names: dict[str, str], collected: dict[str, int]) -> list[dict[str, Any]]:
+def report_steps(game: Commons, play: Play, present: list[str], collected: dict[str, int]) -> list[dict[str, Any]]:
     """The conversation steps that open the chat: the manager's report (one step, catches
     only), each agent's own line (one step each), or none; ``report_wording = "original"``
     words them as the original does (its sentences joined by a space, as its code joins them)."""
-    c, s = game.config, game.scenario
+    c, s, names = game.config, game.scenario, play.names
     original = c.report_wording == "original"
     if c.report == "none":
         return []
@@ -47,11 +47,11 @@ def first_speaker(game: Commons, table: Table, present: list[str], month: int) -
     return present[0]
 
 
-async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str, str], by_name: dict[str, str], month: int, next_stock: int, history, agreed, opening_steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def discuss(game: Commons, play: Play, table: Table, roles: list[str], month: int, next_stock: int, history, agreed, opening_steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The month's group chat: at most K steps in all, the opening report steps included."""
-    c, s = game.config, game.scenario
+    c, s, names = game.config, game.scenario, play.names
     share_next = game.share(s.sustainable_total(next_stock), len(roles))
-    speaker = leading_speaker(game, roles) or first_speaker(game, table, roles, month)  # a leader opens (leadership)
+    speaker = leading_speaker(play, roles) or first_speaker(game, table, roles, month)  # a leader opens (leadership)
     remarks = max(0, c.max_conversation_steps - len(opening_steps))
     opening = game.render("discuss_open", steps=remarks, first=names[speaker])
     retrieved = c.recalls
@@ -75,18 +75,18 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
             "history": [public(h) for h in history],
         }
         task = game.render("discuss_format", speaker)
-        text = "\n".join([*persona_lines(game, speaker, policy=False), game.render("discuss_turn", speaker, name=names[speaker])]) + "\n" + task
+        text = "\n".join([*persona_lines(game, play, speaker, policy=False), game.render("discuss_turn", speaker, name=names[speaker])]) + "\n" + task
         if retrieved:
             # the speaker's memories for the empty context (the original's, always empty,
             # embedded as a query like any other) and for each of the last four steps, five
             # each, dated; then the chat so far
             steps = [m for m in opening_steps + said if m["message"]]
             focal = [""] + [m["message"] for m in steps[-RECENT_STEPS:]]
-            when = month_dates(month).chat
-            memories = await recall(game, table, speaker, focal, when, REMARK_TOP_K)
+            when = play.dates(month).chat
+            memories = await recall(game, play, table, speaker, focal, when, REMARK_TOP_K)
             obs["memories"] = [m.text for m in memories]
             heard = [game.say("heard", speaker=m["name"], message=m["message"]) for m in steps]
-            text = "\n".join([recall_block(game, speaker, "place_chat", when, memories), "\n\n".join([opening, *heard, text])])
+            text = "\n".join([recall_block(game, play, speaker, "place_chat", when, memories), "\n\n".join([opening, *heard, text])])
             table.forget_before(speaker, table.mark(speaker))
         kind = Utterance if c.ask_proposal else Remark
         fallback = kind(message="", end_conversation=False)
@@ -102,19 +102,20 @@ async def discuss(game: Commons, table: Table, roles: list[str], names: dict[str
             table.tell_all([r for r in roles if r != speaker], heard)
         if u.end_conversation:
             break
-        speaker = next_speaker(game, table, roles, speaker, u.next_speaker, by_name)
+        speaker = next_speaker(game, play, table, roles, speaker, u.next_speaker)
     if not retrieved:
         table.tell_all(roles, game.render("discuss_close"))
     return said
 
 
-def next_speaker(game: Commons, table: Table, roles: list[str], current: str, named: str, by_name: dict[str, str]) -> str:
+def next_speaker(game: Commons, play: Play, table: Table, roles: list[str], current: str, named: str) -> str:
     """Who speaks after ``current``: the agent it named (``chosen``; a name that fits no other
     agent passes to the next seat), a random other agent, or the next seat."""
     order = game.config.speaker_order
     if order == "random":
         return table.rng.choice([r for r in roles if r != current])
     if order == "chosen":
+        by_name = play.by_name
         key = named.strip().strip(".!\"'").strip()
         target = by_name.get(key) or next((r for n, r in by_name.items() if n.lower() == key.lower()), None)
         if target is not None and target != current and target in roles:

@@ -97,7 +97,8 @@ from ...core.table import Prompt, Table
 from . import chat, election, PROMPTS, recall
 from .actions import Harvest, person_harvest
 from .config import agent_roles, CommonsConfig
-from .memory import EmbeddingCache, Memory, MemoryStream, month_dates
+from .memory import EmbeddingCache, Memory, MemoryStream
+from .play import Play
 from .rules import ALLOCATIONS, commons_metrics, last_proposal, public
 from .scenario import get_scenario, Scenario, snippet, system_key
 
@@ -124,8 +125,8 @@ class Commons(Game):
         return s
 
     def say(self, key: str, /, **values: Any) -> str:
-        """The scenario text ``key`` filled with the game's values (capacity, threshold, names of
-        the wording's flags) and ``values``."""
+        """The scenario text ``key`` filled with the game's values (capacity, threshold, growth,
+        the wording's flags) and ``values``: the one way the game looks up its words."""
         s, c = self.scenario, self.config
         base = {
             "capacity": s.capacity,
@@ -166,9 +167,9 @@ class Commons(Game):
         newcomer = roles[-1] if c.newcomer_month else None
         self._set_systems(table, roles, names, newcomer)
         cache = EmbeddingCache()  # one per game: the table keeps vectors for the whole process
-        self._streams = {r: MemoryStream(owner=names[r], recency=c.memory_recency, cache=cache) for r in roles}
-        self._names = names
-        self._lead = election.setup(self, table, names) if c.leadership != "none" else None
+        play = Play(names, {r: MemoryStream(owner=names[r], recency=c.memory_recency, cache=cache) for r in roles})
+        self.last_play = play  # the latest play's state, for inspection
+        play.lead = election.setup(self, table, names) if c.leadership != "none" else None
         stock = s.initial
         history: list[dict[str, Any]] = []
         agreed: int | None = None
@@ -176,20 +177,20 @@ class Commons(Game):
         for month in range(1, c.months + 1):
             self._start_month(table, roles, month, month_starts)
             present = [r for r in roles if r != newcomer or month >= (c.newcomer_month or 0)]
-            if self._lead is not None:
-                await election.hold(self, table, month, stock, present, history, agreed)
-            record = await self._harvest_month(table, present, month, stock, agreed, history)
+            if play.lead is not None:
+                await election.hold(self, play, table, month, stock, present, history, agreed)
+            record = await self._harvest_month(play, table, present, month, stock, agreed, history)
             history.append(record)
             next_stock = s.grow(record["stock_after"])
             if c.month_order == "original":
-                agreed = await self._after_harvest(table, present, month, record, history, agreed, next_stock)
+                agreed = await self._after_harvest(play, table, present, month, record, history, agreed, next_stock)
             else:
-                agreed = await self._after_harvest_legacy(table, present, month, record, history, agreed, next_stock)
+                agreed = await self._after_harvest_legacy(play, table, present, month, record, history, agreed, next_stock)
             if record["collapsed"]:
                 break
             record["stock_next"] = next_stock
             stock = next_stock
-        return self._outcome(roles, names, history)
+        return self._outcome(play, roles, history)
 
     def _set_systems(self, table: Table, roles: list[str], names: dict[str, str], newcomer: str | None) -> None:
         """Each agent's system message (the manager, the limit extractor, gets no persona: its
@@ -213,7 +214,7 @@ class Commons(Game):
             for r in roles:  # keep the current month and the memory_months before it
                 table.forget_before(r, month_starts[month - 1 - c.memory_months][r])
 
-    async def _harvest_month(self, table: Table, present: list[str], month: int, stock: int, agreed: int | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _harvest_month(self, play: Play, table: Table, present: list[str], month: int, stock: int, agreed: int | None, history: list[dict[str, Any]]) -> dict[str, Any]:
         """The harvest and each agent's private outcome; the month's record (collapse judged)."""
         c, s = self.config, self.scenario
         retrieved = c.recalls
@@ -233,19 +234,19 @@ class Commons(Game):
             "last_proposal": last_proposal(history),
             "history": [public(h) for h in history],
         }
-        dates = month_dates(month)
+        dates = play.dates(month)
         if retrieved:  # the stock (and the hint) as events of the day, always shown, gone at month end
             for r in present:
-                self._streams[r].add("event", self.say("stock", stock=stock), dates.harvest, dates.reflection, always_include=True)
+                play.streams[r].add("event", self.say("stock", stock=stock), dates.harvest, dates.reflection, always_include=True)
                 if c.universalization:
-                    self._streams[r].add("event", self.say("universalization", share=share), dates.harvest, dates.reflection, always_include=True)
-        requested, collected = await self._harvest(table, present, month, stock, agreed, share, obs)
+                    play.streams[r].add("event", self.say("universalization", share=share), dates.harvest, dates.reflection, always_include=True)
+        requested, collected = await self._harvest(play, table, present, month, stock, agreed, share, obs)
         valid = {r: table.last_valid(r) for r in present}
         left = stock - sum(collected.values())
         for r in present:
             table.note_metrics(r, {"month": month, "requested": requested[r], "collected": collected[r], "stock_before": stock, "stock_after": left})
             if c.private_outcome and retrieved:  # an event of this month only
-                self._streams[r].add("event", self.say("outcome", wanted=requested[r], got=collected[r]), dates.outcome, dates.reflection, always_include=True)
+                play.streams[r].add("event", self.say("outcome", wanted=requested[r], got=collected[r]), dates.outcome, dates.reflection, always_include=True)
             elif c.private_outcome:
                 table.tell(r, self.say("outcome", wanted=requested[r], got=collected[r]))
         return {
@@ -262,27 +263,27 @@ class Commons(Game):
             "agreed_limit": None,
         }
 
-    async def _harvest(self, table: Table, present: list[str], month: int, stock: int, agreed, share: int, obs: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    async def _harvest(self, play: Play, table: Table, present: list[str], month: int, stock: int, agreed, share: int, obs: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
         """Everyone's request and what each gets (concurrent with the configured allocation, or
         sequential in a random order, each taking at most what is left)."""
         c = self.config
         retrieved = c.recalls
         shown: dict[str, list[Memory]] = {}
         if retrieved:  # the top k for the harvest's one focal point, the place (the scenario's)
-            when = month_dates(month).harvest
+            when = play.dates(month).harvest
             focal, top_k = recall.focal(self, "harvest")
             for r in present:
-                shown[r] = await recall.recall(self, table, r, [focal], when, top_k)
+                shown[r] = await recall.recall(self, play, table, r, [focal], when, top_k)
 
         def request(role: str, available: int) -> tuple[Prompt, type[Harvest], Harvest]:
             if retrieved:
-                text = recall.recall_block(self, role, "place_harvest", month_dates(month).harvest, shown[role])
+                text = recall.recall_block(self, play, role, "place_harvest", play.dates(month).harvest, shown[role])
                 table.forget_before(role, table.mark(role))  # the prompt alone, after the system text
             else:
                 text = self.render("harvest", role, month=month, stock=available, limit=agreed, universalization=c.universalization, share=share)
             task = self.render("harvest_task", role, stock=available)
-            if self._lead is not None:  # the policy in force, a candidate's SVO, who leads
-                text = "\n".join([text, *election.persona_lines(self, role, policy=True)])
+            if play.lead is not None:  # the policy in force, a candidate's SVO, who leads
+                text = "\n".join([text, *election.persona_lines(self, play, role, policy=True)])
             observation = {**obs, "stock": available, "me": role}
             if retrieved:
                 observation["memories"] = [m.text for m in shown[role]]
@@ -302,53 +303,50 @@ class Commons(Game):
         requested = {r: (answers[r].amount if answers[r] is not None else 0) for r in present}
         return requested, ALLOCATIONS[c.allocation](requested, stock, table.rng)
 
-    async def _after_harvest(self, table: Table, present: list[str], month: int, record: dict[str, Any], history: list[dict[str, Any]], agreed: int | None, next_stock: int) -> int | None:
+    async def _after_harvest(self, play: Play, table: Table, present: list[str], month: int, record: dict[str, Any], history: list[dict[str, Any]], agreed: int | None, next_stock: int) -> int | None:
         """The original order after the harvest: the chat (opened by the report), the agreed
         limit, the notes and the reflection (not after a collapse or the last month), and the
         collapse told; the agreed limit from now on."""
         c = self.config
         retrieved = c.recalls
-        names = self._names
-        by_name = {v: k for k, v in names.items()}
         remember = retrieved and not record["collapsed"] and month < c.months
-        if self._lead is not None and not c.chats:
-            await election.report(self, table, month, present, record)  # remembered, no chat
+        if play.lead is not None and not c.chats:
+            await election.report(self, play, table, month, present, record)  # remembered, no chat
         if c.chats:
-            record["report"] = await election.report(self, table, month, present, record) if self._lead is not None else chat.report_steps(self, present, names, record["collected"])
-            record["discussion"] = await chat.discuss(self, table, present, names, by_name, month, next_stock, history, agreed, record["report"])
+            record["report"] = await election.report(self, play, table, month, present, record) if play.lead is not None else chat.report_steps(self, play, present, record["collected"])
+            record["discussion"] = await chat.discuss(self, play, table, present, month, next_stock, history, agreed, record["report"])
             found = None
             if c.summariser:
                 found = agreed = await chat.summarise(self, table, present, month, record["report"] + record["discussion"], agreed, history)
                 record["agreed_limit"] = agreed
             if remember:
-                await recall.write_notes(self, table, present, month, record["report"] + record["discussion"], found, next_stock)
+                await recall.write_notes(self, play, table, present, month, record["report"] + record["discussion"], found, next_stock)
         if remember:
-            await recall.reflect(self, table, present, month)
+            await recall.reflect(self, play, table, present, month)
         if record["collapsed"] and not retrieved:
             table.tell_all(present, self.say("collapse"))
         return agreed
 
-    async def _after_harvest_legacy(self, table: Table, present: list[str], month: int, record: dict[str, Any], history: list[dict[str, Any]], agreed: int | None, next_stock: int) -> int | None:
+    async def _after_harvest_legacy(self, play: Play, table: Table, present: list[str], month: int, record: dict[str, Any], history: list[dict[str, Any]], agreed: int | None, next_stock: int) -> int | None:
         """The legacy order after the harvest: the public report, then (no collapse, not the
         last month) the chat and the agreed limit; the agreed limit from now on."""
         c, s = self.config, self.scenario
-        names = self._names
+        names = play.names
         if c.report != "none" and c.communication:
             lines = [self.say("report_line", name=names[r], amount=record["collected"][r]) for r in present]
             report = self.render("report", lines=lines, stock=record["stock_after"], collapsed=record["collapsed"], show_stock=c.report_stock)
             table.tell_all(present, self.say("heard", speaker=s.manager, message=report))
         if record["collapsed"] or month >= c.months or not c.chats:
             return agreed
-        by_name = {v: k for k, v in names.items()}
-        record["discussion"] = await chat.discuss(self, table, present, names, by_name, month, next_stock, history, agreed, [])
+        record["discussion"] = await chat.discuss(self, play, table, present, month, next_stock, history, agreed, [])
         if c.summariser:
             agreed = await chat.summarise(self, table, present, month, record["discussion"], agreed, history)
             record["agreed_limit"] = agreed
         return agreed
 
-    def _outcome(self, roles: list[str], names: dict[str, str], history: list[dict[str, Any]]) -> dict[str, Any]:
+    def _outcome(self, play: Play, roles: list[str], history: list[dict[str, Any]]) -> dict[str, Any]:
         """The game's outcome: the monthly records and what each agent took over the game."""
-        c, s = self.config, self.scenario
+        c, s, names = self.config, self.scenario, play.names
         return {
             "scenario": c.scenario,
             "language": c.language,
@@ -361,7 +359,7 @@ class Commons(Game):
             "final_stock": history[-1]["stock_after"] if history else s.initial,
             #: What each agent took over the game (a served study's bonus reads a person's own: ``my_catch``).
             "catch": {r: sum(m["collected"].get(r, 0) for m in history) for r in roles},
-            **({"leadership": election.outcome(self._lead)} if getattr(self, "_lead", None) is not None else {}),
+            **({"leadership": election.outcome(play.lead)} if play.lead is not None else {}),
         }
 
     def describe(self, outcome: dict[str, Any], role: str) -> list[str]:

@@ -51,7 +51,7 @@ from pydantic import Field
 from ...core.actions import Action
 from ...core.speech import FORMAT_MARK
 from ...core.table import Prompt, Table
-from .memory import format_date, month_dates
+from .memory import format_date
 from .recall import ask_alone, focal, note_month, recall, recall_block
 from .rules import last_proposal, public
 from .scenario import snippet
@@ -59,6 +59,7 @@ from .scenario import snippet
 if TYPE_CHECKING:
     from ...core.agents import Strategy
     from .commons import Commons
+    from .play import Play
 
 DATA = Path(__file__).parent / "leadership"
 #: The SVO categories, in the order the report lists them.
@@ -206,16 +207,17 @@ def svo_text(game: Commons, cand: Candidate) -> str:
     return say(game, "svo", bounds=bounds, angle=f"{cand.angle:.2f}", category=cand.category)
 
 
-def leader_line(game: Commons, lead: Leadership, role: str) -> str | None:
-    if lead.leader is None:
+def leader_line(game: Commons, play: Play, role: str) -> str | None:
+    lead = play.lead
+    if lead is None or lead.leader is None:
         return None
-    return say(game, "leader_self") if lead.leader == role else say(game, "leader_other", leader=game._names[lead.leader])
+    return say(game, "leader_self") if lead.leader == role else say(game, "leader_other", leader=play.names[lead.leader])
 
 
-def persona_lines(game: Commons, role: str, policy: bool) -> list[str]:
+def persona_lines(game: Commons, play: Play, role: str, policy: bool) -> list[str]:
     """What a harvest (``policy``: with the policy in force) or a remark adds for ``role``: the
     policy, the role's SVO if it is a candidate, and who leads."""
-    lead: Leadership | None = getattr(game, "_lead", None)
+    lead = play.lead
     if lead is None:
         return []
     out = []
@@ -224,15 +226,15 @@ def persona_lines(game: Commons, role: str, policy: bool) -> list[str]:
     cand = lead.candidate(role)
     if cand is not None and role not in game.people:  # a person's values are their own: never assigned
         out.append(svo_text(game, cand))
-    line = leader_line(game, lead, role)
+    line = leader_line(game, play, role)
     if line:
         out.append(line)
     return out
 
 
-def leading_speaker(game: Commons, present: list[str]) -> str | None:
+def leading_speaker(play: Play, present: list[str]) -> str | None:
     """The chat's first speaker when someone leads (the leader), else None."""
-    lead: Leadership | None = getattr(game, "_lead", None)
+    lead = play.lead
     if lead is None or lead.leader not in present:
         return None
     return lead.leader
@@ -263,39 +265,35 @@ def tally(votes: list[str], candidates: list[str], rng) -> tuple[dict[str, int],
     return counts, (tied[0] if len(tied) == 1 else rng.choice(tied)), len(tied) > 1
 
 
-def _event(game: Commons, role: str, text: str, month: int) -> None:
-    dates = month_dates(month)
-    game._streams[role].add("event", text, dates.harvest, dates.reflection, always_include=True)
-
-
-async def _memories(game: Commons, table: Table, role: str, month: int):
+async def _memories(game: Commons, play: Play, table: Table, role: str, month: int):
     point, _ = focal(game, "harvest")
-    return await recall(game, table, role, [point, EXTRA_FOCAL], month_dates(month).harvest, TOP_K)
+    return await recall(game, play, table, role, [point, EXTRA_FOCAL], play.dates(month).harvest, TOP_K)
 
 
-async def hold(game: Commons, table: Table, month: int, stock: int, present: list[str], history: list[dict[str, Any]], agreed: int | None) -> None:
+async def hold(game: Commons, play: Play, table: Table, month: int, stock: int, present: list[str], history: list[dict[str, Any]], agreed: int | None) -> None:
     """An election month's agendas, ballots, tally and memories (module doc); nothing in other
     months."""
-    lead: Leadership = game._lead
+    lead = play.lead
+    assert lead is not None
     if not is_election_month(game, month):
         return
-    c, names = game.config, game._names
-    when = month_dates(month).harvest
+    c, names = game.config, play.names
+    when = play.dates(month).harvest
     date = format_date(when)
     cands = [x for x in lead.candidates if x.role in present]
     # 1. agendas
     asks = {}
     last = history[-1] if history else None
     for cand in cands:
-        shown = await _memories(game, table, cand.role, month)
+        shown = await _memories(game, play, table, cand.role, month)
         person = cand.role in game.people
-        parts = [recall_block(game, cand.role, "place_chat", when, shown), say(game, "agenda_fishers", n=len(present)), say(game, "goal"), *([] if person else [svo_text(game, cand)]), say(game, "insincere" if c.disinformation else "honest", who=cand.role)]
+        parts = [recall_block(game, play, cand.role, "place_chat", when, shown), say(game, "agenda_fishers", n=len(present)), say(game, "goal"), *([] if person else [svo_text(game, cand)]), say(game, "insincere" if c.disinformation else "honest", who=cand.role)]
         if lead.agenda is not None:
             parts.append(say(game, "agenda_last", agenda=lead.agenda))
         if lead.report is not None:
             parts.append(say(game, "agenda_report", report=lead.report))
         if last is not None:
-            parts.append(say(game, "agenda_stats", stats=_stats(game, last["collected"])))
+            parts.append(say(game, "agenda_stats", stats=_stats(game, play, last["collected"])))
         task = say(game, "agenda_task") + "\n" + _format_mark() + say(game, "agenda_format")
         share = game.share(game.scenario.sustainable_total(stock), len(present))
         obs = {"phase": "agenda", "month": month, "me": cand.role, "svo": cand.category, "angle": cand.angle, "stock": stock, "sustainable_share": share, "n_agents": len(present), "inverse": False, "history": [public(h) for h in history], "agreed_limit": agreed, "last_proposal": last_proposal(history), "disinformation": c.disinformation}
@@ -315,8 +313,8 @@ async def hold(game: Commons, table: Table, month: int, stock: int, present: lis
             table.rng.shuffle(ballot)
             ballots[r] = ballot
         for r in voters:
-            shown = await _memories(game, table, r, month)
-            parts = [recall_block(game, r, "place_chat", when, shown)]
+            shown = await _memories(game, play, table, r, month)
+            parts = [recall_block(game, play, r, "place_chat", when, shown)]
             if lead.leader is not None:
                 line = say(game, "vote_leader_self") if lead.leader == r else say(game, "vote_leader", leader=names[lead.leader])
                 parts += [line, say(game, "vote_last_agenda", agenda=lead.agenda or ""), say(game, "vote_last_report", report=lead.report or "")]
@@ -333,7 +331,7 @@ async def hold(game: Commons, table: Table, month: int, stock: int, present: lis
         for r in voters:
             raw[r] = answers[r].vote if answers[r] is not None else ""
             votes[r] = find_vote(raw[r], ballots[r])
-            _event(game, r, say(game, "vote_memory", date=date, vote=votes[r]), month)
+            play.remember(r, say(game, "vote_memory", date=date, vote=votes[r]), month)
         counts, winner, tie = tally([votes[r] for r in voters], [x.name for x in cands], table.rng)
     else:
         counts, winner, tie = {cands[0].name: 0}, cands[0].name, False
@@ -343,7 +341,7 @@ async def hold(game: Commons, table: Table, month: int, stock: int, present: lis
     key = "announce_elected" if len(cands) > 1 else "announce_fixed"
     announced = say(game, key, leader=winner, date=date, agenda=lead.agenda)
     for r in present:
-        _event(game, r, announced, month)
+        play.remember(r, announced, month)
     lead.elections.append({"month": month, "candidates": [x.name for x in cands], "agendas": agendas, "ballots": {names[r]: b for r, b in ballots.items()}, "answers": {names[r]: a for r, a in raw.items()}, "votes": {names[r]: v for r, v in votes.items()}, "tally": counts, "abstentions": sum(v == ABSTAIN for v in votes.values()), "winner": winner, "tie": tie, "announced": announced})
 
 
@@ -360,28 +358,29 @@ def _unquote(text: str) -> str:
     return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
 
 
-def _stats(game: Commons, collected: dict[str, int]) -> str:
-    return "\n".join(say(game, "report_line", name=game._names[r], amount=a) for r, a in collected.items())
+def _stats(game: Commons, play: Play, collected: dict[str, int]) -> str:
+    return "\n".join(say(game, "report_line", name=play.names[r], amount=a) for r, a in collected.items())
 
 
-async def report(game: Commons, table: Table, month: int, present: list[str], record: dict[str, Any]) -> list[dict[str, Any]]:
+async def report(game: Commons, play: Play, table: Table, month: int, present: list[str], record: dict[str, Any]) -> list[dict[str, Any]]:
     """After the harvest: the leader's report (factual, or written by the leader with
     ``disinformation``), remembered by everyone; the chat's opening steps (the report and the
     agenda, said by the leader)."""
-    lead: Leadership = game._lead
+    lead = play.lead
+    assert lead is not None
     if lead.leader is None:
         return []
-    c, names = game.config, game._names
+    c, names = game.config, play.names
     leader = lead.leader
-    factual = say(game, "report_intro") + "\n" + _stats(game, record["collected"])
-    dates = month_dates(month)
-    _event(game, leader, say(game, "regrowth_memory"), month)
+    factual = say(game, "report_intro") + "\n" + _stats(game, play, record["collected"])
+    dates = play.dates(month)
+    play.remember(leader, say(game, "regrowth_memory"), month)
     text = factual
     if c.disinformation and leader in present:
-        _event(game, leader, factual, month)
-        shown = await _memories(game, table, leader, month)
+        play.remember(leader, factual, month)
+        shown = await _memories(game, play, table, leader, month)
         cand = lead.candidate(leader)
-        parts = [recall_block(game, leader, "place_chat", dates.outcome, shown), say(game, "leader_report_stats", stats=factual), say(game, "leader_report_regrowth")]
+        parts = [recall_block(game, play, leader, "place_chat", dates.outcome, shown), say(game, "leader_report_stats", stats=factual), say(game, "leader_report_regrowth")]
         if cand is not None:
             parts.append(svo_text(game, cand))
         parts.append(say(game, "leader_report_agenda", agenda=lead.agenda or ""))
@@ -393,7 +392,7 @@ async def report(game: Commons, table: Table, month: int, present: list[str], re
     lead.report, lead.stats = text, factual
     told = say(game, "report_memory", leader=names[leader], date=format_date(dates.harvest), report=text)
     for r in present:
-        _event(game, r, told, month)
+        play.remember(r, told, month)
     record["leader_report"] = text
     if not c.chats:
         return []

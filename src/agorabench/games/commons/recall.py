@@ -1,7 +1,8 @@
 """The commons game's memory steps (``memory = "retrieved"``, the original's memory stream of
 :mod:`.memory`): what a decision recalls and how it is shown, and the memory calls an agent makes
 each month (two notes after the chat, insights at home, a rating of each). Each step takes the
-game (its configuration, scenario, words and the play's memory streams, ``game._streams``)."""
+game (its configuration, scenario and words) and the play (:class:`.play.Play`: names, memory
+streams, calendar)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 from ...core.actions import Action
 from ...core.table import Prompt, Table
 from .actions import Insights, Note, Rating
-from .memory import Memory, first_sentence, format_date, memory_lines, month_dates, split_insights
+from .memory import Memory, first_sentence, format_date, memory_lines, split_insights
 
 if TYPE_CHECKING:
     from .commons import Commons
+    from .play import Play
 
 #: Memories shown at a harvest (per focal point; the harvest has one), per focal point at a
 #: remark, and at the reflection (the original's top_k; a scenario file's ``[memory]`` table may
@@ -29,13 +31,13 @@ RECENT_STEPS = 4
 DEFAULT_RATING = 5
 
 
-async def recall(game: Commons, table: Table, role: str, focal: list[str], now: datetime, top_k: int) -> list[Memory]:
+async def recall(game: Commons, play: Play, table: Table, role: str, focal: list[str], now: datetime, top_k: int) -> list[Memory]:
     """The role's memories for ``focal`` at ``now`` (:meth:`MemoryStream.retrieve`), every
     text embedded through the table first: each focal point after the configuration's
     ``embeddings_query_prefix`` (the original's by default, so the empty context is the
     prefix alone), each memory bare. A query that is empty (the empty context without a
     prefix) has nothing to embed: relevance 0 to everything."""
-    stream = game._streams[role]
+    stream = play.streams[role]
     if not stream.retrievable(now):
         return []
     prefix = game.config.embeddings_query_prefix
@@ -63,9 +65,9 @@ def note_month(table: Table, roles: Iterable[str], month: int) -> None:
         table.note_metrics(r, {"month": month})
 
 
-def recall_block(game: Commons, role: str, place: str, when: datetime, memories: list[Memory], numbered: bool = False) -> str:
+def recall_block(game: Commons, play: Play, role: str, place: str, when: datetime, memories: list[Memory], numbered: bool = False) -> str:
     """Where and when, then the memories shown, one dated line each."""
-    name = game._names[role]
+    name = play.names[role]
     return game.render("recall", name=name, place=game.say(place), date=format_date(when), lines=memory_lines(memories, numbered))
 
 
@@ -76,7 +78,7 @@ def ask_alone(table: Table, role: str, prompt: Prompt, kind: type[Action], fallb
     return prompt, kind, fallback
 
 
-async def rate(game: Commons, table: Table, month: int, thoughts: dict[str, list[str]], source: str) -> dict[str, list[int]]:
+async def rate(game: Commons, play: Play, table: Table, month: int, thoughts: dict[str, list[str]], source: str) -> dict[str, list[int]]:
     """Each role's rating (1-10) of each of its thoughts: one call per thought, the roles
     at once, a role's thoughts one after another."""
     out: dict[str, list[int]] = {r: [] for r in thoughts}
@@ -84,7 +86,7 @@ async def rate(game: Commons, table: Table, month: int, thoughts: dict[str, list
         asks = {}
         for r, texts in thoughts.items():
             if i < len(texts):
-                name = game._names[r]
+                name = play.names[r]
                 text = game.render("memory_rate", name=name, thought=texts[i])
                 task = game.render("memory_rate_task", name=name)
                 obs = {"phase": "memory_rate", "month": month, "me": r, "thought": texts[i], "source": source}
@@ -96,17 +98,17 @@ async def rate(game: Commons, table: Table, month: int, thoughts: dict[str, list
     return out
 
 
-async def write_notes(game: Commons, table: Table, present: list[str], month: int, steps: list[dict[str, Any]], limit: int | None, next_stock: int) -> None:
+async def write_notes(game: Commons, play: Play, table: Table, present: list[str], month: int, steps: list[dict[str, Any]], limit: int | None, next_stock: int) -> None:
     """After the chat, each agent's planning note and interesting note (each rated), then
     the agreed limit (always shown while it lives, not rated)."""
     s = game.scenario
-    when = month_dates(month).chat
+    when = play.dates(month).chat
     minutes = "\n".join(game.say("heard", speaker=m["name"], message=m["message"]) for m in steps if m["message"]) or "-"
     share_next = game.share(s.sustainable_total(next_stock), len(present))
     for question in ("note_plan", "note_interest"):
         asks = {}
         for r in present:
-            name = game._names[r]
+            name = play.names[r]
             text = game.render("memory_note", name=name, minutes=minutes)
             task = game.render("memory_note_task", name=name, question=question)
             obs = {"phase": "memory_note", "note": question.removeprefix("note_"), "month": month, "me": r, "inverse": s.inverse, "agreed_limit": limit, "sustainable_share_next": share_next, "messages": [dict(m) for m in steps]}
@@ -115,27 +117,27 @@ async def write_notes(game: Commons, table: Table, present: list[str], month: in
         note_month(table, asks, month)
         notes = {r: first_sentence(a.note) if a is not None else "" for r, a in answers.items()}
         notes = {r: [n] if n else [] for r, n in notes.items()}  # an empty note is not kept
-        ratings = await rate(game, table, month, notes, "note")
+        ratings = await rate(game, play, table, month, notes, "note")
         for r in present:
             for text, rating in zip(notes[r], ratings[r]):
-                game._streams[r].add("thought", text, when, importance=rating)
+                play.streams[r].add("thought", text, when, importance=rating)
     if limit is not None:
         for r in present:
-            game._streams[r].add("thought", game.render("limit", limit=limit), when, always_include=True)
+            play.streams[r].add("thought", game.render("limit", limit=limit), when, always_include=True)
 
 
-async def reflect(game: Commons, table: Table, present: list[str], month: int) -> None:
+async def reflect(game: Commons, play: Play, table: Table, present: list[str], month: int) -> None:
     """At home on the month's last day: each agent's insights from its top 10 memories for
     the reflection's focal point, each insight rated."""
-    when = month_dates(month).reflection
+    when = play.dates(month).reflection
     asks, shown = {}, {}
     point, top_k = focal(game, "reflect")
     for r in present:
-        shown[r] = await recall(game, table, r, [point], when, top_k)
+        shown[r] = await recall(game, play, table, r, [point], when, top_k)
         if not shown[r]:
             continue
-        name = game._names[r]
-        text = recall_block(game, r, "place_home", when, shown[r], numbered=True)
+        name = play.names[r]
+        text = recall_block(game, play, r, "place_home", when, shown[r], numbered=True)
         task = game.render("memory_insight_task", name=name)
         obs = {"phase": "memory_insight", "month": month, "me": r, "memories": [m.text for m in shown[r]]}
         asks[r] = ask_alone(table, r, Prompt(text + "\n" + task, obs, phase="memory_insight", instructions=task), Insights, Insights(insights=""))
@@ -144,7 +146,7 @@ async def reflect(game: Commons, table: Table, present: list[str], month: int) -
     answers = await table.ask_each(asks)
     note_month(table, asks, month)
     insights = {r: split_insights(a.insights, len(shown[r])) if a is not None else [] for r, a in answers.items()}
-    ratings = await rate(game, table, month, insights, "insight")
+    ratings = await rate(game, play, table, month, insights, "insight")
     for r in asks:
         for text, rating in zip(insights[r], ratings[r]):
-            game._streams[r].add("thought", text, when, importance=rating)
+            play.streams[r].add("thought", text, when, importance=rating)
