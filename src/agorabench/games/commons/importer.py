@@ -102,47 +102,92 @@ def _num(v: Any) -> float | None:
 
 def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
     """One run as (its :class:`GameRecord`'s fields of the play: config, seats, seed, outcome,
-    metrics, turn_records; problems)."""
+    metrics, turn_records; problems): the agents from the harvest records, the configuration
+    and seats from the config file, then the months from the records round by round."""
     records = json.loads(log.read_text(encoding="utf-8"))
     run_dir = log.parent
     cfg = _config(run_dir)
-    problems: list[str] = []
     rel = str(run_dir.relative_to(root)) if run_dir != root else run_dir.name
+    role_of = _agents(records, rel)
+    roles = list(agent_roles(len(role_of)))
+    has_limit = any(r["action"] == "conversation_resource_limit" for r in records)
+    config = _game_config(cfg, run_dir, records, len(roles), has_limit)
+    models = _models(cfg, len(roles))
+    names = _persona_names(cfg, role_of)
+    months, turns, problems = _months(records, role_of, roles, config, names, rel)
+    outcome = _outcome(config, months, names, roles, rel, models, problems)
+    fields = {
+        "config": config.model_dump(mode="json"),
+        "seats": _seats(cfg, roles, models, has_limit),
+        "seed": int((cfg or {}).get("seed", 0) or 0),
+        "outcome": outcome,
+        "metrics": Commons(config, None).metrics(outcome),  # metrics only: no prompts needed
+        "turn_records": turns,
+    }
+    return fields, problems
+
+
+def _agents(records: list[dict[str, Any]], rel: str) -> dict[str, str]:
+    """Each harvesting persona's role (``persona_i`` → ``agent_i``), in seat order; ValueError
+    for fewer than two or ids that are not ``persona_0..persona_{n-1}``."""
     personas = sorted({r["agent_id"] for r in records if r["action"] == "harvesting"}, key=lambda a: int(a.split("_")[-1]))
     n = len(personas)
     if n < 2:
         raise ValueError(f"{rel}: fewer than two harvesting agents")
     role_of = {p: f"agent_{int(p.split('_')[-1])}" for p in personas}
-    roles = list(agent_roles(n))
-    if sorted(role_of.values()) != sorted(roles):
+    if sorted(role_of.values()) != sorted(agent_roles(n)):
         raise ValueError(f"{rel}: persona ids are not persona_0..persona_{n - 1}")
+    return role_of
+
+
+def _game_config(cfg: dict[str, Any] | None, run_dir: Path, records: list[dict[str, Any]], n: int, has_limit: bool) -> CommonsConfig:
+    """The run's configuration: scenario and language, horizon, chat length and
+    universalization from the config file (the defaults without one); a limit extractor when
+    the records hold extracted limits."""
     scenario, language = _scenario(cfg, run_dir, records)
-    horizon = int((((cfg or {}).get("experiment") or {}).get("env") or {}).get("max_num_rounds", 12))
-    has_limit = any(r["action"] == "conversation_resource_limit" for r in records)
-    config = CommonsConfig(
+    experiment = (cfg or {}).get("experiment") or {}
+    return CommonsConfig(
         scenario=scenario,
         language=language,
         n_agents=n,
-        months=horizon,
-        max_conversation_steps=int(((((cfg or {}).get("experiment") or {}).get("agent") or {}).get("converse") or {}).get("max_conversation_steps", 10)),
+        months=_horizon(cfg),
+        max_conversation_steps=int(((experiment.get("agent") or {}).get("converse") or {}).get("max_conversation_steps", 10)),
         universalization=_universalization(cfg),
         summariser=has_limit,
     )
-    spec = get_scenario(scenario, language)
-    models = _models(cfg, n)
+
+
+def _horizon(cfg: dict[str, Any] | None) -> int:
+    return int((((cfg or {}).get("experiment") or {}).get("env") or {}).get("max_num_rounds", 12))
+
+
+def _seats(cfg: dict[str, Any] | None, roles: list[str], models: list[str], has_limit: bool) -> dict[str, str]:
+    """Each agent's model; the limit extractor's (``framework_model``, else the first agent's)."""
     seats = {r: models[i] for i, r in enumerate(roles)}
     if has_limit:
         fw = (cfg or {}).get("framework_model")
         seats["manager"] = _model_name(fw.get("path"), None) if isinstance(fw, dict) else models[0]
+    return seats
 
+
+def _persona_names(cfg: dict[str, Any] | None, role_of: dict[str, str]) -> dict[str, str]:
+    """The agents' names the config file gives (``experiment.personas``); the utterances add
+    the others."""
     names: dict[str, str] = {}
-    if cfg:
-        for p, v in (((cfg.get("experiment") or {}).get("personas")) or {}).items():
-            if isinstance(v, dict) and p in role_of:
-                names[role_of[p]] = v.get("name", p)
+    for p, v in ((((cfg or {}).get("experiment") or {}).get("personas")) or {}).items():
+        if isinstance(v, dict) and p in role_of:
+            names[role_of[p]] = v.get("name", p)
+    return names
+
+
+def _months(records: list[dict[str, Any]], role_of: dict[str, str], roles: list[str], config: CommonsConfig, names: dict[str, str], rel: str) -> tuple[list[dict[str, Any]], list[TurnRecord], list[str]]:
+    """The months from the records, round by round (harvests, chat, extracted limit) with their
+    turns, until a round without pool values or a collapse by our rule; the problems found."""
+    spec = get_scenario(config.scenario, config.language)
     rounds = sorted({r["round"] for r in records if r["action"] == "harvesting"})
     months: list[dict[str, Any]] = []
     turns: list[TurnRecord] = []
+    problems: list[str] = []
 
     def turn(role: str, phase: str, raw: str, action: dict[str, Any] | None, metrics: dict[str, float] | None = None) -> None:
         turns.append(TurnRecord(len(turns), role, phase, [], raw, action, True, 0, None, 0, 0, 0.0, 0.0, True, metrics or {}))
@@ -173,7 +218,7 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
                 limit = _num(r.get("resource_limit"))
                 turn("manager", "summary", f"Answer: {limit:g}" if limit is not None else "", {"limit": limit}, {"month": k + 1})
         collapsed = spec.collapsed(after, config.collapse_rule)
-        month = {
+        months.append({
             "month": k + 1,
             "stock_before": before,
             "sustainable_total": spec.sustainable_total(before),
@@ -184,19 +229,26 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
             "collapsed": collapsed,
             "discussion": discussion,
             "agreed_limit": limit if limit else None,
-        }
-        months.append(month)
+        })
         if collapsed:
             if k + 1 < len(rounds):
                 problems.append(f"{rel}: collapse (by our rule) in month {k + 1} but {len(rounds)} months logged; later months ignored")
             break
+    return months, turns, problems
+
+
+def _outcome(config: CommonsConfig, months: list[dict[str, Any]], names: dict[str, str], roles: list[str], rel: str, models: list[str], problems: list[str]) -> dict[str, Any]:
+    """The played game's outcome shape; a run that stops before the horizon without a collapse
+    is censored (a problem added)."""
+    spec = get_scenario(config.scenario, config.language)
+    horizon = config.months
     collapsed = bool(months and months[-1]["collapsed"])
     complete = collapsed or len(months) >= horizon
     if not complete:
         problems.append(f"{rel}: incomplete run ({len(months)} of {horizon} months, no collapse by our rule): censored")
-    outcome = {
-        "scenario": scenario,
-        "language": language,
+    return {
+        "scenario": config.scenario,
+        "language": config.language,
         "inverse": spec.inverse,
         "names": {r: names.get(r, r) for r in roles},
         "months": months,
@@ -210,17 +262,6 @@ def load_run(log: Path, root: Path) -> tuple[dict[str, Any], list[str]]:
         "source_path": rel,
         "mixed_models": len(set(models)) > 1,
     }
-    game = Commons(config, None)  # metrics only: no prompts needed
-    metrics = game.metrics(outcome)
-    fields = {
-        "config": config.model_dump(mode="json"),
-        "seats": seats,
-        "seed": int((cfg or {}).get("seed", 0) or 0),
-        "outcome": outcome,
-        "metrics": metrics,
-        "turn_records": turns,
-    }
-    return fields, problems
 
 
 def import_logs(folder: Path, study: str) -> Records:
