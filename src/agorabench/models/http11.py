@@ -43,9 +43,11 @@ MAX_BODY = 4 * 1024 * 1024
 class ConnectError(OSError):
     """The connection could not be opened."""
 
-    def __init__(self, message: str, refused: bool = False) -> None:
+    def __init__(self, message: str, refused: bool = False, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.refused = refused
+        #: The error of the socket or TLS layer behind it.
+        self.cause = cause
 
 
 class ConnectionLost(ConnectionError):
@@ -241,7 +243,7 @@ MAX_IDLE = 64
 
 
 class HTTP11Client:
-    """POSTs to one URL over a pool of keep-alive connections (no limit on those in use: the
+    """POSTs (or GETs) to one URL over a pool of keep-alive connections (no limit on those in use: the
     caller bounds the requests in flight). Idle connections are kept for reuse up to the most
     that were in use at once (:attr:`peak`), at least ``max_idle``: the pool never holds more
     connections than the caller once had requests in flight."""
@@ -260,7 +262,9 @@ class HTTP11Client:
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         netloc = parts.netloc.rsplit("@", 1)[-1]
         fixed = {"Host": netloc, "User-Agent": user_agent, "Accept": "application/json", **headers}
-        self._head = (f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fixed.items()) + "Content-Length: ").encode("latin-1")
+        lines = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        self._head = (f"POST {path} HTTP/1.1\r\n" + lines + "Content-Length: ").encode("latin-1")
+        self._get = (f"GET {path} HTTP/1.1\r\n" + lines + "\r\n").encode("latin-1")
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
         #: Connections in use now, and the most ever in use at once.
@@ -270,9 +274,15 @@ class HTTP11Client:
     async def post(self, body: bytes, timeout: float | None = None) -> tuple[int, dict[str, str], bytes]:
         """(status, headers with lower-case names, decoded body); ``timeout`` seconds for the
         whole answer (the client's own when None)."""
+        return await self._send(b"%s%d\r\n\r\n%s" % (self._head, len(body), body), timeout)
+
+    async def get(self, timeout: float | None = None) -> tuple[int, dict[str, str], bytes]:
+        """As :meth:`post`, a GET of the URL (no body, no Content-Length)."""
+        return await self._send(self._get, timeout)
+
+    async def _send(self, data: bytes, timeout: float | None) -> tuple[int, dict[str, str], bytes]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.timeout if timeout is None else timeout)
-        data = b"%s%d\r\n\r\n%s" % (self._head, len(body), body)
         while True:
             conn = None
             while self._idle:
@@ -328,7 +338,7 @@ class HTTP11Client:
         except ConnectionRefusedError as exc:
             raise ConnectError(f"connection refused ({exc})", refused=True) from None
         except (OSError, _ssl.SSLError) as exc:
-            raise ConnectError(f"{type(exc).__name__}: {exc}") from None
+            raise ConnectError(f"{type(exc).__name__}: {exc}", cause=exc) from None
         self._all.add(conn)
         return conn
 

@@ -362,7 +362,8 @@ class Model:
             if completion.cached:  # a batch's answer that reached the response cache meanwhile
                 return self._replayed(completion)
             self._count(completion)
-            self._refused.pop(_settings_key(settings), None)  # these settings are taken
+            if self._refused:  # these settings are taken (the key is built only when some were refused)
+                self._refused.pop(_settings_key(settings), None)
         finally:
             if release is not None:
                 release()

@@ -25,12 +25,64 @@ async def list_models(base_url: str | None, api_key: str | None, timeout: float 
     """(problem, model ids) of one ``GET <base_url>/models``: a one-line problem if the server
     is unreachable, rejects the key, answers with more than :data:`MAX_LISTING_BYTES` or with
     something that is not the OpenAI API; else the ids it lists (None when it has no such
-    route or answered 5xx: the games' own calls will tell)."""
-    import aiohttp
+    route or answered 5xx: the games' own calls will tell).
+
+    Asked with our own HTTP/1.1 client (:mod:`.http11`; importing aiohttp alone costs a run
+    about 0.1-0.25 s of CPU); a URL with credentials in it, or an answer that redirects, is
+    asked again with aiohttp (which sends the credentials and follows redirects)."""
+    from .http11 import BodyTooLarge, ConnectError, HTTP11Client
 
     base = (base_url or DEFAULT_BASE_URL).rstrip("/")
     url = f"{base}/models"
     shown = redact(base)
+    if base.split("/")[2:3] and "@" in base.split("/")[2]:
+        return await _list_models_aiohttp(url, shown, api_key, base, timeout)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        client = HTTP11Client(url, headers, timeout, max_body=MAX_LISTING_BYTES)
+    except ValueError:  # not an http(s) URL: aiohttp names it as before
+        return await _list_models_aiohttp(url, shown, api_key, base, timeout)
+    try:
+        status, resp_headers, raw = await client.get()
+    except asyncio.TimeoutError:
+        return f"unreachable: {shown} accepted no request or sent no answer within {timeout:g} s", None
+    except ConnectError as exc:
+        if exc.refused:
+            return f"unreachable: connection refused at {shown} (is the server running on that port?)", None
+        return f"unreachable: cannot connect to {shown} ({redact(str(exc.cause or exc))})", None
+    except BodyTooLarge:
+        return f"answer too large: {shown}/models sent more than {MAX_LISTING_BYTES // 2**20} MiB", None
+    except (ConnectionError, ValueError) as exc:  # cut off, not HTTP
+        return f"unreachable: {shown}: {type(exc).__name__}: {redact(str(exc))[:200]}", None
+    finally:
+        await client.aclose()
+    if 300 <= status < 400:
+        return await _list_models_aiohttp(url, shown, api_key, base, timeout)
+    return _listing(status, resp_headers.get("content-type", ""), raw, shown)
+
+
+def _listing(status: int, kind: str, raw: bytes, shown: str) -> tuple[str | None, list[str] | None]:
+    """(problem, model ids) of a ``/models`` answer (see :func:`list_models`)."""
+    if status in (401, 403):
+        return f"unauthorised: {shown} rejected the API key (HTTP {status}); check the key's environment variable", None
+    if status >= 400:
+        return None, None  # 404: no listing route; 5xx: the game's own retries decide
+    if len(raw) > MAX_LISTING_BYTES:
+        return f"answer too large: {shown}/models sent more than {MAX_LISTING_BYTES // 2**20} MiB", None
+    body = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        what = "an HTML page" if "html" in kind.lower() or body.lstrip()[:1] == "<" else "something that is not JSON"
+        return f"not an OpenAI-compatible API: {shown}/models answered with {what} (does the base URL end in /v1?)", None
+    ids = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
+    return None, ids
+
+
+async def _list_models_aiohttp(url: str, shown: str, api_key: str | None, base: str, timeout: float) -> tuple[str | None, list[str] | None]:
+    """:func:`list_models` through aiohttp (credentials in the URL, redirects)."""
+    import aiohttp
+
     # credentials in the URL are sent by aiohttp itself (and exclude an Authorization header)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and "@" not in base.split("/")[2] else {}
     try:
@@ -56,20 +108,7 @@ async def list_models(base_url: str | None, api_key: str | None, timeout: float 
         return f"unreachable: cannot connect to {shown} ({redact(str(cause or exc))})", None
     except aiohttp.ClientError as exc:
         return f"unreachable: {shown}: {type(exc).__name__}: {redact(str(exc))[:200]}", None
-    if status in (401, 403):
-        return f"unauthorised: {shown} rejected the API key (HTTP {status}); check the key's environment variable", None
-    if status >= 400:
-        return None, None  # 404: no listing route; 5xx: the game's own retries decide
-    if len(raw) > MAX_LISTING_BYTES:
-        return f"answer too large: {shown}/models sent more than {MAX_LISTING_BYTES // 2**20} MiB", None
-    body = raw.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(body)
-    except ValueError:
-        what = "an HTML page" if "html" in kind.lower() or body.lstrip()[:1] == "<" else "something that is not JSON"
-        return f"not an OpenAI-compatible API: {shown}/models answered with {what} (does the base URL end in /v1?)", None
-    ids = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
-    return None, ids
+    return _listing(status, kind, raw, shown)
 
 
 def model_problem(base_url: str | None, model: str, ids: list[str] | None) -> str | None:
