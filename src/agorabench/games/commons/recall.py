@@ -66,9 +66,10 @@ def note_month(table: Table, roles: Iterable[str], month: int) -> None:
 
 
 def recall_block(game: Commons, play: Play, role: str, place: str, when: datetime, memories: list[Memory], numbered: bool = False) -> str:
-    """Where and when, then the memories shown, one dated line each."""
+    """Where and when, then the memories shown, one dated line each (a person's wording when a
+    person plays ``role``)."""
     name = play.names[role]
-    return game.render("recall", name=name, place=game.say(place), date=format_date(when), lines=memory_lines(memories, numbered))
+    return game.render("recall", role, name=name, place=game.say(place), date=format_date(when), lines=memory_lines(memories, numbered))
 
 
 def ask_alone(table: Table, role: str, prompt: Prompt, kind: type[Action], fallback: Action) -> tuple[Prompt, type[Action], Action]:
