@@ -82,7 +82,8 @@ Metrics: see :func:`.rules.commons_metrics`.
 The game's parts live beside it: the scenario data files (:mod:`.scenario`), the actions
 (:mod:`.actions`), the configuration (:mod:`.config`), allocation and metrics (:mod:`.rules`),
 the chat (:mod:`.chat`) and the memory steps (:mod:`.recall`, over the memory stream of
-:mod:`.memory`). This module holds the month's order.
+:mod:`.memory`); a play's shared state (names, memory streams, leaders, calendar) is one
+:class:`.play.Play` passed to them. This module holds the month's order.
 """
 
 
