@@ -13,6 +13,9 @@ import threading
 
 MARK = "[redacted]"
 _SECRETS: set[str] = set()
+#: Raised by one each time a secret is registered: what :func:`redact` does to a text depends
+#: only on the text and the secrets, so a memo of its results holds while this is unchanged.
+generation = 0
 _LOCK = threading.Lock()
 #: Shortest value registered: shorter "keys" (e.g. "x" for local servers) would mangle text.
 MIN_SECRET_CHARS = 8
@@ -24,9 +27,12 @@ _BEARER = re.compile(r"(?i)(bearer\s+)(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{1
 
 def register_secret(value: str | None) -> None:
     """Remember a secret value (an API key) so that :func:`redact` removes it."""
+    global generation
     if value and len(value) >= MIN_SECRET_CHARS:
         with _LOCK:
-            _SECRETS.add(value)
+            if value not in _SECRETS:
+                _SECRETS.add(value)
+                generation += 1
 
 
 def redact(text: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from .. import redact as _secrets
 from ..redact import redact
 from ..text import storable
 
@@ -30,19 +31,50 @@ def _safe(value: Any) -> Any:
     kind = type(value)
     if kind is str:
         return _safe_text(value)
+    if _memo_generation != _secrets.generation:
+        _renew_memo()
+    memo = _MEMO  # a string seen recently is looked up here, without a call (an empty result is made again)
     if kind is dict or isinstance(value, dict):
-        return {(_safe_text(k) if type(k) is str else _safe(k)): (_safe_text(v) if type(v) is str else v if type(v) in _SCALARS else _safe(v)) for k, v in value.items()}
+        return {((memo.get(k) or _safe_text(k)) if type(k) is str else _safe(k)): ((memo.get(v) or _safe_text(v)) if type(v) is str else v if type(v) in _SCALARS else _safe(v)) for k, v in value.items()}
     if kind is list or isinstance(value, (list, tuple)):
-        return [_safe_text(v) if type(v) is str else v if type(v) in _SCALARS else _safe(v) for v in value]
+        return [(memo.get(v) or _safe_text(v)) if type(v) is str else v if type(v) in _SCALARS else _safe(v) for v in value]
     if isinstance(value, str):
         return _safe_text(value)
     return value
 
 
+#: Strings recently made storable -> what :func:`_safe_text` made of them (a finished game's
+#: transcripts repeat the same system prompts, instructions and replies game after game). The
+#: result depends only on the text and the registered secrets: the memo is emptied whenever a
+#: secret is registered (:data:`agorabench.redact.generation`), and when it holds
+#: :data:`_MEMO_ENTRIES` strings; strings over :data:`_MEMO_CHARS` characters are not kept.
+_MEMO: dict[str, str] = {}
+_MEMO_ENTRIES = 4096
+_MEMO_CHARS = 4096
+_memo_generation = -1
+
+
+def _renew_memo() -> None:
+    """Empty the memo: the registered secrets changed."""
+    global _memo_generation
+    _MEMO.clear()
+    _memo_generation = _secrets.generation
+
+
 def _safe_text(text: str) -> str:
-    """One string made storable (see :func:`_safe`)."""
-    text = redact(text)
-    return storable(text)
+    """One string made storable (see :func:`_safe`): its secrets redacted, then lone
+    surrogates and NUL replaced."""
+    if _memo_generation != _secrets.generation:
+        _renew_memo()
+    done = _MEMO.get(text)
+    if done is not None:
+        return done
+    done = storable(redact(text))
+    if len(text) <= _MEMO_CHARS:
+        if len(_MEMO) >= _MEMO_ENTRIES:
+            _MEMO.clear()
+        _MEMO[text] = done
+    return done
 
 
 def _loads(text: str) -> Any:
