@@ -113,6 +113,11 @@ class Action(BaseModel):
         else:  # blocks of other things (no field of the action) are not answers, unless all are
             names = set(fields)
             found = [c for c in found if any(isinstance(k, str) and k.strip().lower() in names for k in c)] or found[-1:]
+        if len(found) == 1:  # one block: no other to compare it with (nothing rendered)
+            action, problem = cls._read(found[0])
+            if action is None:
+                raise ParseError(f"The answer is not a valid action: {problem}")
+            return action
         outcomes: dict[str, tuple["Action | None", str, dict[str, Any]]] = {}
         for block in found:
             action, problem = cls._read(block)

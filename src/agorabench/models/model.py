@@ -260,6 +260,11 @@ def _unanswered(error: BackendError, cause: BackendError) -> BackendError:
     return error
 
 
+#: ``json.dumps(value, sort_keys=True, ensure_ascii=False)`` with its encoder made once (the
+#: response-cache key's text, unchanged: ``dumps`` builds a new encoder on every call with options).
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 def _settings_key(settings: GenerationSettings) -> str:
     """The request settings of a call as one string (what makes two calls "the same settings")."""
     return json.dumps(settings.key(), sort_keys=True, default=str)
@@ -337,11 +342,7 @@ class Model:
         return self._endpoint
 
     def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
-        payload = json.dumps(
-            {"backend": self.backend.identity, "messages": messages, "settings": settings.key(), "sample": sample},
-            sort_keys=True,
-            ensure_ascii=False,
-        )
+        payload = _KEY_JSON({"backend": self.backend.identity, "messages": messages, "settings": settings.key(), "sample": sample})
         return hashlib.sha256(payload.encode()).hexdigest()
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int | str = 0, keys: list[str] | None = None) -> Completion:

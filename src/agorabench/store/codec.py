@@ -87,12 +87,17 @@ def _loads(text: str) -> Any:
         return json.loads(text)
 
 
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``, its encoder made once (``dumps``
+#: builds a new one on every call with options; the text is the same).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def _dumps(value: Any) -> str:
     """JSON with non-ASCII text kept as is (a third of the size of escaped Japanese). NaN and
     infinities become null, numpy scalars numbers (:func:`_jsonable`, only when needed: the
     common case is one call of the C encoder)."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return _ENCODE(value)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(value), ensure_ascii=False)
 
