@@ -3,16 +3,23 @@ served on 127.0.0.1). In a commons group of eight with an elected leader, one pe
 candidate and types an agenda in the page, the other reads the candidates' agendas and votes from
 a list of names; the computer plays the other six fishers. The stored game holds the agenda, the
 vote, the tally and the winner; both people read who won; no page shows text meant for models.
-The ready study (studies/web_commons_election.toml) loads with the same seats."""
+The ready study (studies/web_commons_election.toml) loads with the same seats; the models'
+prompts are the same with people at the table."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from playwright.sync_api import Error as PlaywrightError
 
+from agorabench import families
+from agorabench.core.agents import RandomAnswers
+from agorabench.core.game import Prompts
 from agorabench.core.study import load_study
+from agorabench.core.table import Table
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT
@@ -114,3 +121,24 @@ def test_the_ready_election_study_seats_a_candidate_and_a_voter():
     [spec] = study.expand()
     people = [r for r, m in spec.seats.items() if study.models[m].is_human]
     assert people == ["agent_0", "agent_4"] and spec.config["leadership"] == "elected"
+
+
+def test_people_read_the_election_in_their_words_and_models_keep_their_prompts():
+    """The same game with and without people: a model candidate's agenda prompt is byte for byte
+    the same; a person standing reads no social value orientation and no line format, a person
+    voting is asked for no reasons."""
+    cls = families.load_game("commons")
+    cfg = cls.Config(**FIXED)
+
+    def prompts(people: frozenset[str]) -> dict[tuple[str, str], str]:
+        game = cls(cfg, Prompts(cls.prompt_dir), {}, people=people)
+        table = Table({r: RandomAnswers() for r in cls.active_roles(cfg)}, seed=5)
+        with ThreadPoolExecutor(1) as pool:  # a thread of its own: Playwright's loop runs in this one
+            pool.submit(asyncio.run, game.play(table)).result()
+        return {(t.role, t.phase): t.messages[-1]["content"] for t in table.turns if t.phase in ("agenda", "vote")}
+
+    models, mixed = prompts(frozenset()), prompts(frozenset({"agent_0", "agent_4"}))
+    assert mixed["agent_1", "agenda"] == models["agent_1", "agenda"]
+    assert "SVO angle" in models["agent_0", "agenda"] and "SVO" not in mixed["agent_0", "agenda"]
+    assert "YYYY" in models["agent_0", "agenda"] and "YYYY" not in mixed["agent_0", "agenda"]
+    assert "give your reasons" in models["agent_4", "vote"] and "give your reasons" not in mixed["agent_4", "vote"]
