@@ -89,7 +89,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .core.runner import Budget, run_study
+    import gc
+
+    # the imports allocate some 10^5 objects that live as long as the process; the collector's
+    # passes over them while they load find nothing (about 0.05 s of CPU a run)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from .core.runner import Budget, run_study
+    finally:
+        if collecting:
+            gc.enable()
     from .redact import redact
 
     study = _planned_study(args)
