@@ -90,7 +90,8 @@ def test_a_person_stands_for_election_and_another_votes(browser, tmp_path):
             bob.wait_for_selector("#turn-form select[name=vote]", timeout=30_000)
             _seen(bob, seen["bob"])
             ballot = [o.get_attribute("value") for o in bob.query_selector_all("select[name=vote] option")]
-            assert sorted(ballot) == ["Emma", "Jack", "John", "Kate"]
+            assert ballot[0] == "" and sorted(ballot[1:]) == ["Emma", "Jack", "John", "Kate"]  # no name preselected
+            assert bob.eval_on_selector("select[name=vote]", "s => s.value") == ""
             assert f"John: {AGENDA}" in bob.inner_text("#prompt")
             bob.select_option("select[name=vote]", "Kate")
             submit(bob, "#submit-turn")

@@ -119,8 +119,8 @@ class _Reader(HTMLParser):
             self.scale, self.scale_names = [], set()
         elif tag in ("input", "textarea", "select") and self.form is not None:
             self._field(tag, a)
-        elif tag == "option" and self.select is not None:
-            self.select.options.append(a.get("value", ""))
+        elif tag == "option" and self.select is not None and "disabled" not in a:
+            self.select.options.append(a.get("value", ""))  # a disabled "Choose one" is no choice
         elif tag == "button" and self.form is not None and a.get("name"):
             self.form.buttons.append((a["name"], a.get("value", ""), a.get("id", "")))
         if tag not in VOID:

@@ -130,7 +130,7 @@ def person_vote(ballot: tuple[str, ...]) -> type[Vote]:
     models always get :class:`Vote`."""
     fields = {
         "__annotations__": {"vote": Literal[ballot], "select_fields": ClassVar[tuple[str, ...]]},  # type: ignore[valid-type]
-        "vote": Field(ballot[0], description="your vote"),
+        "vote": Field(description="your vote"),  # no name chosen for the person: the list opens on "Choose one"
         "select_fields": ("vote",),
         "form_note": classmethod(lambda cls: "Choose the candidate you vote for."),
         "__module__": __name__,
