@@ -84,6 +84,7 @@ def test_a_person_stands_for_election_and_another_votes(browser, tmp_path):
             alice.wait_for_selector("#turn-form textarea[name=agenda]", timeout=30_000)
             _seen(alice, seen["alice"])
             assert "you are one of the candidates" in alice.inner_text("#prompt")
+            assert "What you remember:" in alice.inner_text("#prompt") and "remembers" not in alice.inner_text("#prompt")  # addressed as "you"
             alice.fill("textarea[name=agenda]", AGENDA)
             submit(alice, "#submit-turn")
             # Bob votes: the ballot lists the four candidates, Alice's agenda among theirs
