@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from agorabench.core.study import load_study
-from support.helpers import ROOT, run_agora
+from support.helpers import ROOT, agora, run_agora
 from support.studies import envy_points, scripted
 
 #: the paper's grid for always-B, the self-maximiser and a Fehr–Schmidt chooser
@@ -93,27 +93,28 @@ def test_adding_a_model_only_runs_new_cells(tmp_path, write_study):
         ("name = 'x'\ngame = 'envy.points'\n[[models]]\nname='a'\nspec='strategy/fehr-schmidt'\nparams = { gamma = 1 }\n", "bad parameters"),
     ],
 )
-def test_bad_study_files_give_one_line_errors(tmp_path, write_study, text, message):
+def test_bad_study_files_give_one_line_errors(tmp_path, write_study, capsys, text, message):
     path = write_study(text)
-    res = run_agora("run", str(path), "--db", str(tmp_path / "x.db"), "--quiet")
-    assert res.returncode == 2
-    assert "Traceback" not in res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agora: error:") and message in lines[0], res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "x.db"), "--quiet")  # in this process: a subprocess adds only its start-up
+    assert rc == 2
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agora: error:") and message in lines[0], err
 
 
-def test_missing_api_key_is_a_one_line_error(tmp_path, write_study):
+def test_missing_api_key_is_a_one_line_error(tmp_path, write_study, capsys, monkeypatch):
+    monkeypatch.delenv("AGORA_TEST_NO_SUCH_KEY", raising=False)
     path = write_study("name = 'x'\ngame = 'envy.points'\n[[models]]\nname='gpt'\nspec='openai/gpt-4o-mini'\napi_key_env='AGORA_TEST_NO_SUCH_KEY'\n")
-    res = run_agora("run", str(path), "--db", str(tmp_path / "k.db"), "--quiet")
-    assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert "AGORA_TEST_NO_SUCH_KEY" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "k.db"), "--quiet")
+    assert rc == 2 and "Traceback" not in err
+    assert "AGORA_TEST_NO_SUCH_KEY" in err and len(err.strip().splitlines()) == 1
 
 
-def test_missing_files_give_one_line_errors(tmp_path):
-    res = run_agora("run", str(tmp_path / "absent.toml"))
-    assert res.returncode == 2 and "study file not found" in res.stderr and "Traceback" not in res.stderr
-    res = run_agora("report", str(ROOT / "studies" / "demo.toml"), "--db", str(tmp_path / "none.db"), "--out", str(tmp_path))
-    assert res.returncode == 2 and "database not found" in res.stderr
+def test_missing_files_give_one_line_errors(tmp_path, capsys):
+    rc, _, err = agora(capsys, "run", str(tmp_path / "absent.toml"))
+    assert rc == 2 and "study file not found" in err and "Traceback" not in err
+    rc, _, err = agora(capsys, "report", str(ROOT / "studies" / "demo.toml"), "--db", str(tmp_path / "none.db"), "--out", str(tmp_path))
+    assert rc == 2 and "database not found" in err
 
 
 def test_model_option_replaces_the_study_models(tmp_path, write_study):
