@@ -43,7 +43,7 @@ undeclared bound is :data:`UNDECLARED_TURNS` and a warning) and by the clock
 never awaits). A game that does not end fails in one line and its other checks are not run. ``outcome`` and ``random`` check every metric against ``metric_ranges(config)``.
 
 Warnings (printed, never failures): a number placeholder written as a quoted string in a JSON
-answer format, a question without ``instructions=``, an undeclared ``max_turns`` or metric
+answer format (the action's ``bare_numbers = True`` writes it bare), a question without ``instructions=``, an undeclared ``max_turns`` or metric
 range, and roles asked one after another in one phase with the same observation, where
 ``table.ask_each`` fits.
 """
@@ -451,7 +451,7 @@ def check_actions(s: Subject, plays: Plays) -> None:
         if getattr(cls, "response_format", "") == "json":
             for name, info in cls.model_fields.items():
                 if info.annotation in (int, float) and _QUOTED.format(name=name) in text:
-                    s.warn(f"{cls.__name__}: the number {name!r} is written as a quoted string in its JSON answer format ({_QUOTED.format(name=name)}...): write it bare (<...>)")
+                    s.warn(f"{cls.__name__}: the number {name!r} is written as a quoted string in its JSON answer format ({_QUOTED.format(name=name)}...): set `bare_numbers = True` on the action to write it bare (<...>)")
 
 
 def study_text(game: str, games: int = 4, s: Subject | None = None) -> str:

@@ -11,8 +11,7 @@ import pandas as pd
 from ...analysis.factor_tests import bh_adjust, welch
 from ...analysis.plots import table_html
 from ...analysis.report import Section
-from ...analysis.stats import mean_ci, row_clusters
-from . import election
+from ...analysis.stats import declared_ranges, mean_ci, row_clusters
 
 #: The measures compared across conditions (AgentElect's social welfare and survival time first).
 MEASURES = ["social_welfare", "survival_time", "efficiency", "equality", "over_usage"]
@@ -50,6 +49,18 @@ def condition_of(row: pd.Series) -> str:
     return " / ".join(parts)
 
 
+def leader_ranges(g: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
+    """The leadership measures' ranges (social welfare and :data:`ELECTION_MEASURES`) as the
+    game declares them over the configurations of ``g`` that have leaders
+    (``Commons.metric_ranges``; none of them readable: a default configuration with leaders)."""
+    from .commons import Commons
+
+    declared = declared_ranges(Commons, g[g["leadership"].isin(["fixed", "elected"])])
+    if "social_welfare" not in declared:  # stored configurations this version no longer reads
+        declared = Commons.ranges_over([{"leadership": "elected", "n_agents": 8}])
+    return {m: declared[m] for m in ["social_welfare", *ELECTION_MEASURES] if m in declared}
+
+
 def sections(g: pd.DataFrame, bounds: dict[str, tuple[float | None, float | None]]) -> list[Section]:
     """Nothing when no run has a leader; else the section (module doc)."""
     if "leadership" not in g or not g["leadership"].isin(["fixed", "elected"]).any():
@@ -61,9 +72,7 @@ def sections(g: pd.DataFrame, bounds: dict[str, tuple[float | None, float | None
         g["social_welfare"] = sw.fillna(pd.to_numeric(g["total_gain_sum"], errors="coerce"))
     keys = ["model", "scenario"] if "scenario" in g else ["model"]
     clusters = row_clusters(g, "model")
-    ranges = election.populations()[0]
-    angles = (min(lo for lo, _ in ranges.values()), max(hi for _, hi in ranges.values()))
-    limits = {**bounds, "social_welfare": (0.0, None), "winner_svo_angle": angles, **{m: (0.0, 1.0) for m in ELECTION_MEASURES if m.startswith("wins_")}, **dict.fromkeys(("elections", "repeat_wins", "abstentions"), (0.0, None))}
+    limits = {**bounds, **leader_ranges(g)}
     rows = []
     for key, sub in g.groupby(keys + ["leadership_condition"]):
         for m in MEASURES + ELECTION_MEASURES:

@@ -26,6 +26,9 @@ from ...analysis.anchoring import anchoring
 from ...analysis.regression import PAIR, Design, Factor, Fit, adjusted_means, fit_ols, level, pair_labels
 from ...analysis.stats import Bounds, row_clusters
 from ...core.seats import SeatKind, seat_kind
+from .bargaining import Bargaining
+from .negotiation import Negotiation
+from .persuasion import Persuasion
 
 OUTCOMES = ("efficiency", "fairness", "self_gain_alice", "self_gain_bob")
 OUTCOME_NAMES = {"efficiency": "efficiency", "fairness": "fairness", "self_gain_alice": "Alice's self-gain", "self_gain_bob": "Bob's self-gain"}
@@ -58,13 +61,12 @@ DESIGNS: dict[str, Design] = {
     ),
 }
 
-#: The range of each outcome per family (None: open), from the definitions: bargaining's four
-#: lie in 0–1; negotiation's self-gains are signed and unbounded, its fairness at most 1;
+#: The range of each outcome per family (None: open), as each game declares it
+#: (``metric_ranges``; the GLEE games' ranges do not depend on the configuration): bargaining's
+#: four lie in 0–1; negotiation's self-gains are signed and unbounded, its fairness at most 1;
 #: persuasion's are 0–1 but Bob's self-gain, (k·(v − 1) − s)/T, at least −1.
 RANGES: dict[str, dict[str, Bounds]] = {
-    "glee.bargaining": {"efficiency": (0.0, 1.0), "fairness": (0.0, 1.0), "self_gain_alice": (0.0, 1.0), "self_gain_bob": (0.0, 1.0)},
-    "glee.negotiation": {"efficiency": (0.0, 1.0), "fairness": (None, 1.0), "self_gain_alice": (None, None), "self_gain_bob": (None, None)},
-    "glee.persuasion": {"efficiency": (0.0, 1.0), "fairness": (0.0, 1.0), "self_gain_alice": (0.0, 1.0), "self_gain_bob": (-1.0, None)},
+    cls.name: {m: r for m, r in cls.ranges_over([]).items() if m in OUTCOMES} for cls in (Bargaining, Negotiation, Persuasion)
 }
 
 #: The first move of each family that opens the bargaining: (phase, action column, scale).

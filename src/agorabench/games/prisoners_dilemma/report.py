@@ -9,11 +9,24 @@ import pandas as pd
 
 from ...analysis.plots import grid_table, table_html
 from ...analysis.report import guarded, Section
-from ...analysis.stats import mean_ci, row_clusters, share_ci, summarise
+from ...analysis.stats import Bounds, declared_ranges, mean_ci, row_clusters, share_ci, summarise
 
 ROLES = ("player_1", "player_2")
-#: The range of every share (the percentile bootstrap keeps its interval inside it).
-RANGES: dict[str, tuple[float, float]] = {m: (0.0, 1.0) for m in ("cooperation", "payoff_share", "mutual_cooperation", "efficiency")}
+#: The metrics shown with the range the game declares for them (the percentile bootstrap keeps
+#: their intervals inside it); a seat's ``payoff_share`` is its ``payoff_player_1`` or
+#: ``payoff_player_2``, with the range of both; ``rounds_played`` gets t intervals.
+BOUNDED = ("cooperation", "mutual_cooperation", "efficiency")
+
+
+def ranges(games: pd.DataFrame) -> dict[str, Bounds]:
+    """The range of each bounded metric as the game declares it over these games'
+    configurations (``PrisonersDilemma.metric_ranges``), ``payoff_share`` the join of the seats'."""
+    from .prisoners_dilemma import PrisonersDilemma
+
+    declared = declared_ranges(PrisonersDilemma, games)
+    lows, highs = zip(*(declared[f"payoff_{role}"] for role in ROLES))
+    seat = (None if None in lows else min(lows), None if None in highs else max(highs))
+    return {**{m: declared[m] for m in BOUNDED}, "payoff_share": seat}
 
 #: Metric definitions shown at the top of the report.
 DEFINITIONS = """
@@ -90,13 +103,15 @@ def choice_turns(turns: pd.DataFrame) -> pd.DataFrame:
     return t.dropna(subset=["cooperate", "round"])
 
 
-def model_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+def model_table(games: pd.DataFrame, turns: pd.DataFrame, bounds: dict[str, Bounds] | None = None) -> pd.DataFrame:
     """Per model (and horizon, when several): mean cooperation and payoff_share over its seats
     (bootstrap), and the share of its first-round choices that cooperate (Wilson). Long format:
-    model[, horizon], metric, mean, low, high, n."""
+    model[, horizon], metric, mean, low, high, n. ``bounds``: the metrics' ranges (default:
+    :func:`ranges` of ``games``)."""
+    bounds = ranges(games) if bounds is None else bounds
     by = ["model", "horizon"] if _horizons(games) else ["model"]
     seats = seat_frame(games)
-    out = summarise(seats, by, ["cooperation", "payoff_share"], bounds=RANGES) if not seats.empty else pd.DataFrame()
+    out = summarise(seats, by, ["cooperation", "payoff_share"], bounds=bounds) if not seats.empty else pd.DataFrame()
     t = choice_turns(turns)
     rows = []
     if not t.empty:
@@ -112,9 +127,11 @@ def model_table(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([out, pd.DataFrame(rows)], ignore_index=True) if rows else out
 
 
-def pairing_table(games: pd.DataFrame) -> pd.DataFrame:
+def pairing_table(games: pd.DataFrame, bounds: dict[str, Bounds] | None = None) -> pd.DataFrame:
     """Per pair of models (in either seat; and horizon, when several): mean mutual_cooperation,
-    efficiency and rounds_played with their intervals (a person's games clustered by participant)."""
+    efficiency and rounds_played with their intervals (a person's games clustered by
+    participant); ``bounds`` as in :func:`model_table`."""
+    bounds = ranges(games) if bounds is None else bounds
     frame = games.assign(pair=[" vs ".join(sorted((str(a), str(b)))) for a, b in zip(games["model_player_1"], games["model_player_2"])])
     by = ["pair", "horizon"] if _horizons(games) else ["pair"]
     clusters = row_clusters(frame, ["model_player_1", "model_player_2"])
@@ -125,7 +142,7 @@ def pairing_table(games: pd.DataFrame) -> pd.DataFrame:
         labels = clusters.loc[sub.index] if clusters is not None else None
         n = 0
         for column in ("mutual_cooperation", "efficiency", "rounds_played"):
-            mean, low, high, n = mean_ci(sub[column], bounds=RANGES.get(column), clusters=labels)
+            mean, low, high, n = mean_ci(sub[column], bounds=bounds.get(column), clusters=labels)
             row.update({column: mean, f"{column} low": low, f"{column} high": high})
         rows.append({**row, "games": n})
     return pd.DataFrame(rows)
@@ -191,9 +208,10 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     if games.empty:
         return []
     index = ["model", "horizon"] if _horizons(games) else "model"
-    body = grid_table(model_table(games, turns), index, name="cooperation and payoffs per model")
+    bounds = ranges(games)
+    body = grid_table(model_table(games, turns, bounds), index, name="cooperation and payoffs per model")
     out = [Section("Cooperation and payoffs per model", body)]
-    out += guarded("Pairings: mutual cooperation and efficiency", lambda: Section("Pairings: mutual cooperation and efficiency", table_html(pairing_table(games), name="pairings")))
+    out += guarded("Pairings: mutual cooperation and efficiency", lambda: Section("Pairings: mutual cooperation and efficiency", table_html(pairing_table(games, bounds), name="pairings")))
 
     def rounds() -> Section | None:
         table = by_round(turns)

@@ -10,14 +10,24 @@ import pandas as pd
 
 from ...analysis.plots import grid_table, table_html
 from ...analysis.report import guarded, Section
-from ...analysis.stats import mean_ci, row_clusters, share_ci, summarise
+from ...analysis.stats import Bounds, declared_ranges, mean_ci, row_clusters, share_ci, summarise
 
 #: Metrics of each seat, as (seat, metrics shown for the model in that seat).
 SEATS = (("investor", ["sent_share", "investor_payoff"]), ("trustee", ["returned_share", "trustee_payoff"]))
 
-#: The range of each bounded metric (the percentile bootstrap keeps its interval inside it);
-#: the payoffs, in endowments, have ranges that depend on the configuration (t intervals).
-RANGES: dict[str, tuple[float, float]] = {"sent_share": (0.0, 1.0), "returned_share": (0.0, 1.0), "efficiency": (0.0, 1.0)}
+#: The metrics shown with the range the game declares for them (``Trust.metric_ranges`` over the
+#: study's configurations; the percentile bootstrap keeps their intervals inside it); the payoffs
+#: get t intervals.
+BOUNDED = ("sent_share", "returned_share", "efficiency")
+
+
+def ranges(games: pd.DataFrame) -> dict[str, Bounds]:
+    """The range of each bounded metric (:data:`BOUNDED`) as the game declares it over these
+    games' configurations."""
+    from .trust import Trust
+
+    declared = declared_ranges(Trust, games)
+    return {m: declared[m] for m in BOUNDED}
 
 #: Metric definitions shown at the top of the report.
 DEFINITIONS = """
@@ -51,19 +61,22 @@ mean payback $4.66.</p>
 """
 
 
-def seat_table(games: pd.DataFrame) -> pd.DataFrame:
-    """Mean and 95 % interval of each seat's metrics per model in that seat (long format)."""
+def seat_table(games: pd.DataFrame, bounds: dict[str, Bounds] | None = None) -> pd.DataFrame:
+    """Mean and 95 % interval of each seat's metrics per model in that seat (long format);
+    ``bounds`` the metrics' ranges (default: :func:`ranges` of ``games``)."""
+    bounds = ranges(games) if bounds is None else bounds
     parts = []
     for seat, columns in SEATS:
-        part = summarise(games, [f"model_{seat}"], columns, bounds=RANGES).rename(columns={f"model_{seat}": "model"})
+        part = summarise(games, [f"model_{seat}"], columns, bounds=bounds).rename(columns={f"model_{seat}": "model"})
         part.insert(1, "seat", seat)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
 
 
-def pairing_table(games: pd.DataFrame) -> pd.DataFrame:
+def pairing_table(games: pd.DataFrame, bounds: dict[str, Bounds] | None = None) -> pd.DataFrame:
     """Each pairing's mean payoffs and efficiency with their intervals (a person's games
-    clustered by participant)."""
+    clustered by participant); ``bounds`` as in :func:`seat_table`."""
+    bounds = ranges(games) if bounds is None else bounds
     rows = []
     seats = ["model_investor", "model_trustee"]
     clusters = row_clusters(games, seats)
@@ -72,7 +85,7 @@ def pairing_table(games: pd.DataFrame) -> pd.DataFrame:
         labels = clusters.loc[sub.index] if clusters is not None else None
         n = 0
         for column in ("investor_payoff", "trustee_payoff", "efficiency"):
-            mean, low, high, n = mean_ci(sub[column], bounds=RANGES.get(column), clusters=labels)
+            mean, low, high, n = mean_ci(sub[column], bounds=bounds.get(column), clusters=labels)
             row.update({column: mean, f"{column} low": low, f"{column} high": high})
         rows.append({**row, "games": n})
     return pd.DataFrame(rows)
@@ -125,9 +138,10 @@ def sections(games: pd.DataFrame, turns: pd.DataFrame) -> list[Section]:
     """The family's sections of a study's report, given its finished games and their turns."""
     if games.empty:
         return []
-    body = grid_table(seat_table(games), "model", column=["seat", "metric"], name="sending and returning per model")
+    bounds = ranges(games)
+    body = grid_table(seat_table(games, bounds), "model", column=["seat", "metric"], name="sending and returning per model")
     out = [Section("Sending and returning", body)]
-    out += guarded("Payoffs by pairing", lambda: Section("Payoffs by pairing", table_html(pairing_table(games), name="payoffs by pairing")))
+    out += guarded("Payoffs by pairing", lambda: Section("Payoffs by pairing", table_html(pairing_table(games, bounds), name="payoffs by pairing")))
 
     def by_sent() -> Section | None:
         table = returned_by_sent(turns)
