@@ -99,7 +99,7 @@ def _fill(page, note: str) -> None:
         if kind == "radio":
             page.query_selector_all(f"#turn-form input[name='{name}']")[0].check()
         elif tag == "select":
-            first = el.evaluate("e => e.options[0].value")
+            first = el.evaluate("e => [...e.options].find(o => !o.disabled).value")  # a "Choose one" placeholder is no choice
             el.select_option(first)
         elif kind == "number":
             if total:
