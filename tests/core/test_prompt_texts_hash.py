@@ -5,27 +5,12 @@ A prompt folder of one's own without a VERSION is not stored under the built-in 
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 
 from agorabench.core.game import Prompts
 from support.helpers import agora
-from support.studies import envy_points, scripted
+from support.studies import prompt_folder_study as _study, stored_prompt_versions as _versions
 
-SITUATION = {"peer_status": "leading", "margin": "marginal", "peer_move": "B"}
 SYSTEM = "RULES {n}.\n\n{{{{ format_begins }}}}{{{{ format }}}}\n"
-
-
-def _study(folder: Path, name: str, **settings) -> Path:
-    (folder / "p").mkdir(parents=True, exist_ok=True)
-    path = folder / "study.toml"
-    path.write_text(envy_points(name, [scripted("always-b"), scripted("self-max")], grid={"matrix": ["M1", "M2", "M3"]}, fixed=SITUATION, prompts="p", **settings))
-    return path
-
-
-def _versions(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
-        return dict(conn.execute("select prompt_version, count(*) from games where status = 'done' group by prompt_version"))
 
 
 def test_an_edit_without_a_new_version_is_named_in_one_line(tmp_path, capsys):

@@ -10,32 +10,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 
 from agorabench.store.codec import unpack_messages
 from support.helpers import agora
-from support.studies import envy_points, scripted
+from support.studies import prompt_folder_study as _study, stored_prompt_versions as _versions
 
-SITUATION = {"peer_status": "leading", "margin": "marginal", "peer_move": "B"}
 
 
 
 def _text(stored: str) -> str:
     """Every message of a stored transcript (packed or plain JSON) as one text."""
     return "\n".join(m["content"] for m in unpack_messages(json.loads(stored)))
-
-
-def _study(folder: Path, name: str = "versions", **settings) -> Path:
-    """A study of 6 scripted games with a prompt folder ``p/`` beside it (one template and a VERSION)."""
-    (folder / "p").mkdir(parents=True, exist_ok=True)
-    path = folder / "study.toml"
-    path.write_text(envy_points(name, [scripted("always-b"), scripted("self-max")], grid={"matrix": ["M1", "M2", "M3"]}, fixed=SITUATION, prompts="p", **settings))
-    return path
-
-
-def _versions(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
-        return dict(conn.execute("select prompt_version, count(*) from games where status = 'done' group by prompt_version"))
 
 
 def _provenance(html: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
 try:
@@ -235,3 +236,24 @@ def toml_text(data: dict) -> str:
         else:
             lines.append(f"{k} = {value(v)}")
     return "\n".join(lines) + "\n\n" + "\n".join(tables)
+
+
+#: The envy situation of the prompt-version tests (a leading peer, a marginal gap, peer plays B).
+PROMPT_SITUATION = {"peer_status": "leading", "margin": "marginal", "peer_move": "B"}
+
+
+def prompt_folder_study(folder: Path, name: str = "versions", **settings: Any) -> Path:
+    """A study of 6 scripted envy games with a prompt folder ``p/`` beside it (the caller writes
+    its templates and VERSION)."""
+    (folder / "p").mkdir(parents=True, exist_ok=True)
+    path = folder / "study.toml"
+    path.write_text(envy_points(name, [scripted("always-b"), scripted("self-max")], grid={"matrix": ["M1", "M2", "M3"]}, fixed=PROMPT_SITUATION, prompts="p", **settings))
+    return path
+
+
+def stored_prompt_versions(db: Path) -> dict[str, int]:
+    """Done games per stored prompt version in the SQLite database ``db``."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("select prompt_version, count(*) from games where status = 'done' group by prompt_version"))
