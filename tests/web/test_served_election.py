@@ -109,7 +109,7 @@ def test_a_person_stands_for_election_and_another_votes(browser, tmp_path):
     assert rows["agent_4"]["game_id"] == game["id"]
     [election] = game["outcome"]["leadership"]["elections"]
     assert election["agendas"]["John"] == AGENDA
-    assert election["votes"] == {"Luke": "Kate", "Agent 6": "John", "Agent 7": "John", "Agent 8": "John"}
+    assert election["votes"] == {"Luke": "Kate", "Noah": "John", "Olivia": "John", "Liam": "John"}
     assert election["tally"] == {"John": 3, "Kate": 1, "Jack": 0, "Emma": 0} and election["winner"] == "John"
     for who, texts in seen.items():
         assert any("John won the election" in t for t in texts), who  # both read the result

@@ -1,10 +1,14 @@
 """Commons scenarios (data files ``scenarios/<scenario>.<language>.toml``): the resource's rules
 (growth, capacity, collapse threshold), names and all wording, read once; the snippets of a
-scenario's text are Jinja templates (:func:`snippet`)."""
+scenario's text are Jinja templates (:func:`snippet`). The original GovSim's report sentences
+(``report_wording = "original"``) are quoted text, not ours: they live in one file,
+``scenarios/original_wording.toml`` (its source and MIT licence in its header, the licence in
+``LICENSE-GovSim``), read only when a game looks one of them up (:class:`Wording`)."""
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -30,7 +34,7 @@ class Scenario:
     growth_value: float
     agent_names: tuple[str, ...]
     manager: str
-    text: dict[str, str] = field(hash=False, compare=False)
+    text: Mapping[str, str] = field(hash=False, compare=False)
     #: What ``memory = "retrieved"`` retrieves for (the data file's ``[memory]`` table): the
     #: harvest's focal point and top k and the reflection's focal point, the original's and
     #: commons-6's (``*_earlier``).
@@ -59,11 +63,54 @@ class Scenario:
         return self.agent_names[index] if index < len(self.agent_names) else f"Agent {index + 1}"
 
 
+#: The original's quoted sentences (``report_wording = "original"``), by scenario and language.
+ORIGINAL_WORDING = SCENARIOS / "original_wording.toml"
+#: The keys of those sentences, as the game looks them up.
+ORIGINAL_KEYS = ("report_intro_original", "report_line_original", "individual_line_original")
+
+
+@lru_cache(maxsize=1)
+def original_wording() -> dict[tuple[str, str], dict[str, str]]:
+    """The quoted original sentences of each (scenario, language) that has them, from
+    :data:`ORIGINAL_WORDING` (its source fields left out). Read once, at first use."""
+    data = tomllib.loads(ORIGINAL_WORDING.read_text(encoding="utf-8"))
+    return {(scenario, language): {k: v for k, v in entry.items() if k in ORIGINAL_KEYS} for scenario, languages in data.items() for language, entry in languages.items()}
+
+
+class Wording(Mapping[str, str]):
+    """A scenario's texts: its own data file's, and the original's quoted sentences
+    (:data:`ORIGINAL_KEYS`), which are read from :data:`ORIGINAL_WORDING` only when one of them
+    is looked up (or every text is listed)."""
+
+    def __init__(self, own: dict[str, str], scenario: str, language: str) -> None:
+        self._own, self._key = own, (scenario, language)
+
+    def _all(self) -> dict[str, str]:
+        return {**self._own, **original_wording().get(self._key, {})}
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._own or key not in ORIGINAL_KEYS:
+            return self._own[key]
+        return original_wording().get(self._key, {})[key]
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._own:
+            return True
+        return key in ORIGINAL_KEYS and key in original_wording().get(self._key, {})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
 @lru_cache(maxsize=1)
 def scenarios() -> dict[tuple[str, str], Scenario]:
-    """Every scenario data file, keyed by (scenario, language). Read once at first use."""
+    """Every scenario data file (``<scenario>.<language>.toml``), keyed by (scenario,
+    language). Read once at first use."""
     out = {}
-    for path in sorted(SCENARIOS.glob("*.toml")):
+    for path in sorted(SCENARIOS.glob("*.*.toml")):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         growth = data["growth"]
         value = growth["rate"] if growth["kind"] == "multiply" else growth["amount"]
@@ -79,7 +126,7 @@ def scenarios() -> dict[tuple[str, str], Scenario]:
             growth_value=value,
             agent_names=tuple(data["names"]["agents"]),
             manager=data["names"]["manager"],
-            text=dict(data["text"]),
+            text=Wording(dict(data["text"]), data["scenario"], data["language"]),
             memory=dict(data.get("memory", {})),
         )
         out[(s.scenario, s.language)] = s
