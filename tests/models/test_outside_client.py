@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 import pytest
@@ -19,50 +17,13 @@ from agorabench.models.base import BackendError
 from agorabench.models.model import RetryPolicy
 from agorabench.models.outside import OutsideClient, encode, jsonable
 from agorabench.redact import redact
-
-Script = list[tuple[int, bytes, dict[str, str], float]]  # status, body, headers, seconds to wait first
-
-
-class Scripted:
-    """Answers each request with the next step of ``script`` (the last one repeats) and keeps
-    every request's headers and body."""
-
-    def __init__(self) -> None:
-        self.script: Script = [(200, b'{"action": {}}', {}, 0.0)]
-        self.seen: list[tuple[dict[str, str], bytes]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                server.seen.append((dict(self.headers), body))
-                status, out, headers, wait = server.script[min(len(server.seen), len(server.script)) - 1]
-                time.sleep(wait)
-                try:
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(out)))
-                    self.end_headers()
-                    self.wfile.write(out)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/act"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+from support.outside_agent import ScriptedAgent, scripted_agent
 
 
 @pytest.fixture
-def agent() -> Iterator[Scripted]:
-    server = Scripted()
-    yield server
-    server.http.shutdown()
-    server.http.server_close()
+def agent() -> Iterator[ScriptedAgent]:
+    with scripted_agent() as server:
+        yield server
 
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
@@ -172,8 +133,7 @@ def test_credentials_in_the_url_go_as_basic_authentication_and_never_print(agent
 
 def test_a_refused_connection_is_retried_then_named(agent):
     url = agent.url
-    agent.http.shutdown()
-    agent.http.server_close()
+    agent.close()
     with pytest.raises(BackendError, match=r"connection refused \(is the agent running\?\) \(after 2 attempts\)"):
         ask(url, max_attempts=2)
 
