@@ -3,18 +3,7 @@
 from __future__ import annotations
 
 from support.helpers import ROOT, run_agora
-
-
-SMALL = """
-name = "tiny"
-game = "glee.bargaining"
-matchups = "same_model"
-[fixed]
-horizon = 2
-[[models]]
-name = "r"
-spec = "strategy/always-reject"
-"""
+from support.studies import BARGAIN_TINY
 
 
 def one_line_error(proc, *words: str) -> None:
@@ -38,7 +27,7 @@ def test_a_design_without_games_is_an_error(write_study, tmp_path):
 
 
 def test_export_of_a_study_the_database_lacks(write_study, tmp_path):
-    path = write_study(SMALL)
+    path = write_study(BARGAIN_TINY)
     db = tmp_path / "t.db"
     assert run_agora("run", str(path), "--db", str(db), "--quiet").returncode == 0
     out = tmp_path / "other.csv"
@@ -48,7 +37,7 @@ def test_export_of_a_study_the_database_lacks(write_study, tmp_path):
 
 
 def test_out_paths_that_cannot_be_written(write_study, tmp_path):
-    path = write_study(SMALL)
+    path = write_study(BARGAIN_TINY)
     db = tmp_path / "t.db"
     assert run_agora("run", str(path), "--db", str(db), "--quiet").returncode == 0
     existing = tmp_path / "exists.txt"

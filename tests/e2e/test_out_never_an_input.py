@@ -11,17 +11,7 @@ from pathlib import Path
 import pytest
 
 from agorabench.cli import main
-
-SMALL = """
-name = "tiny"
-game = "glee.bargaining"
-matchups = "same_model"
-[fixed]
-horizon = 2
-[[models]]
-name = "r"
-spec = "strategy/always-reject"
-"""
+from support.studies import BARGAIN_TINY
 
 
 def _digest(path: Path) -> str:
@@ -32,7 +22,7 @@ def _digest(path: Path) -> str:
 def played(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("outguard")
     study = folder / "tiny.toml"
-    study.write_text(SMALL, encoding="utf-8")
+    study.write_text(BARGAIN_TINY, encoding="utf-8")
     db = folder / "tiny.db"
     assert main(["run", str(study), "--db", str(db), "--quiet", "--no-probe"]) == 0
     return study, db

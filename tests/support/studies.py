@@ -176,6 +176,11 @@ spec = "strategy/always-accept"
     return text + ('[[models]]\nname = "c"\nspec = "strategy/spe"\n' if third_model else "")
 
 
+#: GLEE bargaining at its smallest: one always-reject model against itself for two rounds (the
+#: command-line error tests, which need any played study).
+BARGAIN_TINY = study_toml("tiny", "glee.bargaining", matchups="same_model", fixed={"horizon": 2}, models=[scripted("r", "always-reject")])
+
+
 #: GLEE: the three games in one study, two scripted players in both seatings.
 GLEE_SMALL = """
 name = "glee_small"

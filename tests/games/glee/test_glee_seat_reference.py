@@ -10,31 +10,29 @@ from __future__ import annotations
 
 import pandas as pd
 from support.helpers import agora
+from support.studies import scripted, study_toml
 
 from agorabench.analysis.frames import people_line
 
-STUDY = """
-name = "gref"
-game = "glee.bargaining"
-matchups = "seats"
-seats = [{ alice = "a", bob = "r" }, { alice = "b", bob = "r" }, { alice = "a", bob = "b" }, { alice = "b", bob = "a" }, { alice = "a", bob = "a" }]
-repeats = 3
-seed = 1
-[grid]
-delta_a = [0.8, 0.9]
-money = [100, 1000]
-[analysis]
-reference_model = "r"
-[[models]]
-name = "r"
-spec = "strategy/spe"
-[[models]]
-name = "a"
-spec = "strategy/always-accept"
-[[models]]
-name = "b"
-spec = "strategy/random"
-"""
+SEATS = [("a", "r"), ("b", "r"), ("a", "b"), ("b", "a"), ("a", "a")]  # (Alice, Bob): r never sits as Alice
+
+
+def gref(seats: list[tuple[str, str]]) -> str:
+    """The study: reference model r, scripted r / a / b in the given seats, 3 repeats."""
+    return study_toml(
+        "gref",
+        "glee.bargaining",
+        matchups="seats",
+        seats=[{"alice": alice, "bob": bob} for alice, bob in seats],
+        repeats=3,
+        seed=1,
+        grid={"delta_a": [0.8, 0.9], "money": [100, 1000]},
+        tables={"analysis": {"reference_model": "r"}},
+        models=[scripted("r", "spe"), scripted("a", "always-accept"), scripted("b", "random")],
+    )
+
+
+STUDY = gref(SEATS)
 
 NOTE = "As Alice, where r never played, the model effects are relative to a (the seat's most frequent model)"
 
@@ -56,7 +54,7 @@ def test_a_seat_the_reference_never_sat_in_is_named_with_its_own_reference(write
 
 
 def test_a_reference_in_both_seats_gets_no_seat_note(write_study, tmp_path, capsys):
-    both = STUDY.replace('{ alice = "a", bob = "a" }', '{ alice = "r", bob = "a" }')
+    both = gref(SEATS[:-1] + [("r", "a")])
     path, db = write_study(both), str(tmp_path / "g.db")
     assert agora(capsys, "run", str(path), "--db", db, "--quiet")[0] == 0
     rc, out, err = agora(capsys, "analyze", "glee", str(path), "--db", db)
