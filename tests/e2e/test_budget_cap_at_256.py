@@ -8,7 +8,6 @@ it may be billed at (a prompt-cache write, a flex call made again at standard)."
 
 from __future__ import annotations
 
-import re
 import sqlite3
 
 import pytest
@@ -18,41 +17,32 @@ from agorabench.core.spending import call_estimate
 from agorabench.core.study import ModelEntry
 from agorabench.models.base import GenerationSettings
 from agorabench.models.model import Model, Pricing
+from support.budget import KEY_ENV, cautious, game_outcomes, remote, stopped_by_budget  # noqa: F401  (cautious: fixture)
 from support.helpers import agora
-from support.providers import provider_server
-from support.studies import commons, model
+from support.studies import commons
 
 CONCURRENCY = 256
 MAX_TOKENS = 100
 PRICE_INPUT, PRICE_OUTPUT = 1.0, 2.0
 
 
-@pytest.fixture(scope="module")
-def cautious():
-    with provider_server("openai", cautious=True) as url:
-        yield url
-
-
 @pytest.fixture(autouse=True)
 def key(monkeypatch):
-    monkeypatch.setenv("LOOPBACK_KEY", "sk-loopback")
+    monkeypatch.setenv(KEY_ENV, "sk-loopback")
     # every game estimated at nothing: each game's start lets it in, only the calls' gate holds
     monkeypatch.setattr(plan_module.Plan, "game_estimate", lambda self, spec: (0.0, 0.0))
 
 
 def small_commons(url: str, name: str) -> str:
-    remote = model("remote", "openai/gpt-4o-mini", base_url=url, api_key_env="LOOPBACK_KEY", max_tokens=MAX_TOKENS,
-                   price_input=PRICE_INPUT, price_output=PRICE_OUTPUT, max_concurrency=CONCURRENCY)
+    entry = remote(url, max_tokens=MAX_TOKENS, price_input=PRICE_INPUT, price_output=PRICE_OUTPUT, max_concurrency=CONCURRENCY)
     fixed = {"scenario": "fishery", "n_agents": 2, "months": 2, "max_conversation_steps": 2, "memory": "transcript"}
-    return commons(name, fixed=fixed, models=[remote], repeats=300, seed=42, max_retries=2)
+    return commons(name, fixed=fixed, models=[entry], repeats=300, seed=42, max_retries=2)
 
 
 def spent_in(db) -> tuple[float, int, dict[str, int], list[str]]:
     with sqlite3.connect(db) as con:
         cost, tokens = con.execute("select sum(cost), sum(prompt_tokens + completion_tokens) from turns where not cached").fetchone()
-        statuses = dict(con.execute("select status, count(*) from games group by status").fetchall())
-        errors = [e for (e,) in con.execute("select error from games where status = 'error'")]
-    return cost or 0.0, tokens or 0, statuses, errors
+    return (cost or 0.0, tokens or 0, *game_outcomes(db))
 
 
 def test_a_money_budget_is_a_cap_at_concurrency_256(cautious, tmp_path, write_study, capsys):
@@ -67,8 +57,7 @@ def test_a_money_budget_is_a_cap_at_concurrency_256(cautious, tmp_path, write_st
     assert all("response cache" not in e for e in errors)  # --no-cache: nothing is replayed from it
     line = next(x for x in out.splitlines() if x.startswith("budget reached: "))
     assert f"spent ${cost:.4f} of $0.50" in line and "from the response cache" not in line, line
-    stopped = int(re.search(r"(\d+) errors \((\d+) stopped by the budget\)", out).group(2))
-    assert stopped == statuses["error"]
+    assert stopped_by_budget(out) == statuses["error"]
 
 
 def test_a_token_budget_is_a_cap_at_concurrency_256(cautious, tmp_path, write_study, capsys):

@@ -7,6 +7,7 @@ estimate of a game is far too low."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 
@@ -15,12 +16,10 @@ import pytest
 from agorabench.core import plan as plan_module
 from agorabench.core.plan import plan_study
 from agorabench.core.study import load_study
+from support.budget import KEY_ENV, cautious, game_outcomes, remote, stopped_by_budget  # noqa: F401  (cautious: fixture)
 from support.helpers import agora
-from support.providers import provider_server, stats_url
-from support.studies import commons, model
-
-import json
-import urllib.request
+from support.providers import server_stats
+from support.studies import commons
 
 
 def words(text: str) -> int:
@@ -29,26 +28,18 @@ def words(text: str) -> int:
 
 
 def chat_requests(base_url: str) -> int:
-    with urllib.request.urlopen(stats_url(base_url), timeout=5) as resp:
-        stats = json.loads(resp.read())
-    return stats["requests"]
+    return server_stats(base_url)["requests"]
 
 
 def fishery(url: str, name: str = "fish", repeats: int = 1, price_output: float = 0.0) -> str:
-    remote = model("remote", "openai/gpt-4o-mini", base_url=url, api_key_env="LOOPBACK_KEY", max_tokens=100, price_input=1.0, price_output=price_output)
+    entry = remote(url, max_tokens=100, price_input=1.0, price_output=price_output)
     fixed = {"scenario": "fishery", "n_agents": 5, "months": 12, "max_conversation_steps": 10, "memory": "retrieved", "embeddings": "minilm"}
-    return commons(name, fixed=fixed, models=[remote], repeats=repeats, seed=42, max_retries=2)
-
-
-@pytest.fixture(scope="module")
-def cautious():
-    with provider_server("openai", cautious=True) as url:
-        yield url
+    return commons(name, fixed=fixed, models=[entry], repeats=repeats, seed=42, max_retries=2)
 
 
 @pytest.fixture(autouse=True)
 def key(monkeypatch):
-    monkeypatch.setenv("LOOPBACK_KEY", "sk-loopback")
+    monkeypatch.setenv(KEY_ENV, "sk-loopback")
 
 
 def test_the_commons_plan_is_within_a_quarter_of_a_loopback_run(cautious, tmp_path, write_study, capsys):
@@ -79,16 +70,15 @@ def test_a_budget_holds_within_the_calls_in_flight_when_the_estimate_is_far_too_
     assert rc == 0, out + err  # games the budget stopped are not failures of the study
     with sqlite3.connect(db) as con:
         spent = con.execute("select sum(cost) from turns").fetchone()[0]
-        statuses = dict(con.execute("select status, count(*) from games group by status").fetchall())
-        errors = [e for (e,) in con.execute("select error from games where status = 'error'")]
+    statuses, errors = game_outcomes(db)
     assert 0.1 < spent <= 0.2, spent
-    stopped = int(re.search(r"(\d+) errors \((\d+) stopped by the budget\)", out).group(2))
+    stopped = stopped_by_budget(out)
     assert stopped == statuses["error"] >= 1 and all(e.startswith("budget reached: ") and "would pass the budget of $0.20" in e for e in errors)
     line = next(x for x in out.splitlines() if x.startswith("budget reached: "))
     assert f"spent ${spent:.4f} of $0.20" in line and f"{stopped} game(s) in flight stopped at a call that could have passed it" in line
     # a higher budget plays the rest; the stopped games' answers so far come from the response cache
     monkeypatch.undo()
-    monkeypatch.setenv("LOOPBACK_KEY", "sk-loopback")
+    monkeypatch.setenv(KEY_ENV, "sk-loopback")
     rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--no-probe", "--budget", "5")
     assert rc == 0 and "0 errors" in out, out + err
     assert int(re.search(r"(\d+) cache hits", out).group(1)) > 0
