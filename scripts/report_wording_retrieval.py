@@ -20,11 +20,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import side_by_side_govsim as sbs  # noqa: E402  (the script beside this one)
+import side_by_side_govsim as sbs  # the script beside this one
 
-from agorabench.core.game import Prompts  # noqa: E402
-from agorabench.core.table import Table  # noqa: E402
-from agorabench.games.commons.commons import Commons, CommonsConfig  # noqa: E402
+from agorabench.core.game import Prompts
+from agorabench.core.table import Table
+from agorabench.games.commons.commons import Commons, CommonsConfig
 
 
 def play(months: int, recency: str, wording: str, embeddings: str) -> list[dict[str, Any]]:

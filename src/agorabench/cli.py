@@ -48,15 +48,21 @@ def _planned_study(args: argparse.Namespace):
     return study
 
 
-def _show_plan(study, db: str, samples: int, output_tokens: float | None, money: float | None = None, tokens: int | None = None, batch: bool = False) -> int:
+def _show_plan(study, db: str, samples: int, output_tokens: float | None, money: float | None = None, tokens: int | None = None, batch: bool = False, judged: list | None = None) -> int:
     """Print what a run of ``study`` on ``db`` would play and use (nothing is played, the
     database is only read, never created); with a budget, how many games fit it; ``batch``:
-    as ``agora run --batch`` would play it."""
+    as ``agora run --batch`` would play it; ``judged``: judge passes (``agora plan --judge``),
+    each its own line after the run's, then both together."""
     from .core.plan import plan_study
 
     plan, spent = plan_study(study, db, samples=samples, output_tokens=output_tokens, batch=batch)
     for line in plan.lines():
         print(line)
+    if judged:
+        from .judging.planned import judge_lines
+
+        for line in judge_lines(plan, judged):
+            print(line)
     if money is not None or tokens is not None:
         fits = plan.games_within(money, tokens, spent)
         limit = _budget_text(money, tokens)
@@ -85,7 +91,16 @@ def _spent_text(money: float | None, tokens: int | None, cost: float, used: int)
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print per model the games, calls, tokens and money a run would use, and the basis."""
     study = _planned_study(args)
-    return _show_plan(study, args.db or _default_db(args.study), args.samples, args.output_tokens, batch=args.batch)
+    db = args.db or _default_db(args.study)
+    judged = None
+    if args.judge or args.taxonomy or args.kind:
+        if not (args.judge and args.taxonomy):
+            raise StudyError("--judge and --taxonomy go together (the judge pass to price: its model and its taxonomy)")
+        from .judging.planned import judge_plans
+
+        prices = {k: v for k, v in (("price_input", args.judge_price_input), ("price_output", args.judge_price_output)) if v is not None}
+        judged = judge_plans(study, db, args.judge, args.taxonomy, args.kind, args.samples, args.output_tokens, prices)
+    return _show_plan(study, db, args.samples, args.output_tokens, batch=args.batch, judged=judged)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -663,7 +678,7 @@ class _Help(argparse.RawDescriptionHelpFormatter):
 #: Examples shown under each command's ``--help``.
 EXAMPLES = {
     "run": "agora run studies/demo.toml\nagora run study.toml --model openai/gpt-4o-mini --concurrency 32\nagora run study.toml --budget 5.00   # no new game once the next could take the study past $5\nagora run study.toml --dry-run      # what it would play and cost; plays nothing\nagora run study.toml --db postgresql://user@host/db --executor ray --workers 8\nagora run study.toml --executor processes --workers 4   # four local processes, --concurrency games in flight each",
-    "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db",
+    "plan": "agora plan studies/envy_points.toml\nagora plan study.toml --model openai/gpt-4o-mini --model anthropic/claude-sonnet-4 --db runs/study.db\nagora plan studies/commons.toml --judge openai/gpt-4o-mini --taxonomy cooperation",
     "report": "agora report studies/demo.toml --out reports/demo\nagora report my_study --db runs/my_study.db --out reports/my_study --all",
     "export": "agora export studies/demo.toml --out games.csv\nagora export studies/demo.toml --table turns --format parquet --out turns.parquet\nagora export studies/web_bargaining.toml --table participants --out people.csv   # joins games on model_<role> = pseudonym",
     "judge": "agora judge studies/commons.toml --judge openai/gpt-4o-mini --taxonomy cooperation --dry-run\nagora judge studies/commons.toml --judge openai/gpt-4o-mini --taxonomy my_taxonomy.toml --agreement coded.csv\nagora judge studies/commons.toml --judge openai/gpt-4o-mini --judge anthropic/claude-haiku-4-5 --taxonomy leader_svo --kind agenda",
@@ -721,6 +736,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("study", help="study file (TOML or YAML)")
     pl.add_argument("--db", help=DB_HELP + "; games already done in it are left out")
     pl.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
+    pl.add_argument("--judge", action="append", metavar="MODEL", help="also price an `agora judge` pass over the study's messages once the run is done, on its own line: a model of the study file by name (its prices), or a spec; repeatable")
+    pl.add_argument("--taxonomy", help="the judge pass's taxonomy (as `agora judge --taxonomy`)")
+    pl.add_argument("--kind", action="append", help="the judge pass codes only messages of this kind (as `agora judge --kind`); repeatable")
+    pl.add_argument("--judge-price-input", type=_amount, metavar="DOLLARS", help="the judge's dollars per million prompt tokens (as `agora judge --price-input`; default: its study model entry's, else 0)")
+    pl.add_argument("--judge-price-output", type=_amount, metavar="DOLLARS", help="the judge's dollars per million output tokens (as `agora judge --price-output`)")
     _plan_options(pl)
     pl.set_defaults(func=cmd_plan)
 

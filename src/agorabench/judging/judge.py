@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..core.actions import ParseError
 from ..core.agents import call_usage, unusable_reason
@@ -45,31 +45,46 @@ def judge_entry(name: str, study_models: dict[str, ModelEntry] | None = None) ->
 @dataclass
 class JudgePlan:
     """What a judge pass would ask: messages to code, calls, input tokens (characters / 4) and
-    the output bound, and dollars at the entry's prices (output at the bound: a ceiling)."""
+    the output bound, and dollars at the entry's prices (output at the bound: a ceiling). Of the
+    messages, ``planned`` are those of games not played yet (``agora plan --judge``: an estimate
+    from sample plays, over ``games`` games); ``todo`` counts them too."""
 
     judge: str
-    todo: int
+    todo: float
     done: int
     input_tokens: float
     output_tokens: float
     dollars: float
     priced: bool
+    planned: float = 0.0
+    games: int = 0
 
     def line(self) -> str:
         money = f"≤ ${self.dollars:,.4f}" if self.priced else "no prices (set price_input / price_output on the judge's model entry)"
+        todo = round(self.todo)
+        coded = f"{self.done:,} already coded" + (f"; ~{round(self.planned):,} from the {self.games:,} game(s) still to play" if self.games else "")
         return (
-            f"judge {self.judge}: {self.todo:,} message(s) to code ({self.done:,} already coded), {self.todo:,} call(s) at least "
+            f"judge {self.judge}: {'~' if self.games else ''}{todo:,} message(s) to code ({coded}), {todo:,} call(s) at least "
             f"(more for re-asks), ~{self.input_tokens:,.0f} input tokens, ≤ {self.output_tokens:,.0f} output tokens, {money}"
         )
 
 
-def plan(entry: ModelEntry, taxonomy: Taxonomy, todo: list[Message], done: int, seed: int = 0) -> JudgePlan:
-    """The estimate shown before a pass (and by ``--dry-run``); nothing is asked."""
+def plan(entry: ModelEntry, taxonomy: Taxonomy, todo: list[Message], done: int, seed: int = 0, planned: Mapping[str, tuple[float, float]] | None = None, games: int = 0) -> JudgePlan:
+    """The estimate shown before a pass (``agora judge --dry-run``, ``agora plan --judge``);
+    nothing is asked. ``todo``: stored messages not coded yet, priced by their requests'
+    characters; ``planned``: messages of ``games`` games not played yet, by kind: (how many, the
+    characters of their texts in all), priced as requests holding texts that long."""
     bound = float(output_limit(sent_settings(entry, seed)))
-    chars = sum(sum(len(m["content"]) for m in request(taxonomy, msg.kind, msg.text)) for msg in todo)
-    inp, out = chars / 4, bound * len(todo)
+    chars = float(sum(sum(len(m["content"]) for m in request(taxonomy, msg.kind, msg.text)) for msg in todo))
+    more = 0.0
+    for kind, (count, text_chars) in (planned or {}).items():
+        frame = sum(len(m["content"]) for m in request(taxonomy, kind, ""))  # the request around an empty text
+        chars += count * frame + text_chars
+        more += count
+    count = len(todo) + more
+    inp, out = chars / 4, bound * count
     dollars = (inp * entry.price_input + out * entry.price_output) / 1e6
-    return JudgePlan(entry.name, len(todo), done, inp, out, dollars, bool(entry.price_input or entry.price_output))
+    return JudgePlan(entry.name, count, done, inp, out, dollars, bool(entry.price_input or entry.price_output), more, games)
 
 
 @dataclass
