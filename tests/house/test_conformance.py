@@ -6,19 +6,11 @@ Every test name carries ``conformance``: ``pytest -k conformance`` runs exactly 
 
 from __future__ import annotations
 
-import random
-from typing import Any, ClassVar, Literal
-
 import pytest
 
 from agorabench import families
 from agorabench.cli import main
 from agorabench.conformance import CHECKS, RandomPlayer, play, run
-from agorabench.core.actions import Action
-from agorabench.core.agents import Strategy
-from agorabench.core.game import Game, GameConfig
-from agorabench.core.speech import FORMAT_MARK
-from agorabench.core.table import Prompt, Table, TurnRequest
 
 CASES = [(game, check) for game in families.game_names() for check in CHECKS]
 
@@ -43,125 +35,7 @@ def test_conformance_of_every_registered_game(game, check, suite_of):
     assert [f for f in suite_of(game) if f[1] == check] == []
 
 
-# --- a planted coin game, good and broken -------------------------------------------------------
-
-
-class Call(Action):
-    response_format: ClassVar = "json"
-    call: Literal["heads", "tails"]
-
-
-class CoinConfig(GameConfig):
-    flips: int = 2
-
-
-class Coin(Game):
-    """One role calls a coin ``flips`` times; a right call scores 1. The coin is Nature's."""
-
-    name = "coin.fair"
-    Config = CoinConfig
-
-    @classmethod
-    def roles(cls, config: GameConfig) -> tuple[str, ...]:
-        return ("caller",)
-
-    def toss(self, table: Table) -> str:
-        return table.rng.choice(["heads", "tails"])
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        right = 0
-        for flip in range(self.config.flips):
-            table.tell("caller", f"Flip {flip + 1}.")
-            call = await table.ask("caller", Prompt(text="Call the coin.", observation={"flip": flip}, phase="call"), Call, fallback=Call(call="heads"))
-            right += int(call.call == self.toss(table))
-        return {"right": right}
-
-    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
-        return {"score": outcome["right"] / self.config.flips}
-
-
-class GlobalCoin(Coin):
-    """Broken: tosses with the process-wide random state, so one seed does not give one game."""
-
-    name = "coin.global"
-
-    def toss(self, table: Table) -> str:
-        return random.choice(["heads", "tails"])
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        outcome = await super().play(table)
-        return {**outcome, "noise": random.random()}
-
-
-class SetCoin(Coin):
-    """Broken: an outcome that is not JSON data and a metric that is not a number."""
-
-    name = "coin.set"
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        outcome = await super().play(table)
-        return {**outcome, "calls": {"heads"}}
-
-    def metrics(self, outcome: dict[str, Any]) -> dict[str, Any]:
-        return {"score": "high"}
-
-
-class ToldCoin(Coin):
-    """Tells the caller the rules in a system message; ``instructions()`` says it right."""
-
-    name = "coin.told"
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        table.set_system("caller", f"Call {self.config.flips} flips.")
-        return await super().play(table)
-
-
-class LyingCoin(ToldCoin):
-    """Broken: says other instructions than the game then gives."""
-
-    name = "coin.lying"
-
-    async def instructions(self, seed: int = 0, nature_seed: int | None = None):
-        told = await super().instructions(seed, nature_seed)
-        return type(told)({"caller": "Call any number of flips."}, told.formats)
-
-
-class MarkedCoin(Coin):
-    """Marks where its question's answer format begins, as templates do with ``{{ format_begins }}``."""
-
-    name = "coin.marked"
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        for flip in range(self.config.flips):
-            await table.ask("caller", Prompt(f"Call flip {flip + 1}. {FORMAT_MARK}{Call.format_instructions()}", phase="call"), Call, fallback=Call(call="heads"))
-        return {"right": 0}
-
-
-class LeakyCoin(MarkedCoin):
-    """Broken: puts marked template text into its outcome."""
-
-    name = "coin.leaky"
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        return {**await super().play(table), "said": f"{FORMAT_MARK}Answer in JSON."}
-
-
-class Heads(Strategy):
-    def decide(self, request: TurnRequest) -> Call:
-        return Call(call="heads")
-
-
-class Edge(Strategy):
-    """Broken: answers something the rules reject."""
-
-    async def act(self, request: TurnRequest):
-        from agorabench.core.table import Reply
-
-        return Reply(text='{"call": "edge"}')
-
-
-GOOD = {"heads": Heads}
-BAD = {"heads": Heads, "edge": Edge}
+# --- the planted coin family, good and broken (tests/support/toy_games.py) ----------------------
 
 
 @pytest.fixture
@@ -170,8 +44,8 @@ def planted(monkeypatch):
     coin = families.Family(
         name="coin",
         description="a planted test family",
-        games={"coin.fair": "test_conformance:Coin", "coin.global": "test_conformance:GlobalCoin", "coin.set": "test_conformance:SetCoin", "coin.edge": "test_conformance:Coin", "coin.told": "test_conformance:ToldCoin", "coin.lying": "test_conformance:LyingCoin", "coin.marked": "test_conformance:MarkedCoin", "coin.leaky": "test_conformance:LeakyCoin"},
-        strategies={"coin.fair": "test_conformance:GOOD", "coin.global": "test_conformance:GOOD", "coin.set": "test_conformance:GOOD", "coin.edge": "test_conformance:BAD", "coin.told": "test_conformance:GOOD", "coin.lying": "test_conformance:GOOD", "coin.marked": "test_conformance:GOOD", "coin.leaky": "test_conformance:GOOD"},
+        games={"coin.fair": "support.toy_games:Coin", "coin.global": "support.toy_games:GlobalCoin", "coin.set": "support.toy_games:SetCoin", "coin.edge": "support.toy_games:Coin", "coin.told": "support.toy_games:ToldCoin", "coin.lying": "support.toy_games:LyingCoin", "coin.marked": "support.toy_games:MarkedCoin", "coin.leaky": "support.toy_games:LeakyCoin"},
+        strategies={"coin.fair": "support.toy_games:GOOD", "coin.global": "support.toy_games:GOOD", "coin.set": "support.toy_games:GOOD", "coin.edge": "support.toy_games:BAD", "coin.told": "support.toy_games:GOOD", "coin.lying": "support.toy_games:GOOD", "coin.marked": "support.toy_games:GOOD", "coin.leaky": "support.toy_games:GOOD"},
         package="tests",
     )
     monkeypatch.setattr(families, "families", lambda: {**real, "coin": coin})

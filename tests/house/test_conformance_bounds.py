@@ -1,160 +1,51 @@
 """Issue 44 items 1 and 2: games declare their facts (``max_turns``, ``metric_ranges``), the table
 and the conformance suite hold them to it, and the suite runs on a class (``check``), with a
-warnings tier. Toy games here are never registered, except the runaway one for one real run."""
+warnings tier. The toy games (tests/support/toy_games.py) are never registered, except the
+runaway one for one real run."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, ClassVar, Literal
 
 import pytest
 
 from agorabench import families
 from agorabench.conformance import check, run
-from agorabench.core.actions import Action
-from agorabench.core.agents import Strategy
-from agorabench.core.game import Game, GameConfig
-from agorabench.core.speech import FORMAT_MARK
-from agorabench.core.table import Prompt, Table, TurnLimit, TurnRequest
+from agorabench.core.table import Table, TurnLimit
+from support.toy_games import GOOD, Call, Forever, Overshoot, Quoted, Runaway, Spinning, Toy, question
 
 
-class Call(Action):
-    response_format: ClassVar = "json"
-    call: Literal["heads", "tails"]
-
-
-class Count(Action):
-    """A number asked in JSON with the default format line, which quotes its placeholder."""
-
-    response_format: ClassVar = "json"
-    count: int
-
-
-class ToyConfig(GameConfig):
-    flips: int = 2
-
-
-def _question(n: int) -> Prompt:
-    fmt = Call.format_instructions()
-    return Prompt(f"Call flip {n}. {FORMAT_MARK}{fmt}", {"flip": n}, phase="call", instructions=fmt)
-
-
-class Toy(Game):
-    """One role calls a coin ``flips`` times; the score is the share of heads called."""
-
-    name = "toy.coin"
-    Config = ToyConfig
-
-    @classmethod
-    def roles(cls, config: GameConfig) -> tuple[str, ...]:
-        return ("caller",)
-
-    @classmethod
-    def max_turns(cls, config: GameConfig) -> int:
-        return config.flips  # type: ignore[attr-defined]
-
-    @classmethod
-    def metric_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
-        return {"score": (0.0, 1.0)}
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        heads = 0
-        for flip in range(self.config.flips):
-            call = await table.ask("caller", _question(flip + 1), Call, fallback=Call(call="heads"))
-            heads += call.call == "heads"
-        return {"heads": heads}
-
-    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
-        return {"score": outcome["heads"] / self.config.flips}
-
-
-class Forever(Toy):
-    """Broken: never ends (asks again and again), and declares no turn bound."""
-
-    name = "toy.forever"
-
-    @classmethod
-    def max_turns(cls, config: GameConfig) -> None:
-        return None
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        n = 0
-        while True:
-            n += 1
-            await table.ask("caller", _question(n), Call, fallback=Call(call="heads"))
-
-
-class Runaway(Forever):
-    """Broken: declares its bound and goes past it."""
-
-    name = "toy.runaway"
-
-    @classmethod
-    def max_turns(cls, config: GameConfig) -> int:
-        return config.flips  # type: ignore[attr-defined]
-
-
-class Overshoot(Toy):
-    """Broken: a metric outside the range it declares."""
-
-    name = "toy.overshoot"
-
-    def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
-        return {"score": 2.0}
-
-
-class Quoted(Toy):
-    """Plays right, but asks a number with a quoted placeholder and a question without
-    ``instructions=``: warnings, not failures."""
-
-    name = "toy.quoted"
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        await table.ask("caller", Prompt(f"How many? {FORMAT_MARK}{Count.format_instructions()}", phase="count"), Count, fallback=Count(count=0))
-        return await super().play(table)
-
-    @classmethod
-    def max_turns(cls, config: GameConfig) -> int:
-        return config.flips + 1  # type: ignore[attr-defined]
-
-
-class Heads(Strategy):
-    def decide(self, request: TurnRequest) -> Action:
-        return Count(count=1) if request.action_type is Count else Call(call="heads")
-
-
-STRATEGIES = {"heads": Heads}
 RULES = ["roles", "strategies", "instructions", "prompts", "random", "deterministic", "outcome", "actions"]
 
 
 def test_conformance_check_runs_on_an_unregistered_class():
     assert "toy.coin" not in families.game_names()
-    result = check(Toy, {"flips": 3}, STRATEGIES)
+    result = check(Toy, {"flips": 3}, GOOD)
     assert result.failed == [] and result
     assert any("report: not run" in w for w in result.warnings), result.warnings
 
 
 def test_conformance_a_game_that_never_ends_fails_in_one_line_in_seconds():
     started = time.perf_counter()
-    result = check(Forever, {"flips": 2}, STRATEGIES, checks=RULES, time_limit=1.0)
+    result = check(Forever, {"flips": 2}, GOOD, checks=RULES, time_limit=1.0)
     assert time.perf_counter() - started < 15
     assert len(result.failed) == 1, result.failed
     check_name, why = result.failed[0]
     assert "does not end" in why and "\n" not in why
     assert any("max_turns is not declared" in w for w in result.warnings)
-    result = check(Runaway, {"flips": 2}, STRATEGIES, checks=RULES)
+    result = check(Runaway, {"flips": 2}, GOOD, checks=RULES)
     assert len(result.failed) == 1 and "more than 2 turns" in result.failed[0][1], result.failed
 
 
 def test_conformance_a_metric_outside_its_declared_range_fails_naming_it():
-    result = check(Overshoot, {"flips": 2}, STRATEGIES, checks=["outcome", "random"])
+    result = check(Overshoot, {"flips": 2}, GOOD, checks=["outcome", "random"])
     assert [c for c, _ in result.failed] == ["outcome", "random"], result.failed
     assert all("metric 'score' = 2.0 is outside its declared range [0.0, 1.0]" in why for _, why in result.failed)
 
 
 def test_conformance_warnings_tier_names_a_quoted_number_placeholder_and_missing_instructions():
-    result = check(Quoted, {"flips": 2}, STRATEGIES, checks=RULES)
+    result = check(Quoted, {"flips": 2}, GOOD, checks=RULES)
     assert result.failed == [], result.failed
     assert any("Count: the number 'count' is written as a quoted string" in w and "bare_numbers = True" in w for w in result.warnings), result.warnings
     assert any("the count question passes no instructions=" in w for w in result.warnings), result.warnings
@@ -170,13 +61,13 @@ def test_the_table_ends_a_play_past_max_turns_and_ask_each_asks_all_or_none():
 
     async def go() -> Table:
         table = Table({"a": Say(), "b": Say()}, seed=1, max_turns=4)
-        await table.ask("a", _question(1), Call)
-        await table.ask_each({"a": (_question(2), Call, None), "b": (_question(2), Call, None)})
+        await table.ask("a", question(1), Call)
+        await table.ask_each({"a": (question(2), Call, None), "b": (question(2), Call, None)})
         with pytest.raises(TurnLimit, match="more than 4 turns"):
-            await table.ask_each({"a": (_question(3), Call, None), "b": (_question(3), Call, None)})
-        await table.ask("b", _question(3), Call)
+            await table.ask_each({"a": (question(3), Call, None), "b": (question(3), Call, None)})
+        await table.ask("b", question(3), Call)
         with pytest.raises(TurnLimit):
-            await table.ask("a", _question(4), Call)
+            await table.ask("a", question(4), Call)
         return table
 
     assert len(asyncio.run(go()).turns) == 4
@@ -188,8 +79,8 @@ def runaway_registered(monkeypatch):
     toy = families.Family(
         name="toy",
         description="a planted test family",
-        games={"toy.runaway": "test_conformance_bounds:Runaway"},
-        strategies={"toy.runaway": "test_conformance_bounds:STRATEGIES"},
+        games={"toy.runaway": "support.toy_games:Runaway"},
+        strategies={"toy.runaway": "support.toy_games:GOOD"},
         examples={"toy.runaway": {"flips": 2}},
         package="tests",
     )
@@ -230,18 +121,8 @@ def test_declared_ranges_join_the_configurations_of_a_studys_games():
     assert declared_ranges(trust, games.iloc[:0]) == trust.metric_ranges(trust.Config())
 
 
-class Spinning(Toy):
-    """Broken: loops without ever awaiting (no turn is asked, the event loop never runs again)."""
-
-    name = "toy.spinning"
-
-    async def play(self, table: Table) -> dict[str, Any]:
-        while True:
-            pass
-
-
 def test_conformance_a_game_that_spins_without_awaiting_fails_in_seconds_too():
     started = time.perf_counter()
-    result = check(Spinning, {"flips": 2}, STRATEGIES, checks=RULES, time_limit=0.5)
+    result = check(Spinning, {"flips": 2}, GOOD, checks=RULES, time_limit=0.5)
     assert time.perf_counter() - started < 15
     assert len(result.failed) == 1 and "did not end within 0.5 s" in result.failed[0][1], result.failed
