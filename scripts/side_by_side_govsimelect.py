@@ -27,8 +27,20 @@ reproduced) through its four phases with the harvests our players asked for each
 compares stock before and after, each agent's catch, the month's total, and at the end months
 survived, collapse and social welfare (its ``analysis/social.py`` ``total_harvest``). Where more
 is asked than there is, both draw ton by ton with their own generators: the split is printed, not
-counted. ``--harvest`` gives the seats' strategies (cycled; ``sustainable`` by default). The
-successor's agents themselves (prompts, retrieval, a model) are not run: see docs/fidelity.md.
+counted. ``--harvest`` gives the seats' strategies (cycled; ``sustainable`` by default).
+
+``--pipeline --python PATH [--disinformation] [--verbose]`` runs the successor's whole run
+(``simulation/run.py``: its five phases, its personas' prompts, parsers, markdown memory and its
+environment) in ``PATH``, an interpreter with its light dependencies, through
+``scripts/govsimelect_original_stub.py``, beside our elected fishery of eight, every seat of both
+answered by the same deterministic loopback rules read from each engine's prompt (the stub's
+``decide``; ours :class:`Loopback`). Compared: each election's agendas, ballots, votes, tally,
+winner and policy; each month's stock, requests and catches; months survived and social welfare;
+and, per seat, what every agenda, ballot, harvest, remark and leader-report prompt tells it (SVO,
+who leads, the policy, the ballot with its agendas, the last agenda, report and true figures, the
+chat's opening), read from either wording; the memories each prompt shows are counted, and the
+harvest prompts that show the month's election result. Documented differences (docs/fidelity.md)
+are printed, not counted.
 """
 
 from __future__ import annotations
