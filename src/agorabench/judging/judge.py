@@ -20,8 +20,9 @@ from ..core.agents import call_usage, unusable_reason
 from ..core.decoding import generation_settings, sent_settings
 from ..core.errors import StudyError
 from ..core.seating import build_backend
+from ..core.spending import Budget, Spending
 from ..core.study import ModelEntry, parse_model_spec
-from ..models.base import BackendError, dialect_of
+from ..models.base import BackendError, NoCache, dialect_of
 from ..models.model import Model, Pricing, RetryPolicy
 from ..models.reasoning import output_limit, setting_problems
 from ..store import judgements as table
@@ -165,13 +166,18 @@ class Judge:
     async def run(self, todo: list[Message], concurrency: int = 8, budget: float | None = None, spent: float = 0.0, on_row: Callable[[dict[str, Any]], None] | None = None) -> JudgeStats:
         """Code ``todo``, ``concurrency`` at a time, writing rows in groups (the response cache's
         new answers first). ``budget``: dollars this judge may spend in all (``spent`` so far):
-        no message is started once its estimate could pass it."""
+        no message is started once its estimate could pass it, with what is spent and what is
+        in flight (the runner's budget gate, :meth:`~agorabench.core.spending.Spending.gate`,
+        asked once per message; the message is then left to code, ``budget_stopped``)."""
         table.create(self.store.engine)
         stats = JudgeStats(cost=0.0)
         pending: list[dict[str, Any]] = []
         gate = asyncio.Semaphore(concurrency)
-        bound = float(output_limit(self.model.settings))
-        held = [spent]
+        hold = None
+        if budget is not None:
+            spending = Spending(Budget(money=budget), {self.entry.name: self.model}, {}, self.cache or NoCache())
+            spending.spent_before = (spent - self.model.cost, 0)  # spent() adds this model's calls
+            hold = spending.gate(self.model, self.entry)
 
         def flush() -> None:
             if self.cache is not None:
@@ -181,13 +187,13 @@ class Judge:
 
         async def one(msg: Message) -> None:
             async with gate:
-                if budget is not None:
-                    chars = sum(len(m["content"]) for m in request(self.taxonomy, msg.kind, msg.text))
-                    guess = (chars / 4 * self.entry.price_input + bound * self.entry.price_output) / 1e6
-                    if held[0] + guess > budget:
+                release = None
+                if hold is not None:
+                    try:
+                        release = hold(request(self.taxonomy, msg.kind, msg.text), self.model.settings)
+                    except BackendError:
                         stats.budget_stopped += 1
                         return
-                    held[0] += guess
                 try:
                     row = await self.code(msg)
                 except BackendError as exc:
@@ -195,8 +201,9 @@ class Judge:
                     if len(stats.errors) < 3:
                         stats.errors.append(f"{msg.id}: {exc}")
                     return
-                if budget is not None:
-                    held[0] += row["cost"] - guess
+                finally:
+                    if release is not None:
+                        release()
                 stats.coded += 1
                 stats.invalid += not row["valid"]
                 stats.cost += row["cost"]
