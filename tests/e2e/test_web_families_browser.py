@@ -11,7 +11,10 @@ and that the next speaker is a choice among the group's names. A study whose gam
 people (a group game) is played by as many participants at once, each in a browser of their own
 (the first in the module's browser, the others each in a thread with its own Playwright and
 chromium: Playwright's sync API is one instance per thread), so the group forms in the waiting
-room as it does for real people, and every member's journey gets the same checks."""
+room as it does for real people, and every member's journey gets the same checks. In a group game
+the language-model seats are played by the study's own ``group_fallback`` (a scripted strategy
+that sits beside them): the members' pages are the same ones, and the studies that seat one person
+keep their embedded model, so real model journeys stay covered here at a fraction of the cost."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from agorabench import families
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT
+from support.studies import toml_key, toml_value
 from support.web import CHROMIUM, CHROMIUM_ARGS, AppServer, browser, submit  # noqa: F401  (browser: fixture)
 
 SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
@@ -51,6 +55,20 @@ def _human_seats(data: dict[str, Any]) -> int:
     without a seat list): more than one makes it a group game."""
     people = {m["name"] for m in data.get("models", []) if m.get("spec") == "human"}
     return max((sum(1 for v in row.values() if v in people) for row in data.get("seats", [])), default=1) or 1
+
+
+def _model_seats_scripted(path: Path, data: dict[str, Any], tmp_path: Path) -> Path:
+    """A copy of the study at ``path`` whose language-model entries (neither human nor scripted)
+    play by the spec of its ``group_fallback`` (a model of the study, or a strategy spec), names
+    and display names kept; the copy's path."""
+    fallback = data["web"]["group_fallback"]
+    spec = next((m["spec"] for m in data["models"] if m["name"] == fallback), fallback)
+    assert spec.startswith("strategy/"), spec
+    models = [m if m["spec"] == "human" or m["spec"].startswith("strategy/") else {k: v for k, v in {"name": m["name"], "spec": spec, "display_name": m.get("display_name")}.items() if v} for m in data["models"]]
+    assert models != data["models"], "no language-model seat to script"
+    copy = tmp_path / path.name
+    copy.write_text("".join(f"{toml_key(k)} = {toml_value(v)}\n" for k, v in {**data, "models": models}.items()), encoding="utf-8")
+    return copy
 
 
 def _journey_in_own_browser(base: str, pid: str, web: dict[str, Any], out: dict[str, Any]) -> None:
@@ -188,9 +206,10 @@ def test_served_study_journey_in_words_meant_for_people(path, browser, tmp_path)
     members = _human_seats(data)  # a group game: every member at once, each in their own browser
     pids = [f"F{abs(hash(path.stem)) % 10**6}" + (f"M{i}" if members > 1 else "") for i in range(members)]
     others = [{} for _ in pids[1:]]
+    served = _model_seats_scripted(path, data, tmp_path) if members > 1 else path
     page = browser.new_page()
     try:
-        with AppServer(path, db) as server:
+        with AppServer(served, db) as server:
             threads = [threading.Thread(target=_journey_in_own_browser, args=(server.url, pid, web, out), daemon=True) for pid, out in zip(pids[1:], others)]
             for t in threads:
                 t.start()
