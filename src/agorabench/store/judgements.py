@@ -2,10 +2,11 @@
 
 One row per message, judge model, taxonomy and judge prompt: the judge's model name and
 backend identity, the prompt version (a SHA-256 of the judge's prompt template), the taxonomy's
-name and hash, the raw reply (its thoughts apart), the parsed labels (a JSON list) or ``valid = False`` with the
-reason, and what the call used. The table has its own metadata and is created by the first
-judge pass (:func:`create`), so that a study never judged, and every read-only report of it,
-finds nothing to read and nothing changed. A rerun codes only the messages without a row
+name and hash, the raw reply (its thoughts apart), the parsed labels (a JSON list) or
+``valid = False`` with the reason, and what the call used. The table has its own metadata (it
+shares store/schema.py's column helpers, not its metadata) and is created by the first judge
+pass (:func:`create`), so that a study never judged, and every read-only report of it, finds
+nothing to read and nothing changed. A rerun codes only the messages without a row
 (:func:`judged_ids`).
 """
 
@@ -16,12 +17,14 @@ from typing import Any, Iterable
 
 import sqlalchemy as sa
 
+from .schema import call_use_columns, study_column
+
 judge_metadata = sa.MetaData()
 
 judgements = sa.Table(
     "judgements",
     judge_metadata,
-    sa.Column("study", sa.String(200), nullable=False, index=True),
+    study_column(),
     sa.Column("message_id", sa.String(120), primary_key=True),  # GAME_ID:TURN:KIND
     sa.Column("judge", sa.String(200), primary_key=True),  # the judge model's name
     sa.Column("taxonomy_hash", sa.String(64), primary_key=True),
@@ -39,10 +42,7 @@ judgements = sa.Table(
     sa.Column("valid", sa.Boolean, nullable=False),
     sa.Column("error", sa.Text),
     sa.Column("retries", sa.Integer, default=0),
-    sa.Column("prompt_tokens", sa.Integer, default=0),
-    sa.Column("completion_tokens", sa.Integer, default=0),
-    sa.Column("cost", sa.Float, default=0.0),
-    sa.Column("cached", sa.Boolean, default=False),
+    *call_use_columns(),
     sa.Column("created", sa.Float, nullable=False),
 )
 

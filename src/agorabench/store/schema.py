@@ -12,6 +12,29 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 # ------------------------------------------------------------------------------------------
+# Columns several tables hold (here and in tables kept apart: store/judgements.py); each call
+# makes new columns, since a column belongs to one table.
+
+
+def study_column() -> sa.Column:
+    """The study a row belongs to (indexed: rows are read by study)."""
+    return sa.Column("study", sa.String(200), index=True, nullable=False)
+
+
+def call_use_columns(latency: bool = False) -> list[sa.Column]:
+    """What a row's model calls used: prompt and completion tokens, dollars, (``latency``: the
+    seconds they took,) and whether the response cache answered them."""
+    timed = [sa.Column("latency", sa.Float, default=0.0)] if latency else []
+    return [
+        sa.Column("prompt_tokens", sa.Integer, default=0),
+        sa.Column("completion_tokens", sa.Integer, default=0),
+        sa.Column("cost", sa.Float, default=0.0),
+        *timed,
+        sa.Column("cached", sa.Boolean, default=False),
+    ]
+
+
+# ------------------------------------------------------------------------------------------
 # The store's tables
 
 metadata = sa.MetaData()
@@ -29,7 +52,7 @@ games = sa.Table(
     "games",
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("study", sa.String(200), index=True, nullable=False),
+    study_column(),
     sa.Column("game", sa.String(100), nullable=False),
     sa.Column("config", sa.JSON, nullable=False),
     sa.Column("seats", sa.JSON, nullable=False),  # role -> model name
@@ -62,11 +85,7 @@ turns = sa.Table(
     sa.Column("valid", sa.Boolean, nullable=False),
     sa.Column("retries", sa.Integer, default=0),
     sa.Column("error", sa.Text),
-    sa.Column("prompt_tokens", sa.Integer, default=0),
-    sa.Column("completion_tokens", sa.Integer, default=0),
-    sa.Column("cost", sa.Float, default=0.0),
-    sa.Column("latency", sa.Float, default=0.0),
-    sa.Column("cached", sa.Boolean, default=False),
+    *call_use_columns(latency=True),
     sa.Column("metrics", sa.JSON(none_as_null=True)),
     # SQLite keeps the rows in key order, without a separate key index (about a fifth less space)
     sqlite_with_rowid=False,
@@ -173,7 +192,7 @@ batches = sa.Table(
     metadata,
     sa.Column("provider", sa.String(40), primary_key=True),
     sa.Column("batch_id", sa.String(200), primary_key=True),
-    sa.Column("study", sa.String(200), index=True, nullable=False),
+    study_column(),
     sa.Column("identity", sa.String(300), nullable=False),  # the model's backend identity
     sa.Column("round", sa.Integer, nullable=False, default=0),
     sa.Column("status", sa.String(40), nullable=False),  # the provider's word, last seen
@@ -197,7 +216,7 @@ participants = sa.Table(
     "web_participants",
     web_metadata,
     sa.Column("token", sa.String(64), primary_key=True),
-    sa.Column("study", sa.String(200), index=True, nullable=False),
+    study_column(),
     sa.Column("participant", sa.String(200), nullable=False),
     sa.Column("pid_hash", sa.String(32), nullable=False),
     sa.Column("source", sa.String(20), nullable=False),  # prolific | mturk | link
