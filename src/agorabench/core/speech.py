@@ -63,6 +63,14 @@ def unmark(text: str) -> str:
     return _MARKS.sub("", text)
 
 
+def format_part(text: str) -> str:
+    """The answer-format part of a template's text: from its format mark to the end, the mark
+    kept (empty without one, e.g. a person's wording). A game passes it as a prompt's
+    ``instructions`` when the rest of the text is the question (the table takes the mark out)."""
+    at = text.find(FORMAT_MARK)
+    return text[at:] if at >= 0 else ""
+
+
 def split_marks(text: str, kind: str, fmt: str = "format", speech: str = "speech") -> list[tuple[str, str]]:
     """``text`` as (kind, text) parts without its marks: ``kind`` outside them, ``fmt`` from the
     first format mark on, ``speech`` between speech marks (inside the format part too). Joined,

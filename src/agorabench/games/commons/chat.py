@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...core.speech import format_part
 from ...core.table import Prompt, Table
 from .actions import Limit, person_remark, Remark, Utterance
 from .election import leading_speaker, persona_lines
@@ -131,7 +132,7 @@ async def summarise(game: Commons, table: Table, roles: list[str], month: int, s
     retrieved = game.config.recalls
     if game.config.summariser_memory == "month" or retrieved:
         table.forget_before("manager", table.mark("manager"))
-    answer = await table.ask("manager", Prompt(text, obs, phase="summary"), Limit, Limit(limit=0))
+    answer = await table.ask("manager", Prompt(text, obs, phase="summary", instructions=format_part(text)), Limit, Limit(limit=0))
     table.note_metrics("manager", {"month": month})
     limit = answer.limit if answer is not None and answer.limit > 0 else None
     if limit is not None and not retrieved:  # retrieved: a memory, written after the notes

@@ -40,6 +40,7 @@ from pydantic import Field, field_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
+from ...core.speech import format_part
 from ...core.table import Prompt, Table
 from . import PROMPTS
 
@@ -168,7 +169,7 @@ class PointAllocation(Game):
         current: Choice | None = None
         turns: list[dict[str, Any]] = []
         for number, (phase, text) in enumerate(texts, start=1):
-            prompt = Prompt(text, self.observation(number, current.choice if current else None), phase=phase)
+            prompt = Prompt(text, self.observation(number, current.choice if current else None), phase=phase, instructions=format_part(text))
             answer = await table.ask("focal", prompt, PersonChoice if "focal" in self.people else Choice, fallback=current)
             valid = table.last_valid("focal")
             current = answer

@@ -190,7 +190,7 @@ class Workplace(Game):
                 "peer": peer,
                 "previous": [dict(r) for r in records],
             }
-            prompt = Prompt(f"{story}\n\n{instructions}", observation, phase=scene.key)
+            prompt = Prompt(f"{story}\n\n{instructions}", observation, phase=scene.key, instructions=instructions)  # the task: what to do now and how to answer
             answer = await table.ask("subject", prompt, person_ratings(peer) if "subject" in self.people else Ratings, fallback=None)
             valid = table.last_valid("subject") and answer is not None
             record: dict[str, Any] = {"scene_no": number, "scene": scene.key, "valid": valid}

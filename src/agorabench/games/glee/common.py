@@ -14,6 +14,7 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
+from ...core.speech import format_part
 from ...core.table import Prompt, Table
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -192,7 +193,7 @@ class AlternatingOffers(Game):
             proposer = ALICE if t % 2 == 1 else BOB
             responder = other(proposer)
             text = self.text(proposer).render("offer", format=kind.format_instructions(), **self._values(proposer, t))
-            offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer"), kind, fallback=None)
+            offer = await table.ask(proposer, Prompt(text, self.observation(proposer, t, "offer", None, history), "offer", instructions=format_part(text)), kind, fallback=None)
             if offer is None:
                 history.append({"round": t, "proposer": proposer, "valid": False, "decision": None, "accepted": False})
                 table.tell(proposer, self.text(proposer).render("forfeit", **self._values(proposer, t)))
@@ -201,7 +202,7 @@ class AlternatingOffers(Game):
             terms = self.offer_terms(offer)
             message = getattr(offer, "message", "") if c.messages else ""
             text = self.text(responder).render("respond", message=message, **self.respond_values(offer), **self._values(responder, t))
-            prompt = Prompt(text, self.observation(responder, t, "respond", terms, history), "respond")
+            prompt = Prompt(text, self.observation(responder, t, "respond", terms, history), "respond", instructions=format_part(text))
             answer = await table.ask(responder, prompt, decision_kind, fallback=decision_kind(decision="reject"))
             history.append({"round": t, "proposer": proposer, "valid": True, **terms, "message": message, "decision": answer.decision, "accepted": answer.decision == "accept"})
             outcome = self.settle(history, t, offer, answer.decision, responder)

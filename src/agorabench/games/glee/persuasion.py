@@ -39,6 +39,7 @@ from pydantic import Field
 
 from ...core.actions import Action
 from ...core.game import Game, GameConfig
+from ...core.speech import format_part
 from ...core.table import Prompt, Table
 from .common import ALICE, BOB, GleeConfig, Horizon, horizon_known, JsonForm, MAX_ROUNDS, money, NAMES, PROMPTS, ROLES, rounds_to_play, YesNo
 
@@ -180,14 +181,14 @@ class Persuasion(Game):
         for t in range(1, rounds_to_play(c.horizon, c.infinite_rounds) + 1):
             quality = self.nature(table, t)
             text = self.text(ALICE).render("signal", quality=quality, format=kind.format_instructions(), **self._values(ALICE, t, history))
-            signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal"), kind, fallback=no_signal)
+            signal = await table.ask(ALICE, Prompt(text, self.observation(ALICE, t, "signal", history, quality=quality), "signal", instructions=format_part(text)), kind, fallback=no_signal)
             signal_valid = table.last_valid(ALICE)
             table.note_metrics(ALICE, {"high_quality": float(quality == "high")})
             message = "" if signal is None else (signal.decision if isinstance(signal, YesNo) else signal.message)
             if c.myopic and t > 1:
                 table.restart(BOB, self.text(BOB).render("system_buyer", **self._values(BOB, t, history)))
             text = self.text(BOB).render("buy", message=message, format=buy_kind.format_instructions(), **self._values(BOB, t, history))
-            answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy"), buy_kind, fallback=buy_kind(decision="no"))
+            answer = await table.ask(BOB, Prompt(text, self.observation(BOB, t, "buy", history, message=message), "buy", instructions=format_part(text)), buy_kind, fallback=buy_kind(decision="no"))
             bought = answer.decision == "yes"
             table.note_metrics(BOB, {"high_quality": float(quality == "high")})
             reply = getattr(answer, "message", "") if c.buyer_messages else ""
