@@ -4,7 +4,8 @@
 Run as ``python tests/support/fake_openai.py PORT [options]``. Its answer is a deterministic function of
 the request's messages, so tests know what a study must produce. Faults:
 
-- ``--latency S``: every answer waits S seconds;
+- ``--latency S``: every answer waits S seconds; ``--latency-file PATH``: once PATH exists, the
+  seconds written in it replace S (a test outside the server's network slows a run, then ends it fast);
 - ``--big-body gzip|endless|length``: chat answers too large to hold (a gzip bomb of 384 MiB, a
   chunked body without end, a Content-Length of 1 GiB);
 - ``--rate-limit N``: answers 429 with ``Retry-After: 0.2`` to every Nth request (N > 0);
@@ -138,8 +139,15 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         state["in_flight"] += 1
         state["peak"] = max(state["peak"], state["in_flight"])
         try:
-            if opts.latency:
-                await asyncio.sleep(opts.latency)
+            latency = opts.latency
+            if opts.latency_file:
+                try:
+                    with open(opts.latency_file) as f:
+                        latency = float(f.read())
+                except (OSError, ValueError):
+                    pass
+            if latency:
+                await asyncio.sleep(latency)
             return await coro
         finally:
             state["in_flight"] -= 1
@@ -287,6 +295,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("port", type=int)
     p.add_argument("--latency", type=float, default=0.0)
+    p.add_argument("--latency-file", help="a file whose number, once it exists, replaces --latency")
     p.add_argument("--rate-limit", type=int, default=0)
     p.add_argument("--big-body", choices=["gzip", "endless", "length"], help="chat answers no client should hold whole")
     p.add_argument("--retry-after", default="0.2", help="the Retry-After header of --rate-limit's 429s (any text: nan, -5, 1e308)")
