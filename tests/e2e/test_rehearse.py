@@ -7,7 +7,13 @@ one line and exits with status 1."""
 from __future__ import annotations
 
 import csv
+import io
 import re
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,13 +60,97 @@ def rows(db) -> list[dict]:
         store.dispose()
 
 
+class _ThreadOutput(io.TextIOBase):
+    """``sys.stdout`` or ``sys.stderr`` while rehearsals run side by side: what a rehearsal's
+    thread prints goes to that thread's own buffer, anything else to the stream it stands for."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.local = stream, threading.local()
+
+    def write(self, text: str) -> int:
+        return (getattr(self.local, "buf", None) or self.stream).write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+#: Rehearsals run at once: a rehearsal mostly waits (on its slow participant and on its leaver's
+#: idle timeout), a few side by side keep a core busy at most.
+SIDE_BY_SIDE = 4
+
+
+@pytest.fixture(scope="module")
+def rehearsals(request, tmp_path_factory) -> dict[str, Any]:
+    """The rehearsals this run's tests of the module read, :data:`SIDE_BY_SIDE` at a time, each in
+    a thread: each selected served study's (``agora serve STUDY --rehearse 4`` in this process,
+    its printed lines kept apart from the others'), by the study's name: (exit status, stdout,
+    stderr, its database, the live database's modification time before); the group study's
+    (``web_pair``: the same, less the live time) and the broken study's (``web_broken``: the real
+    command in a subprocess, and its database); or the exception one raised."""
+    from agorabench.cli import main
+
+    tests = {item.originalname: item for item in request.session.items if item.module is request.module}
+    out, err = _ThreadOutput(sys.stdout), _ThreadOutput(sys.stderr)
+
+    def in_process(*args: str) -> tuple[int, str, str]:
+        out.local.buf, err.local.buf = io.StringIO(), io.StringIO()
+        rc = main(list(args))
+        return rc, out.local.buf.getvalue(), err.local.buf.getvalue()
+
+    def served(path: Path) -> tuple:
+        live = ROOT / "runs" / f"{path.stem}.db"
+        live_before = live.stat().st_mtime_ns if live.exists() else None
+        db = tmp_path_factory.mktemp(path.stem) / "rehearsal.db"
+        return (*in_process("serve", str(path), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3"), db, live_before)
+
+    def pair() -> tuple:
+        folder = tmp_path_factory.mktemp("web_pair")
+        db = folder / "pair.db"
+        return (*in_process("serve", str(_pair_study(folder)), "--rehearse", "5", "--db", str(db), "--rehearse-idle", "3"), db)
+
+    def broken() -> tuple:
+        folder = tmp_path_factory.mktemp("web_broken")
+        db = folder / "r.db"
+        return run_agora("serve", str(_broken_study(folder)), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3", timeout=300), db  # the real command
+
+    jobs: dict[str, Any] = {}
+    if "test_protocol_errors_are_named_and_fail" in tests:
+        jobs["web_broken"] = broken
+    if "test_group_games_wait_in_the_waiting_room" in tests:
+        jobs["web_pair"] = pair
+    for item in request.session.items:
+        if item.module is request.module and item.originalname == "test_every_served_study_rehearses":
+            path = item.callspec.params["path"]
+            jobs[path.stem] = lambda path=path: served(path)
+
+    def run(job) -> Any:
+        try:
+            return job()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test that reads it
+            return exc
+
+    sys.stdout, sys.stderr = out, err
+    try:
+        with ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+            done = dict(zip(jobs, pool.map(run, jobs.values())))
+    finally:
+        sys.stdout, sys.stderr = out.stream, err.stream
+    return done
+
+
+def _result(rehearsals: dict[str, Any], name: str) -> Any:
+    found = rehearsals[name]
+    if isinstance(found, BaseException):
+        raise found
+    return found
+
+
 @pytest.mark.parametrize("path", SERVED, ids=[p.stem for p in SERVED])
-def test_every_served_study_rehearses(path, tmp_path, capsys):
+def test_every_served_study_rehearses(path, rehearsals):
     assert SERVED, "no studies/web_*.toml"
+    rc, out, err, db, live_before = _result(rehearsals, path.stem)
     live = ROOT / "runs" / f"{path.stem}.db"
-    live_before = live.stat().st_mtime_ns if live.exists() else None
-    db = tmp_path / "rehearsal.db"
-    rc, out, err = agora(capsys, "serve", str(path), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3")
+    tmp_path = db.parent
     assert rc == 0, out + err
     assert f"database: {db}" in out
     g = games_line(out)
@@ -100,12 +190,16 @@ BROKEN_WEB = {
 }
 
 
-def test_protocol_errors_are_named_and_fail(tmp_path):
-    study = tmp_path / "web_broken.toml"
-    # Alice against a Bob who rejects every offer: three rounds, so a leaver leaves mid-game
+def _broken_study(folder: Path) -> Path:
+    """Alice against a Bob who rejects every offer, three rounds (so a leaver leaves mid-game),
+    with :data:`BROKEN_WEB`'s protocol errors."""
+    study = folder / "web_broken.toml"
     study.write_text(study_text("web_broken", "glee.bargaining", [{"alice": "participant", "bob": "opponent"}], {"money": 100, "horizon": 3}, [{"name": "opponent", "spec": "strategy/always-reject"}], BROKEN_WEB))
-    db = tmp_path / "r.db"
-    r = run_agora("serve", str(study), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3", timeout=300)  # the real command
+    return study
+
+
+def test_protocol_errors_are_named_and_fail(rehearsals):
+    r, db = _result(rehearsals, "web_broken")  # `agora serve web_broken.toml --rehearse 4`, the real command
     out = r.stdout
     assert r.returncode == 1, out + r.stderr
     problems = [line for line in out.splitlines() if line.startswith("protocol error: ")]
@@ -145,15 +239,20 @@ def test_rehearsal_never_uses_a_live_database(tmp_path, capsys):
     one_line_error(rc, err, "idle timeout")
 
 
-def test_group_games_wait_in_the_waiting_room(tmp_path, capsys):
-    """Pairs of participants in one bargaining game: the driver waits in the waiting room until
-    its partner comes; the fifth participant's group stays incomplete and starts after
-    ``group_wait`` (shortened for the rehearsal) with the fallback in the empty seat."""
+def _pair_study(folder: Path) -> Path:
+    """Pairs of participants in one bargaining game, the ``spe`` strategy their fallback."""
     web = {"group_fallback": "spe", "bonus": {"alice": "0.01 * alice_gain", "bob": "0.01 * bob_gain"}, "attention_checks": []}
-    study = tmp_path / "web_pair.toml"
+    study = folder / "web_pair.toml"
     study.write_text(study_text("web_pair", "glee.bargaining", [{"alice": "participant", "bob": "participant"}], {"money": 100, "horizon": 3}, [{"name": "spe", "spec": "strategy/spe"}], web))
-    db = tmp_path / "pair.db"
-    rc, out, err = agora(capsys, "serve", str(study), "--rehearse", "5", "--db", str(db), "--rehearse-idle", "3")
+    return study
+
+
+def test_group_games_wait_in_the_waiting_room(rehearsals):
+    """Pairs of participants in one bargaining game (``agora serve web_pair.toml --rehearse 5``):
+    the driver waits in the waiting room until its partner comes; the fifth participant's group
+    stays incomplete and starts after ``group_wait`` (shortened for the rehearsal) with the
+    fallback in the empty seat."""
+    rc, out, err, db = _result(rehearsals, "web_pair")
     assert rc == 0, out + err
     assert re.search(r"^  waiting room +\d+ ", out, re.M), out
     assert "group_wait 6 s (study: 300 s)" in out
