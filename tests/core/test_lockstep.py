@@ -266,7 +266,7 @@ def stored(db) -> tuple[list, list]:
 def batch_runner(study, db, service: BatchService, **kw) -> Runner:
     store = Store(db)
     runner = Runner(study, store, concurrency=2, cache=SQLCache(store), progress=False, probe=False, batch=kw.pop("batch", True), **kw)
-    runner.open_batch_client = lambda entry: service.client(provider="openai")
+    runner.seating.open_batch_client = lambda entry: service.client(provider="openai")
     return runner
 
 
@@ -297,9 +297,9 @@ def test_a_study_stores_the_same_games_live_and_in_batches(kind, tmp_path, write
     assert runner.models["remote"].calls == sum(len(b.items) for b in service.batches.values()) == requests
     sizes = [len(b.items) for b in service.batches.values()]
     if kind == "bargaining":  # two decisions of Alice, each asked again once: four rounds, every game in each
-        assert runner.lockstep.round == 4 and sizes == [4, 4, 4, 4]
+        assert runner.seating.lockstep.round == 4 and sizes == [4, 4, 4, 4]
     else:  # 16 games: 8 with the model as the focal player (three decisions each), 8 as the passive peer
-        assert live.total == 16 and runner.lockstep.round == 3 and sizes == [8, 8, 8]
+        assert live.total == 16 and runner.seating.lockstep.round == 3 and sizes == [8, 8, 8]
 
 
 def test_a_stopped_run_follows_its_open_batch_and_never_submits_it_again(tmp_path, write_study):
@@ -330,7 +330,7 @@ def test_a_stopped_run_follows_its_open_batch_and_never_submits_it_again(tmp_pat
     assert stats.done == 4 and stats.errors == 0
     assert service.asked[row.items[0]] == 1 and all(service.asked[k] == 1 for k in row.items)  # never asked twice
     assert service.submissions == 4  # the followed batch and the three rounds after it
-    assert again.lockstep.summary()["followed"] == 1 and again.lockstep.summary()["batches"] == 3
+    assert again.seating.lockstep.summary()["followed"] == 1 and again.seating.lockstep.summary()["batches"] == 3
     store = Store(db)
     assert all(r.done for r in study_batches(store, "batched_glee"))
     store.dispose()
@@ -346,10 +346,10 @@ def test_an_expired_item_is_asked_again_in_the_next_round(tmp_path, write_study)
     stats = run(runner)
     assert stats.done == 4 and stats.errors == 0
     (key,) = service.expire
-    assert service.asked[key] == 2 and runner.lockstep.summary()["retried"] == 1
+    assert service.asked[key] == 2 and runner.seating.lockstep.summary()["retried"] == 1
     batches = list(service.batches.values())
     assert [len(b.items) for b in batches[:2]] == [4, 4] and key in [i.custom_id for i in batches[1].items]  # asked with round 2's items
-    assert runner.lockstep.round == 5 and len(batches[-1].items) == 1  # its game is one round behind the others
+    assert runner.seating.lockstep.round == 5 and len(batches[-1].items) == 1  # its game is one round behind the others
 
 
 def test_a_batch_that_fails_whole_ends_its_games_with_the_providers_words(tmp_path, write_study):
@@ -373,7 +373,7 @@ def test_an_item_refused_for_good_ends_only_its_game(tmp_path, write_study):
     stats = run(runner)
     assert stats.errors == 2 and stats.done == 2
     assert all("errored: Invalid value for 'max_tokens': too large." in m for m in stats.error_messages)
-    assert runner.lockstep.summary()["failed"] == 2
+    assert runner.seating.lockstep.summary()["failed"] == 2
 
 
 def test_a_refused_submission_fails_its_calls_and_a_refused_key_stops_the_model(tmp_path, write_study):
@@ -391,7 +391,7 @@ def test_progress_shows_the_round_and_each_open_batch(tmp_path, write_study):
     out = io.StringIO()
     store = Store(tmp_path / "b.db")
     runner = Runner(study, store, concurrency=2, cache=SQLCache(store), progress=ProgressView(stream=out, rich=False, plain_interval=0.005, width=400), probe=False, batch=True)
-    runner.open_batch_client = lambda entry: service.client()
+    runner.seating.open_batch_client = lambda entry: service.client()
     asyncio.run(runner.run())
     store.dispose()
     text = out.getvalue()
@@ -409,17 +409,17 @@ def test_batch_mode_asks_for_a_batch_api_and_the_response_cache(tmp_path, write_
     assert "model 'remote' (batch = true)" in str(err.value) and "deepseek has no batch API" in str(err.value) and "\n" not in str(err.value)
     flag = Runner(load_study(write_study(text, "b.toml")), store, progress=False, probe=False, batch=True)
     flag.check_models()
-    assert flag.lockstep is None and any("model 'remote' plays live (--batch): only OpenAI's, Anthropic's and Gemini's own APIs take batches" in n for n in flag.notes)
+    assert flag.seating.lockstep is None and any("model 'remote' plays live (--batch): only OpenAI's, Anthropic's and Gemini's own APIs take batches" in n for n in flag.notes)
     # --batch takes a provider's own API, not a server named by its URL, which batch = true may name
     url_named = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1"), "u.toml")), store, progress=False, probe=False, batch=True)
     url_named.check_models()
-    assert url_named.lockstep is None and any("the server at http://127.0.0.1:9/v1 may have no batch API" in n for n in url_named.notes)
+    assert url_named.seating.lockstep is None and any("the server at http://127.0.0.1:9/v1 may have no batch API" in n for n in url_named.notes)
     own = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1").replace('base_url = "http://127.0.0.1:9/v1"\n', ""), "o.toml")), store, progress=False, probe=False, batch=True)
-    own.open_batch_client = lambda entry: BatchService().client()
+    own.seating.open_batch_client = lambda entry: BatchService().client()
     own.check_models()
-    assert own.lockstep is not None and own.models["remote"].batcher is not None and not own.notes
+    assert own.seating.lockstep is not None and own.models["remote"].batcher is not None and not own.notes
     no_cache = Runner(load_study(write_study(bargaining("http://127.0.0.1:9/v1", batch=True), "c.toml")), store, cache=NoCache(), progress=False, probe=False, batch=True)
-    no_cache.open_batch_client = lambda entry: BatchService().client()
+    no_cache.seating.open_batch_client = lambda entry: BatchService().client()
     no_cache.check_models()  # a check of the models alone passes (the process executor's driver makes one)
     with pytest.raises(StudyError, match="model 'remote': batch mode keeps each batch's answers in the response cache; leave out --no-cache"):
         asyncio.run(no_cache.run())

@@ -147,7 +147,7 @@ def test_a_run_stopped_with_its_batch_open_resumes_it_without_paying_again(serve
     # the open batch was followed, not sent again: one more batch (round 2), eight requests in all
     assert grew(url, before, "batches_created") == 2
     bodies = batch_stats(url, bodies=True)["batch_bodies"][-8:]
-    assert len({str(b) for b in bodies}) == 8 and second.lockstep.summary()["followed"] == 1
+    assert len({str(b) for b in bodies}) == 8 and second.seating.lockstep.summary()["followed"] == 1
     store = Store(db)
     assert all(r.done for r in study_batches(store, "batch_glee"))
     store.dispose()
@@ -177,15 +177,15 @@ def test_an_expired_request_is_asked_again_in_the_next_round(servers, tmp_path, 
         c.submit = first_item_expires
         return c
 
-    runner.open_batch_client = client
+    runner.seating.open_batch_client = client
     stats = asyncio.run(runner.run())
     runner.store.dispose()
     assert (stats.done, stats.errors) == (4, 0)
-    summary = runner.lockstep.summary()
+    summary = runner.seating.lockstep.summary()
     assert summary["retried"] == 1 and summary["items"] == 9
     bodies = [str(b) for b in batch_stats(url, bodies=True)["batch_bodies"][-9:]]
     assert bodies[4:8].count(bodies[0]) == 1  # the expired request rode with round 2's
-    assert grew(url, before, "batches_created") == 3 and runner.lockstep.round == 3  # its game one round behind
+    assert grew(url, before, "batches_created") == 3 and runner.seating.lockstep.round == 3  # its game one round behind
 
 
 def test_a_batch_that_fails_whole_is_said_in_one_line(servers, tmp_path, write_study, capsys):

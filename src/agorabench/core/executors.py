@@ -169,7 +169,7 @@ def play_share(study_path: str, models: list[str] | None, db: str, share: int, s
     runner = Runner(study, store, concurrency=concurrency, cache=cache, progress=False, probe=probe, select=Share(share, shares))
     try:
         if tag:
-            runner.owner = claim_owner(tag)
+            runner.seating.owner = claim_owner(tag)
             store.release_tag(tag)
         stats = run_loop(runner.run())
     finally:

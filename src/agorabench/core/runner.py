@@ -100,12 +100,6 @@ class RunStats:
         return time.perf_counter() - self.started
 
 
-def _seating_attr(name: str, doc: str) -> Any:
-    """An attribute of the runner's :class:`~agorabench.core.seating.Seating`, read and set
-    through the runner (as the web app, the executors and tests do)."""
-    return property(lambda self: getattr(self.seating, name), lambda self, value: setattr(self.seating, name, value), doc=doc)
-
-
 class Runner:
     def __init__(
         self,
@@ -148,12 +142,6 @@ class Runner:
         self.failure: StoreError | None = None
         self.writer = GameWriter(store, before_commit=self.cache.flush if isinstance(self.cache, BufferedCache) else None)  # group commit of finished games
         self._live: dict[str, Table] = {}  # tables of the games in flight (their turns count as progress)
-
-    # players (core/seating.py) ----------------------------------------------
-    owner = _seating_attr("owner", "This process's name on its claims (an executor's share sets its own).")
-    outage_final = _seating_attr("outage_final", "Whether a long outage of a server ends its calls for good (``agora serve``: False).")
-    open_batch_client = _seating_attr("open_batch_client", "Makes a batch model's client (None: the provider's own).")
-    lockstep = _seating_attr("lockstep", "The coordinator of the batch models' rounds (None until the first one is built).")
 
     @property
     def budget(self) -> Budget | None:
@@ -231,10 +219,13 @@ class Runner:
         value = getattr(config, name)
         return value if isinstance(value, str) else None
 
-    async def play_one(self, spec: GameSpec, seated: dict[str, Player] | None = None, entries: dict[str, ModelEntry] | None = None) -> str:
+    async def play_one(self, spec: GameSpec, seated: dict[str, Player] | None = None, entries: dict[str, ModelEntry] | None = None, stored_as: Callable[[str], str] | None = None) -> str:
         """Play and store one game; returns its status. ``seated`` gives players for some roles
         (a person through the web app) and ``entries`` the model entries by role when
-        ``spec.seats`` names something other than the study's models (``human:<hash>``)."""
+        ``spec.seats`` names something other than the study's models (``human:<hash>``).
+        ``stored_as``: the status stored for the one played, in the game's one write (the web
+        app stores a finished game whose person left as ``abandoned``); the run counts, and
+        this returns, the played status."""
         game_cls = self.study.game_class(spec.game)
         prompts = self.prompts_for(game_cls)
         config = game_cls.Config(**spec.config)
@@ -265,8 +256,8 @@ class Runner:
         started = time.time()
         status, outcome, metrics, error = "done", None, None, None
         self._live[spec.id] = table
-        if self.lockstep is not None:  # batch rounds wait for this game's calls (a person's game calls live)
-            self.lockstep.started(spec.id, batched=not seated)
+        if self.seating.lockstep is not None:  # batch rounds wait for this game's calls (a person's game calls live)
+            self.seating.lockstep.started(spec.id, batched=not seated)
         try:
             outcome = await game.play(table)
             metrics = game.metrics(outcome)
@@ -279,8 +270,8 @@ class Runner:
         except Exception as exc:  # a bug in a game or strategy must not end the study
             status, error = "error", redact(f"{type(exc).__name__}: {exc}")
         finally:
-            if self.lockstep is not None:
-                self.lockstep.ended(spec.id)
+            if self.seating.lockstep is not None:
+                self.seating.lockstep.ended(spec.id)
         self.writer.save_game(
             id=spec.id,
             study=self.study.name,
@@ -291,7 +282,7 @@ class Runner:
             seed=spec.seed,
             prompt_version=prompts.version,
             prompt_hash=prompts.digest,
-            status=status,
+            status=stored_as(status) if stored_as is not None else status,
             outcome=outcome,
             metrics=metrics,
             error=error,
@@ -373,9 +364,9 @@ class Runner:
 
         claimed: collections.deque[GameSpec] = collections.deque()
         width = min(self.concurrency, max(1, n_todo))
-        if self.lockstep is not None:  # batch mode: every claimed game in flight, up to a batch's size
-            self.lockstep.resume()  # the batches an earlier run left open are followed first
-            width = self.concurrency = max(self.concurrency, min(max(1, n_todo), self.lockstep.max_requests or 1))
+        if self.seating.lockstep is not None:  # batch mode: every claimed game in flight, up to a batch's size
+            self.seating.lockstep.resume()  # the batches an earlier run left open are followed first
+            width = self.concurrency = max(self.concurrency, min(max(1, n_todo), self.seating.lockstep.max_requests or 1))
         self._game_ended = asyncio.Event()  # set (and replaced) each time a game of this run ends
 
         spending = self.spending
@@ -425,7 +416,7 @@ class Runner:
                 self.failure = self.failure or exc
         finally:
             try:  # also when stopped (Ctrl-C, SIGTERM): the games not played are free at once
-                self.store.release_all(self.owner)
+                self.store.release_all(self.seating.owner)
             except Exception:  # the claims expire by themselves
                 pass
             beat.cancel()
@@ -467,9 +458,9 @@ class Runner:
                 return
             ids = [s.id for s in batch]
             try:
-                mine = self.store.claim_many(ids, self.study.name, self.owner, self.claim_ttl)
+                mine = self.store.claim_many(ids, self.study.name, self.seating.owner, self.claim_ttl)
                 done = self.store.done_among([i for i in ids if i in mine]) - self.replay
-                self.store.release_many(sorted(done), self.owner)
+                self.store.release_many(sorted(done), self.seating.owner)
             except StoreError:
                 raise
             except Exception as exc:
@@ -483,7 +474,7 @@ class Runner:
         while True:
             await asyncio.sleep(self.claim_ttl / 4)
             try:
-                self.store.heartbeat(self.owner)
+                self.store.heartbeat(self.seating.owner)
             except Exception:  # a busy or full database: the next beat tries again
                 pass
 
@@ -501,7 +492,7 @@ class Runner:
     # progress --------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         """What the run used, its notes, warnings, budget and batches (:meth:`.Spending.summary`)."""
-        return self.spending.summary(self.notes, self.lockstep)
+        return self.spending.summary(self.notes, self.seating.lockstep)
 
     def snapshot(self, todo: int) -> Snapshot:
         """The progress so far (see :mod:`agorabench.core.progress`)."""
@@ -528,7 +519,7 @@ class Runner:
             rate_limited=info["rate_limited"],
             in_flight_limit=" ".join(f"{lim.current}/{lim.maximum}" for lim in adaptive),
             reasoning=reasoning_line(self.models),
-            batches=self.lockstep.progress() if self.lockstep is not None else "",
+            batches=self.seating.lockstep.progress() if self.seating.lockstep is not None else "",
         )
 
     async def _report_progress(self, view: ProgressView, todo: int) -> None:

@@ -272,7 +272,7 @@ class Manager:
         self.runner = runner or Runner(study, store, progress=False)
         # a served study has no next run to play its failed games again: a server that stops
         # answering makes its calls wait (a test call now and then) instead of failing them
-        self.runner.outage_final = False
+        self.runner.seating.outage_final = False
         #: The participants' rows (tables ``web_participants`` and ``web_turns``).
         self.rows = Participants(store)
         self.rows.create_tables()
@@ -625,15 +625,17 @@ class Manager:
             seated: dict[str, Player] = {r: GroupSeat(lv, lambda: self.runner._player(fallback, spec)) for r, lv in lives.items()}
         else:
             seated = {r: Human(Seat(lv)) for r, lv in lives.items()}
+
+        def stored_as(status: str) -> str:  # someone left: not a clean observation (stored so in the game's one write)
+            return "abandoned" if status == "done" and any(lv.abandoned for lv in lives.values()) else status
+
         try:
-            status = await self.runner.play_one(spec, seated=seated, entries=entries)
+            status = await self.runner.play_one(spec, seated=seated, entries=entries, stored_as=stored_as)
         except StudyError:  # e.g. an unknown strategy: the study file's problem, shown on the dashboard
             status = "error"
         except Exception as exc:  # e.g. the store failed: the person must not wait for ever
             print(f"agora serve: game {spec.id} stopped: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
             status = "error"
-        if status == "done" and any(lv.abandoned for lv in lives.values()):
-            self.store.set_status(spec.id, "abandoned")  # someone left: not a clean observation
         game = self.store.game(spec.id)
         for live in lives.values():
             own = "abandoned" if live.abandoned and status == "done" else status
