@@ -11,6 +11,7 @@ import pytest
 from agorabench import families
 from agorabench.cli import main
 from agorabench.conformance import CHECKS, RandomPlayer, play, run
+from support.toy_games import plant_family
 
 CASES = [(game, check) for game in families.game_names() for check in CHECKS]
 
@@ -40,15 +41,14 @@ def test_conformance_of_every_registered_game(game, check, suite_of):
 
 @pytest.fixture
 def planted(monkeypatch):
-    real = families.families()
-    coin = families.Family(
-        name="coin",
-        description="a planted test family",
-        games={"coin.fair": "support.toy_games:Coin", "coin.global": "support.toy_games:GlobalCoin", "coin.set": "support.toy_games:SetCoin", "coin.edge": "support.toy_games:Coin", "coin.told": "support.toy_games:ToldCoin", "coin.lying": "support.toy_games:LyingCoin", "coin.marked": "support.toy_games:MarkedCoin", "coin.leaky": "support.toy_games:LeakyCoin"},
-        strategies={"coin.fair": "support.toy_games:GOOD", "coin.global": "support.toy_games:GOOD", "coin.set": "support.toy_games:GOOD", "coin.edge": "support.toy_games:BAD", "coin.told": "support.toy_games:GOOD", "coin.lying": "support.toy_games:GOOD", "coin.marked": "support.toy_games:GOOD", "coin.leaky": "support.toy_games:GOOD"},
-        package="tests",
+    # coin.edge: the fair coin under another name, with a strategy whose answer the rules reject
+    games = {"fair": "Coin", "global": "GlobalCoin", "set": "SetCoin", "edge": "Coin", "told": "ToldCoin", "lying": "LyingCoin", "marked": "MarkedCoin", "leaky": "LeakyCoin"}
+    plant_family(
+        monkeypatch,
+        "coin",
+        games={f"coin.{g}": f"support.toy_games:{cls}" for g, cls in games.items()},
+        strategies={f"coin.{g}": "support.toy_games:" + ("BAD" if g == "edge" else "GOOD") for g in games},
     )
-    monkeypatch.setattr(families, "families", lambda: {**real, "coin": coin})
 
 
 RULES = ["roles", "strategies", "instructions", "random", "deterministic", "outcome", "actions"]

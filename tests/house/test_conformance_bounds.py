@@ -13,7 +13,7 @@ import pytest
 from agorabench import families
 from agorabench.conformance import check, run
 from agorabench.core.table import Table, TurnLimit
-from support.toy_games import GOOD, Call, Forever, Overshoot, Quoted, Runaway, Spinning, Toy, question
+from support.toy_games import GOOD, Call, Forever, Overshoot, Quoted, Runaway, Spinning, Toy, plant_family, question
 
 
 RULES = ["roles", "strategies", "instructions", "prompts", "random", "deterministic", "outcome", "actions"]
@@ -75,16 +75,7 @@ def test_the_table_ends_a_play_past_max_turns_and_ask_each_asks_all_or_none():
 
 @pytest.fixture
 def runaway_registered(monkeypatch):
-    real = families.families()
-    toy = families.Family(
-        name="toy",
-        description="a planted test family",
-        games={"toy.runaway": "support.toy_games:Runaway"},
-        strategies={"toy.runaway": "support.toy_games:GOOD"},
-        examples={"toy.runaway": {"flips": 2}},
-        package="tests",
-    )
-    monkeypatch.setattr(families, "families", lambda: {**real, "toy": toy})
+    plant_family(monkeypatch, "toy", games={"toy.runaway": "support.toy_games:Runaway"}, strategies={"toy.runaway": "support.toy_games:GOOD"}, examples={"toy.runaway": {"flips": 2}})
 
 
 def test_a_game_past_its_max_turns_is_stored_failed_with_the_reason_and_its_turns(runaway_registered, tmp_path):

@@ -1,7 +1,7 @@
 """Toy games for the conformance tests (tests/house/test_conformance.py, test_conformance_bounds.py):
 one role calls a coin. Each broken variant breaks one rule, so that a check is seen to fail on
-it; a test plants them in the registry by ``"support.toy_games:NAME"`` or hands a class to
-``conformance.check``.
+it; a test plants them in the registry (:func:`plant_family`, by ``"support.toy_games:NAME"``)
+or hands a class to ``conformance.check``.
 
 Two lines of games: ``Coin`` (the coin is Nature's, no declared facts) and ``Toy`` (declares
 ``max_turns`` and ``metric_ranges``, marks its answer format)."""
@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any, ClassVar, Literal
 
+from agorabench import families
 from agorabench.core.actions import Action
 from agorabench.core.agents import Strategy
 from agorabench.core.game import Game, GameConfig
@@ -240,3 +241,11 @@ class Edge(Strategy):
 
 GOOD = {"heads": Heads}
 BAD = {"heads": Heads, "edge": Edge}
+
+
+def plant_family(monkeypatch: Any, name: str, games: dict[str, str], strategies: dict[str, str], examples: dict[str, dict[str, Any]] | None = None) -> None:
+    """Register a test family ``name`` beside the real ones for the test (``monkeypatch``):
+    ``games`` and ``strategies`` by game name as ``"module:attribute"`` targets."""
+    real = families.families()
+    planted = families.Family(name=name, description="a planted test family", games=games, strategies=strategies, examples=examples or {}, package="tests")
+    monkeypatch.setattr(families, "families", lambda: {**real, name: planted})
