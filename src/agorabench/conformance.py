@@ -42,10 +42,21 @@ undeclared bound is :data:`UNDECLARED_TURNS` and a warning) and by the clock
 (:data:`TIME_LIMIT` seconds: ``asyncio.wait_for``, and an alarm a second later for a play that
 never awaits). A game that does not end fails in one line and its other checks are not run. ``outcome`` and ``random`` check every metric against ``metric_ranges(config)``.
 
-Warnings (printed, never failures): a number placeholder written as a quoted string in a JSON
-answer format (the action's ``bare_numbers = True`` writes it bare), a question without ``instructions=``, an undeclared ``max_turns`` or metric
-range, and roles asked one after another in one phase with the same observation, where
-``table.ask_each`` fits.
+Warnings (printed, never failures), each under a key: a number placeholder written as a quoted
+string in a JSON answer format (``bare_numbers:ACTION.FIELD``; the action's ``bare_numbers =
+True`` writes it bare), a question without ``instructions=`` (``instructions:PHASE``), an
+undeclared ``max_turns`` (``max_turns``) or metric range (``metric_range:METRIC``), and roles asked
+one after another in one phase with the same observation (``ask_each:PHASE``), where
+``table.ask_each`` fits. Asks made together are told apart from asks made one after another by
+yielding to the event loop once inside each ask (a scripted player answers without awaiting).
+
+Exemptions: a warning that cannot be fixed without changing what a model is shown or the order
+of its asks (and so the games' outcomes) is declared on the game class, with its reason, in
+:data:`EXEMPTIONS_ATTRIBUTE` (``conformance_exemptions = {"instructions:summary": "why"}``; a key
+without ``:SUBJECT`` covers every warning of its kind). An exempted warning is listed as
+exempt with that reason, not as a warning; an exemption without a reason, of an unknown kind, or
+that matches no warning of a run of every check (``report`` aside) is itself a warning (a
+stale exemption does not linger).
 """
 
 from __future__ import annotations
@@ -78,6 +89,13 @@ TIME_LIMIT = 120.0
 #: The turn bound of a play of a game that declares no ``max_turns``.
 UNDECLARED_TURNS = 10_000
 
+#: The game class attribute that declares exempted warnings: {warning key: the reason}.
+EXEMPTIONS_ATTRIBUTE = "conformance_exemptions"
+
+#: The kinds of warning keys (see the module docstring); ``report`` is not exemptible (it says
+#: which check did not run).
+WARNING_KINDS = ("bare_numbers", "instructions", "max_turns", "metric_range", "ask_each")
+
 
 class RandomPlayer(RandomAnswers):
     """Answers each field with a random value of its JSON-schema type, written in the action's
@@ -101,8 +119,8 @@ class Played:
     asked: set[type[Action]]
     #: What the players were shown that breaks the parts rule (see ``check_prompts``).
     problems: list[str]
-    #: What the warnings tier notes (see the module docstring).
-    notes: list[str] = field(default_factory=list)
+    #: What the warnings tier notes, as (key, text) (see the module docstring).
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -117,14 +135,43 @@ class Subject:
     example: dict[str, Any] | None = None
     time_limit: float = TIME_LIMIT
     warnings: list[str] = field(default_factory=list)
+    #: Warnings the class exempts, each with its declared reason.
+    exempted: list[str] = field(default_factory=list)
+    #: The exemption keys that matched a warning.
+    used: set[str] = field(default_factory=set)
 
     @property
     def name(self) -> str:
         return self.cls.name or self.cls.__name__
 
-    def warn(self, text: str) -> None:
-        if text not in self.warnings:
+    @property
+    def exemptions(self) -> dict[str, str]:
+        """The class's declared exemptions (:data:`EXEMPTIONS_ATTRIBUTE`): {key: reason}."""
+        return dict(getattr(self.cls, EXEMPTIONS_ATTRIBUTE, None) or {})
+
+    def warn(self, text: str, key: str = "") -> None:
+        """Note a warning; one whose ``key`` (or its kind) the class exempts with a reason is
+        listed as exempt instead."""
+        declared = self.exemptions
+        matched = next((k for k in (key, key.split(":", 1)[0]) if k and k in declared and str(declared[k]).strip()), None)
+        if matched is not None:
+            self.used.add(matched)
+            line = f"{text} (exempted by the class: {declared[matched].strip()})"
+            if line not in self.exempted:
+                self.exempted.append(line)
+        elif text not in self.warnings:
             self.warnings.append(text)
+
+    def audit_exemptions(self, complete: bool) -> None:
+        """Warn of exemptions without a reason or of an unknown kind, and, after a ``complete``
+        run (every check), of those that matched no warning."""
+        for key, reason in self.exemptions.items():
+            if key.split(":", 1)[0] not in WARNING_KINDS:
+                self.warn(f"exemption {key!r} is of no known kind ({', '.join(WARNING_KINDS)})")
+            elif not str(reason or "").strip():
+                self.warn(f"exemption {key!r} gives no reason")
+            elif complete and key not in self.used:
+                self.warn(f"exemption {key!r} matches no warning: remove it")
 
 
 def config_of(game: str) -> Any:
@@ -140,7 +187,7 @@ def play(game: str | type[Game], players: dict[str, Player], seed: int = 1, conf
     config = config if config is not None else (config_of(game) if isinstance(game, str) else cls.Config())
     asked: set[type[Action]] = set()
     problems: list[str] = []
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     flight = [0]
     log: list[tuple[str, str, bool, str]] = []
     seen = {role: _Watch(player, asked, problems, notes, flight, log) for role, player in players.items()}
@@ -200,7 +247,7 @@ class _Watch:
     answer format; and for the warnings, a question without ``instructions`` and the order of
     the asks (whether another was in flight)."""
 
-    def __init__(self, player: Player, asked: set[type[Action]], problems: list[str], notes: list[str], flight: list[int], log: list[tuple[str, str, bool, str]]) -> None:
+    def __init__(self, player: Player, asked: set[type[Action]], problems: list[str], notes: list[tuple[str, str]], flight: list[int], log: list[tuple[str, str, bool, str]]) -> None:
         self.player, self.asked, self.problems, self.notes, self.flight, self.log = player, asked, problems, notes, flight, log
 
     async def act(self, request: TurnRequest) -> Reply:
@@ -214,24 +261,28 @@ class _Watch:
             self.problems.append(f"the {request.prompt.phase or 'first'} question to {request.role} marks no answer format ({{{{ format_begins }}}})")
         if request.attempt == 0:
             if not request.prompt.instructions:
-                self.notes.append(f"the {request.prompt.phase or 'first'} question passes no instructions= (a condensed transcript cannot leave out its task)")
+                phase = request.prompt.phase or "first"
+                self.notes.append((f"instructions:{phase}", f"the {phase} question passes no instructions= (a condensed transcript cannot leave out its task)"))
             seen = {k: v for k, v in request.prompt.observation.items() if k != "role"}
             self.log.append((request.role, request.prompt.phase, self.flight[0] > 0, json.dumps(seen, sort_keys=True, default=repr)))
         self.flight[0] += 1
         try:
+            # one turn of the loop while in flight: an ask made together with this one (ask_each)
+            # reaches its player now and sees it in flight, even when players answer at once
+            await asyncio.sleep(0)
             return await self.player.act(request)
         finally:
             self.flight[0] -= 1
 
 
-def _sequential(log: list[tuple[str, str, bool, str]]) -> list[str]:
+def _sequential(log: list[tuple[str, str, bool, str]]) -> list[tuple[str, str]]:
     """Two roles asked one after the other in one phase, neither while the other was in flight,
     with the same observation (the second has not learnt the first's answer): ``ask_each``
     fits."""
     out = []
     for (r1, ph1, c1, o1), (r2, ph2, c2, o2) in zip(log, log[1:]):
         if r1 != r2 and ph1 == ph2 and not (c1 or c2) and o1 == o2:
-            out.append(f"the {ph1 or 'first'} question is asked of one role after another with the same observation ({r1}, then {r2}): table.ask_each asks them at once")
+            out.append((f"ask_each:{ph1 or 'first'}", f"the {ph1 or 'first'} question is asked of one role after another with the same observation ({r1}, then {r2}): table.ask_each asks them at once"))
             break  # once a play
     return out
 
@@ -309,8 +360,8 @@ class Plays:
             yield name, role, self.seating(index)
 
     def _note(self, played: Played) -> None:
-        for text in played.notes:
-            self.subject.warn(text)
+        for key, text in played.notes:
+            self.subject.warn(text, key)
 
 
 def _check(condition: bool, message: str) -> None:
@@ -372,7 +423,7 @@ def _check_ranges(s: Subject, metrics: dict[str, Any], where: str) -> None:
     ranges = s.cls.metric_ranges(s.config)
     for key, value in metrics.items():
         if key not in ranges:
-            s.warn(f"metric {key!r} has no declared range (metric_ranges)")
+            s.warn(f"metric {key!r} has no declared range (metric_ranges)", f"metric_range:{key}")
             continue
         if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
             continue
@@ -451,7 +502,7 @@ def check_actions(s: Subject, plays: Plays) -> None:
         if getattr(cls, "response_format", "") == "json":
             for name, info in cls.model_fields.items():
                 if info.annotation in (int, float) and _QUOTED.format(name=name) in text:
-                    s.warn(f"{cls.__name__}: the number {name!r} is written as a quoted string in its JSON answer format ({_QUOTED.format(name=name)}...): set `bare_numbers = True` on the action to write it bare (<...>)")
+                    s.warn(f"{cls.__name__}: the number {name!r} is written as a quoted string in its JSON answer format ({_QUOTED.format(name=name)}...): set `bare_numbers = True` on the action to write it bare (<...>)", f"bare_numbers:{cls.__name__}.{name}")
 
 
 def study_text(game: str, games: int = 4, s: Subject | None = None) -> str:
@@ -512,10 +563,12 @@ CHECKS: dict[str, Callable[[Subject, Plays], None]] = {
 
 @dataclass
 class Result:
-    """What :func:`check` found: (check, problem) for every failed check, and the warnings."""
+    """What :func:`check` found: (check, problem) for every failed check, the warnings, and
+    the warnings the class exempts (each with its reason)."""
 
     failed: list[tuple[str, str]]
     warnings: list[str]
+    exempted: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return not self.failed
@@ -539,8 +592,10 @@ def check(game_cls: type[Game], config: GameConfig | dict[str, Any] | None = Non
     found = {**CHECKS, **(_extra or {})}
     failed: list[tuple[str, str]] = []
     if s.cls.max_turns(s.config) is None:
-        s.warn(f"max_turns is not declared: plays are bounded at {UNDECLARED_TURNS} turns and {s.time_limit:g} s")
-    for name in checks or list(CHECKS):
+        s.warn(f"max_turns is not declared: plays are bounded at {UNDECLARED_TURNS} turns and {s.time_limit:g} s", "max_turns")
+    names = checks or list(CHECKS)
+    ended = True
+    for name in names:
         if name == "report" and not _registered(s.cls):
             s.warn("report: not run (the class is not registered under its name; the report check plays a study through the registry)")
             continue
@@ -548,10 +603,12 @@ def check(game_cls: type[Game], config: GameConfig | dict[str, Any] | None = Non
             found[name](s, plays)
         except NoEnd as exc:
             failed.append((name, f"the game does not end: {exc}; its other checks were not run"))
+            ended = False
             break
         except Exception as exc:  # noqa: BLE001 - a crash is a failed check, reported with its game
             failed.append((name, f"{type(exc).__name__}: {exc}".splitlines()[0][:400]))
-    return Result(failed, list(s.warnings))
+    s.audit_exemptions(complete=ended and set(CHECKS) - {"report"} <= set(names))  # report never warns of a kind
+    return Result(failed, list(s.warnings), list(s.exempted))
 
 
 def _make_subject(game_cls: type[Game], config: Any, strategies: Any, time_limit: float, example: dict[str, Any] | None = None) -> Subject:
@@ -565,10 +622,11 @@ def subject(game: str, time_limit: float = TIME_LIMIT) -> Subject:
     return _make_subject(families.load_game(game), example, families.strategies(game), time_limit, example)
 
 
-def run(games: list[str] | None = None, checks: list[str] | None = None, warnings: list[tuple[str, str]] | None = None, time_limit: float = TIME_LIMIT) -> list[tuple[str, str, str]]:
+def run(games: list[str] | None = None, checks: list[str] | None = None, warnings: list[tuple[str, str]] | None = None, time_limit: float = TIME_LIMIT, exempted: list[tuple[str, str]] | None = None) -> list[tuple[str, str, str]]:
     """Run ``checks`` (default all) on ``games`` (default every registered game), each through
     :func:`check` with its manifest's example and strategies; returns (game, check, problem) for
-    every failed check (empty when all pass); (game, warning) go to ``warnings`` when given."""
+    every failed check (empty when all pass); (game, warning) go to ``warnings`` and (game,
+    exempted warning with its reason) to ``exempted`` when given."""
     failed = []
     for game in games or families.game_names():
         families.family_of(game)  # an unknown game is an error, not a pass
@@ -581,4 +639,6 @@ def run(games: list[str] | None = None, checks: list[str] | None = None, warning
         failed += [(game, name, why) for name, why in result.failed]
         if warnings is not None:
             warnings += [(game, w) for w in result.warnings]
+        if exempted is not None:
+            exempted += [(game, w) for w in result.exempted]
     return failed
