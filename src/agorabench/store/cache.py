@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from ..models.base import Completion
 from ..redact import redact
 from .codec import _safe, unpack_text
+from .engine import insert_rows
 from .thoughts import REF, is_ref, read, resolve, save as save_thoughts, stored_thought
 from .errors import DB_ERRORS, StoreError, _problem
 from .schema import cache
@@ -134,7 +135,7 @@ class SQLCache:
                 kept = [r for r in rows if not r.get("forget")]  # a forgotten key: deleted only
                 save_thoughts(conn, (r.get("thought") for r in kept))  # before the answers naming them
                 if kept:
-                    conn.execute(sa.insert(cache), [{c: r[c] for c in ("key", "identity", "response", "created")} for r in kept])
+                    insert_rows(conn, cache, [{c: r[c] for c in ("key", "identity", "response", "created")} for r in kept])
         except DB_ERRORS as exc:
             raise StoreError(f"could not write the response cache: {_problem(exc)}") from None
         if self._known is not None:

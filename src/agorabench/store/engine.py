@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import sqlalchemy as sa
@@ -163,3 +164,63 @@ def _sqlite_pragmas_ro(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+#: (table, column keys of the rows) -> the plan of :func:`insert_rows` for SQLite (the INSERT's
+#: text, its values' getter and the bind processors by position), or None where SQLAlchemy's own
+#: path must be taken.
+_INSERT_PLANS: dict[tuple[sa.Table, frozenset[str]], tuple[str, Any, list[tuple[int, Any]]] | None] = {}
+
+
+def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """``conn.execute(sa.insert(table), rows)`` with the same stored values. On SQLite, rows with
+    the first row's keys go to the driver's ``executemany`` as tuples, each value converted by its
+    column type's own bind processor (JSON text, booleans) and a missing column given its plain
+    default, as SQLAlchemy does, without SQLAlchemy's per-row parameter handling. Rows whose keys
+    differ, a key that is no column, a default that is not a plain value, and every other
+    database take SQLAlchemy's path."""
+    if not rows:
+        return
+    keys = rows[0].keys()
+    plan = _plan(conn.dialect, table, frozenset(keys)) if conn.dialect.name == "sqlite" else None
+    if plan is None or any(r.keys() != keys for r in rows):
+        conn.execute(sa.insert(table), rows)
+        return
+    sql, get, procs = plan
+    params = []
+    for r in rows:
+        values = get(r)
+        for i, proc in procs:
+            values[i] = proc(values[i])
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)
+
+
+def _plan(dialect: sa.Dialect, table: sa.Table, keys: frozenset[str]) -> tuple[str, Any, list[tuple[int, Any]]] | None:
+    """The INSERT of :func:`insert_rows` for rows with ``keys`` (made once per table and keys)."""
+    at = (table, keys)
+    if at not in _INSERT_PLANS:
+        _INSERT_PLANS[at] = _make_plan(dialect, table, keys)
+    return _INSERT_PLANS[at]
+
+
+def _make_plan(dialect: sa.Dialect, table: sa.Table, keys: frozenset[str]) -> tuple[str, Any, list[tuple[int, Any]]] | None:
+    """The columns written (the rows' keys, then those left to a plain default), in the table's
+    order; a row's values as a list; the bind processors of the columns that have one."""
+    if not keys <= set(table.c.keys()):
+        return None  # SQLAlchemy leaves such a key out
+    given = [c for c in table.c if c.key in keys]
+    defaulted = [c for c in table.c if c.key not in keys and c.default is not None]
+    if any(not getattr(c.default, "is_scalar", False) for c in defaulted):
+        return None
+    fixed = [c.default.arg for c in defaulted]
+    names = [c.key for c in given]
+
+    def get(row: dict[str, Any]) -> list[Any]:
+        return [row[k] for k in names] + fixed
+
+    procs = [(i, p) for i, c in enumerate(given + defaulted) if (p := c.type._cached_bind_processor(dialect)) is not None]
+    prep = dialect.identifier_preparer
+    columns = ", ".join(prep.format_column(c) for c in given + defaulted)
+    sql = f"INSERT INTO {prep.format_table(table)} ({columns}) VALUES ({', '.join('?' * len(given + defaulted))})"
+    return sql, get, procs

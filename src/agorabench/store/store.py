@@ -47,7 +47,7 @@ from ..redact import redact
 from .claims import ClaimMethods
 from . import thoughts as stored_thoughts
 from .codec import _loads, _safe, unpack_messages
-from .engine import integrity_level, legacy_layout, open_engine, verify_integrity
+from .engine import insert_rows, integrity_level, legacy_layout, open_engine, verify_integrity
 from .errors import DB_ERRORS, StoreError, _problem
 from .layout import _span, game_rows
 from .schema import claims, games, prompt_hashes, reasoning, studies, study_runs, transcripts, turns, usage
@@ -213,23 +213,23 @@ class Store(ClaimMethods):
                 conn.execute(sa.delete(turns).where(turns.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(transcripts).where(transcripts.c.game_id.in_(chunk)))
                 conn.execute(sa.delete(games).where(games.c.id.in_(chunk)))
-            conn.execute(sa.insert(games), [g["game"] for g in batch])
+            insert_rows(conn, games, [g["game"] for g in batch])
             rows = [r for g in batch for r in g["transcripts"]]
             if rows:
-                conn.execute(sa.insert(transcripts), rows)
+                insert_rows(conn, transcripts, rows)
             rows = [r for g in batch for r in g["turns"]]
             if rows:
-                conn.execute(sa.insert(turns), rows)
+                insert_rows(conn, turns, rows)
             stored_thoughts.save(conn, (r for g in batch for r in g.get("thoughts", ())))  # before the rows naming them
             rows = [r for g in batch for r in g.get("reasoning", ())]
             if rows:
-                conn.execute(sa.insert(reasoning), rows)
+                insert_rows(conn, reasoning, rows)
             rows = [r for g in batch for r in g.get("usage", ())]
             if rows:
-                conn.execute(sa.insert(usage), rows)
+                insert_rows(conn, usage, rows)
             rows = [r for g in batch for r in g.get("prompt_hashes", ())]
             if rows:
-                conn.execute(sa.insert(prompt_hashes), rows)
+                insert_rows(conn, prompt_hashes, rows)
 
     def games(self, study: str | None = None) -> list[dict[str, Any]]:
         q = sa.select(games).order_by(games.c.id)
