@@ -7,10 +7,12 @@ import asyncio
 import copy
 import sqlite3
 
+import pytest
+
 from agorabench.core.runner import Runner
 from agorabench.core.study import load_study
 from agorabench.store import engine as engine_module
-from agorabench.store.store import SQLCache, Store
+from agorabench.store.store import SQLCache, Store, StoreError
 from support.studies import envy_points, model, paper_grid, scripted
 
 
@@ -103,3 +105,15 @@ def test_rows_with_other_keys_or_an_unknown_column(tmp_path, monkeypatch):
         dumps.append(_dump(tmp_path / name))
         monkeypatch.setattr(engine_module, "_plan", lambda *a: None)
     assert dumps[0] == dumps[1] and len(dumps[0]["games"]) == 3
+
+
+def test_a_value_its_column_refuses_is_a_store_error(tmp_path):
+    """A value a column type's processor refuses (not a boolean) fails the write with a
+    StoreError, as through SQLAlchemy, and nothing of the group is stored."""
+    store = Store(tmp_path / "v.db")
+    base = {"id": "g1", "study": "s", "game": "envy.points", "config": {}, "seats": {}, "seed": 1, "status": "done"}
+    turn = {"game_id": "g1", "idx": 0, "role": "focal", "valid": "yes"}
+    with pytest.raises(StoreError, match="g1"):
+        store.save_games([{"game": base, "turns": [turn], "transcripts": []}])
+    assert store.games() == []
+    store.dispose()

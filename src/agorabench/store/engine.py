@@ -177,8 +177,9 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]
     the first row's keys go to the driver's ``executemany`` as tuples, each value converted by its
     column type's own bind processor (JSON text, booleans) and a missing column given its plain
     default, as SQLAlchemy does, without SQLAlchemy's per-row parameter handling. Rows whose keys
-    differ, a key that is no column, a default that is not a plain value, and every other
-    database take SQLAlchemy's path."""
+    differ, a key that is no column, a default that is not a plain value, a value a processor
+    refuses (SQLAlchemy then raises its error for it), and every other database take
+    SQLAlchemy's path."""
     if not rows:
         return
     keys = rows[0].keys()
@@ -188,11 +189,15 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]
         return
     sql, get, procs = plan
     params = []
-    for r in rows:
-        values = get(r)
-        for i, proc in procs:
-            values[i] = proc(values[i])
-        params.append(tuple(values))
+    try:
+        for r in rows:
+            values = get(r)
+            for i, proc in procs:
+                values[i] = proc(values[i])
+            params.append(tuple(values))
+    except Exception:  # a value its column refuses: SQLAlchemy's path raises its own error for it
+        conn.execute(sa.insert(table), rows)
+        return
     conn.exec_driver_sql(sql, params)
 
 
