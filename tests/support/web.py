@@ -200,33 +200,57 @@ def submit(page, selector: str, timeout: float = 120_000) -> None:
     page.wait_for_function("() => !window.__agoraLeft && document.readyState === 'complete'", timeout=timeout, polling=50)
 
 
+#: What :func:`fill_turn` reads of the open turn's form, in one call: the prompt's text, and each
+#: field (the first element of each name) with its kind, lower bound and, for a radio group, the
+#: values of every input of that name.
+_FORM = """() => {
+  const prompt = document.querySelector('#prompt');
+  const fields = [], seen = new Set();
+  document.querySelectorAll('#turn-form input:not([type=hidden]), #turn-form textarea').forEach((e, i) => {
+    const name = e.getAttribute('name');
+    if (seen.has(name)) { return; }  // the other buttons of a radio group
+    seen.add(name);
+    const kind = e.getAttribute('type') || e.tagName.toLowerCase();
+    const options = kind === 'radio' ? [...document.querySelectorAll("#turn-form input[name='" + name + "']")].map(r => r.getAttribute('value')) : [];
+    fields.push({index: i, name, kind, min: e.getAttribute('min'), options});
+  });
+  return {prompt: prompt ? prompt.innerText : '', fields};
+}"""
+
+
 def fill_turn(page, policy: Policy | None = None) -> None:
     """Fill the open turn's form the way a participant would: ``policy(field, prompt, options)``
-    may name a value; otherwise the first option, a number within the bounds, or short text."""
-    prompt = page.inner_text("#prompt") if page.query_selector("#prompt") else ""
-    done: set[str] = set()
-    for el in page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea"):
-        name = el.get_attribute("name")
-        if name in done:  # the other buttons of a radio group
-            continue
-        done.add(name)
-        kind = el.get_attribute("type") or el.evaluate("e => e.tagName.toLowerCase()")
+    may name a value; otherwise the first option, a number within the bounds, or short text.
+    The form is read in one call (each call to the browser costs as much as a small page)."""
+    form = page.evaluate(_FORM)
+    prompt = form["prompt"]
+    elements = None
+    for f in form["fields"]:
+        name, kind = f["name"], f["kind"]
         if kind == "radio":
-            options = [r.get_attribute("value") for r in page.query_selector_all(f"#turn-form input[name='{name}']")]
+            options = f["options"]
             choice = (policy(name, prompt, options) if policy else None) or options[0]
             page.check(f"#turn-form input[name='{name}'][value='{choice}']")
-        elif kind == "checkbox":
-            if policy and policy(name, prompt, []) == "true":
-                el.check()
+            continue
+        if kind == "checkbox":
+            if not (policy and policy(name, prompt, []) == "true"):
+                continue
         elif kind == "number":
             value = policy(name, prompt, []) if policy else None
             if value is None:
-                lo = el.get_attribute("min")
+                lo = f["min"]
                 value = str(max(1, int(float(lo))) if lo not in (None, "") else 1)
-            el.fill(value)
         else:
             value = policy(name, prompt, []) if policy else None
-            el.fill(value if value is not None else "I think this is reasonable.")
+            value = value if value is not None else "I think this is reasonable."
+        elements = elements or page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea")
+        el = elements[f["index"]]
+        el.check() if kind == "checkbox" else el.fill(value)
+
+
+#: What :func:`journey` reads of each page in one call: by id, the element's text (None: not there).
+_HERE = """() => Object.fromEntries(['submit-attention', 'progress', 'submit-results', 'result', 'bonus-rule', 'submit-questionnaire', 'prompt']
+  .map(id => { const e = document.getElementById(id); return [id, e ? e.innerText : null]; }))"""
 
 
 def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer: str = "Yes", max_turns: int = 40, on_turn: Callable[[Any, int], None] | None = None) -> dict[str, Any]:
@@ -250,21 +274,23 @@ def journey(page, base: str, pid: str, policy: Policy | None = None, quiz_answer
             page.wait_for_selector("#turn-form, #submit-attention, #submit-results, #submit-questionnaire", timeout=120_000)
         except Exception as exc:  # say what the participant saw instead
             raise AssertionError(f"no turn after {turns} turns at {page.url}: {page.inner_text('body')[:1500]!r}") from exc
-        if page.query_selector("#submit-attention"):
+        here = page.evaluate(_HERE)
+        if here["submit-attention"] is not None:
             page.check("input[name='answer'][value='Blue']")
             submit(page, "#submit-attention")
             attention += 1
             continue
-        if page.query_selector("#progress"):
-            steps.append(page.inner_text("#progress"))
-        if page.query_selector("#submit-results"):
-            result, bonus_rule = page.inner_text("#result"), page.inner_text("#bonus-rule")
+        if here["progress"] is not None:
+            steps.append(here["progress"])
+        if here["submit-results"] is not None:
+            assert here["result"] is not None and here["bonus-rule"] is not None, page.inner_text("body")[:1500]
+            result, bonus_rule = here["result"], here["bonus-rule"]
             submit(page, "#submit-results")
             page.wait_for_selector("#submit-questionnaire")
             break
-        if page.query_selector("#submit-questionnaire"):
+        if here["submit-questionnaire"] is not None:
             break
-        prompts.append(page.inner_text("#prompt") if page.query_selector("#prompt") else "")
+        prompts.append(here["prompt"] or "")
         if on_turn:
             on_turn(page, turns)
         fill_turn(page, policy)
