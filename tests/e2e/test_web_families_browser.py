@@ -100,30 +100,42 @@ def test_every_family_with_a_served_game_has_its_games_served():
     assert {"dictator", "ultimatum", "trust", "public_goods", "prisoners_dilemma", "beauty_contest"} <= games
 
 
+#: What :func:`_fill` reads of the open turn's form in one call (each call to the browser costs
+#: about as much as a small page): each field (the first element of each name) with its tag,
+#: kind, bounds and, for a list, its first option that is not disabled.
+_FIELDS = """() => {
+  const fields = [], seen = new Set();
+  document.querySelectorAll('#turn-form input:not([type=hidden]), #turn-form textarea, #turn-form select').forEach((e, i) => {
+    const name = e.getAttribute('name');
+    if (seen.has(name)) { return; }
+    seen.add(name);
+    const tag = e.tagName.toLowerCase();
+    const first = tag === 'select' ? ([...e.options].find(o => !o.disabled) || {}).value : null;  // a "Choose one" placeholder is no choice
+    fields.push({index: i, name, tag, kind: e.getAttribute('type') || tag, min: e.getAttribute('min'), max: e.getAttribute('max'), first});
+  });
+  return fields;
+}"""
+
+
 def _fill(page, note: str) -> None:
     """The simple answer policy: the first choice of every list, a number within the field's
     bounds (for amounts that must add up to a total, the whole total to the first and nothing to
     the others), a short sentence in every text box."""
     total = re.search(r"add up to \$?([\d,]+(?:\.\d+)?)", note)
     numbers = 0
-    seen: set[str] = set()
-    for el in page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea, #turn-form select"):
-        name = el.get_attribute("name")
-        if name in seen:
-            continue
-        seen.add(name)
-        tag = el.evaluate("e => e.tagName.toLowerCase()")
-        kind = el.get_attribute("type") or tag
+    fields = page.evaluate(_FIELDS)
+    elements = page.query_selector_all("#turn-form input:not([type=hidden]), #turn-form textarea, #turn-form select") if fields else []
+    for f in fields:
+        name, tag, kind, el = f["name"], f["tag"], f["kind"], elements[f["index"]]
         if kind == "radio":
             page.query_selector_all(f"#turn-form input[name='{name}']")[0].check()
         elif tag == "select":
-            first = el.evaluate("e => [...e.options].find(o => !o.disabled).value")  # a "Choose one" placeholder is no choice
-            el.select_option(first)
+            el.select_option(f["first"])
         elif kind == "number":
             if total:
                 value = total.group(1).replace(",", "") if numbers == 0 else "0"
             else:
-                lo, hi = el.get_attribute("min"), el.get_attribute("max")
+                lo, hi = f["min"], f["max"]
                 value = str(min(float(hi), max(1.0, float(lo or 0)))) if hi else str(max(1, int(float(lo or 1))))
                 value = value.removesuffix(".0")
             numbers += 1
@@ -132,6 +144,12 @@ def _fill(page, note: str) -> None:
             continue
         else:
             el.fill("I think this is reasonable.")
+
+
+#: What :func:`_journey` reads of each page in one call: the page's whole text and, by id, the
+#: element's text (None: not there).
+_HERE = """() => ({body: document.body.innerText, ...Object.fromEntries(['thinking', 'submit-attention', 'submit-results', 'result', 'bonus-rule', 'submit-questionnaire', 'form-note']
+  .map(id => { const e = document.getElementById(id); return [id, e ? e.innerText : null]; }))})"""
 
 
 def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_turns: int = 60) -> dict[str, Any]:
@@ -161,23 +179,27 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
     waits: list[str] = []
     while True:
         page.wait_for_selector("#turn-form, #submit-attention, #submit-results, #submit-questionnaire, #thinking", timeout=120_000)
-        if page.query_selector("#thinking"):
-            waits.append((turns, page.inner_text("#thinking")))
+        here = page.evaluate(_HERE)
+        if here["thinking"] is not None:
+            waits.append((turns, here["thinking"]))
             page.wait_for_selector("#turn-form, #submit-attention, #submit-results, #submit-questionnaire", timeout=120_000)
-        text = seen()
-        if page.query_selector("#submit-attention"):
+            here = page.evaluate(_HERE)
+        text = here["body"]
+        texts.append(text)
+        if here["submit-attention"] is not None:
             question = next(q for q in attention if q in text)
             page.check(f"input[name='answer'][value={json.dumps(attention[question])}]")
             submit(page, "#submit-attention")
             continue
-        if page.query_selector("#submit-results"):
-            result, bonus_rule = page.inner_text("#result"), page.inner_text("#bonus-rule")
+        if here["submit-results"] is not None:
+            assert here["result"] is not None and here["bonus-rule"] is not None, text[:1500]
+            result, bonus_rule = here["result"], here["bonus-rule"]
             submit(page, "#submit-results")
             page.wait_for_selector("#submit-questionnaire")
             continue
-        if page.query_selector("#submit-questionnaire"):
+        if here["submit-questionnaire"] is not None:
             break
-        note = page.inner_text("#form-note") if page.query_selector("#form-note") else ""
+        note = here["form-note"] or ""
         if on_turn:
             on_turn(page, turns)
         _fill(page, note)
