@@ -7,10 +7,20 @@ import pandas as pd
 
 from agorabench.analysis.plots import table_html
 from agorabench.analysis.report import Section, guarded
-from agorabench.analysis.stats import mean_ci, proportion_ci, row_clusters, summarise
+from agorabench.analysis.stats import Bounds, declared_ranges, mean_ci, proportion_ci, row_clusters, summarise
 
-#: The range of each share (the percentile bootstrap keeps its interval inside it).
-RANGES: dict[str, tuple[float, float]] = {"sent_share": (0.0, 1.0), "returned_share": (0.0, 1.0), "efficiency": (0.0, 1.0)}
+#: The metrics shown with a range (the percentile bootstrap keeps their intervals inside it); the
+#: payoffs get t intervals.
+BOUNDED = ("sent_share", "returned_share", "efficiency")
+
+
+def ranges(games: pd.DataFrame) -> dict[str, Bounds]:
+    """Each bounded metric's range as the game declares it (``InvestmentGame.metric_ranges``) over
+    these games' configurations: the report writes no range of its own."""
+    from .investment import InvestmentGame
+
+    declared = declared_ranges(InvestmentGame, games)
+    return {m: declared[m] for m in BOUNDED}
 
 #: Metric definitions shown at the top of the report.
 DEFINITIONS = """
@@ -32,8 +42,9 @@ or the repayment was invalid, are left out).</li>
 def seat_table(games: pd.DataFrame) -> pd.DataFrame:
     """Mean and interval of each seat's share per model in that seat (long format)."""
     parts = []
+    bounds = ranges(games)
     for seat, column in (("investor", "sent_share"), ("trustee", "returned_share")):
-        part = summarise(games, [f"model_{seat}"], [column], bounds=RANGES).rename(columns={f"model_{seat}": "model"})
+        part = summarise(games, [f"model_{seat}"], [column], bounds=bounds).rename(columns={f"model_{seat}": "model"})
         part.insert(1, "seat", seat)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
@@ -43,13 +54,14 @@ def pairing_table(games: pd.DataFrame) -> pd.DataFrame:
     """Each pairing's mean payoffs and efficiency, with ``mean_ci`` intervals (a person's games
     clustered by participant: ``row_clusters``; None when no person played)."""
     rows = []
+    bounds = ranges(games)
     seats = ["model_investor", "model_trustee"]
     clusters = row_clusters(games, seats)
     for (investor, trustee), sub in games.groupby(seats):
         row = {"investor": investor, "trustee": trustee}
         labels = clusters.loc[sub.index] if clusters is not None else None
         for column in ("investor_payoff", "trustee_payoff", "efficiency"):
-            mean, low, high, n = mean_ci(sub[column], bounds=RANGES.get(column), clusters=labels)
+            mean, low, high, n = mean_ci(sub[column], bounds=bounds.get(column), clusters=labels)
             row.update({column: mean, f"{column} low": low, f"{column} high": high})
         rows.append({**row, "games": n})
     return pd.DataFrame(rows)

@@ -325,6 +325,15 @@ class BeautyContest(Game):
             "convergence": (None, None), "winners_share": (0.0, 1.0), "top_points_share": (0.0, 1.0),
         }
 
+    @classmethod
+    def seat_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """The ranges of the per-seat measures a report derives from the turns (not game
+        metrics, so not in :meth:`metric_ranges`, which the conformance suite holds every
+        played metric to): ``points_share``, the noted points a seat won in a round / the prize,
+        and ``at_equilibrium``, the share of a seat's valid numbers at the equilibrium; both
+        0–1. Declared here, beside the game's other facts, so that no report writes them."""
+        return {"at_equilibrium": (0.0, 1.0), "points_share": (0.0, 1.0)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """mean_guess_first/_last, target_first/_last, equilibrium_distance_first/_last,
         convergence, winners_share, top_points_share (module doc)."""

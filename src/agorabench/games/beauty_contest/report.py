@@ -18,8 +18,10 @@ from .beauty_contest import BeautyContest, ratio_text
 
 #: Per-model measures, in the order shown.
 MEASURES = ["guess_first", "guess_last", "equilibrium_distance", "at_equilibrium", "points_share"]
-#: Measures on 0–1 (bootstrap intervals that stay within it); the others get the t interval.
-RANGES: dict[str, tuple[float, float]] = {"at_equilibrium": (0.0, 1.0), "points_share": (0.0, 1.0)}
+#: Measures with a range, as the game declares it for the per-seat measures derived from its
+#: turns (``BeautyContest.seat_ranges``: shares 0–1, the same under every configuration; the
+#: percentile bootstrap keeps their intervals inside it); the others get the t interval.
+RANGES = BeautyContest.seat_ranges(BeautyContest.Config())
 #: Per-group measures (game metrics), in the order shown.
 GROUP = ["mean_guess_first", "mean_guess_last", "target_first", "convergence", "winners_share", "top_points_share"]
 

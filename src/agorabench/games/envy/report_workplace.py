@@ -108,11 +108,11 @@ def scene_means(turns: pd.DataFrame, by: tuple[str, ...] = ("scene_no",)) -> pd.
     if sub.empty:
         return pd.DataFrame()
     parts = []
-    for scale, transform, bounds in (("÷5", lambda r: r / 5, (0.2, 1.0)), ("(x−1)/4", lambda r: (r - 1) / 4, (0.0, 1.0))):
+    for scale, transform, suffix in (("÷5", lambda r: r / 5, "_norm"), ("(x−1)/4", lambda r: (r - 1) / 4, "_scaled")):
         scaled = sub[list(by)].copy()
         for name in RATINGS:
             scaled[name] = transform(sub[name].astype(float))
-        part = summarise(scaled, list(by), list(RATINGS), bounds={name: bounds for name in RATINGS})
+        part = summarise(scaled, list(by), list(RATINGS), bounds={name: RANGES[name + suffix] for name in RATINGS})  # a response's scaled rating: the game metric's range
         part["scale"] = scale
         parts.append(part)
     out = pd.concat(parts, ignore_index=True).rename(columns={"metric": "rating"})
@@ -224,7 +224,7 @@ def profile_rows(games: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         for name in RATINGS:
             m, lo, hi, n = mean_ci(sub[f"{name}_norm"], bounds=RANGES[f"{name}_norm"], clusters=labels)
             rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", model, m, lo, hi, n))
-        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4, bounds=(0.0, 1.0), clusters=labels)
+        m, lo, hi, n = mean_ci((sub["envy"].astype(float) - 1) / 4, bounds=RANGES["envy_scaled"], clusters=labels)
         rows.append(row(family, section, "envy/jealousy ((x−1)/4)", model, m, lo, hi, n))
     for name in RATINGS:
         rows.append(row(family, section, f"{RATING_LABELS[name]} (÷5)", "neutral answer (3)", 0.6, kind="theory"))

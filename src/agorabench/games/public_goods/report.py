@@ -107,7 +107,7 @@ def group_table(games: pd.DataFrame) -> pd.DataFrame:
     g["group"] = [_composition(row) for row in g[seats].itertuples(index=False)]
     g["condition"] = _condition(g)
     columns = [c for c in ("efficiency", "contribution_share", "punishment_points", "payoff_share") if c in g]
-    out = summarise(g, ["group", "condition"], columns, bounds={"contribution_share": (0.0, 1.0)})
+    out = summarise(g, ["group", "condition"], columns, bounds={"contribution_share": RANGES["contribution_share"]})
     return _in_order(out[out["n"] > 0], columns)
 
 

@@ -29,6 +29,16 @@ def ranges(games: pd.DataFrame) -> dict[str, Bounds]:
     declared = declared_ranges(Trust, games)
     return {m: declared[m] for m in BOUNDED}
 
+
+def returned_range(turns: pd.DataFrame) -> Bounds:
+    """The range of a return's share of what the trustee received, per round (the turns'
+    noted ``returned_share``) or stated for an amount k (strategy method: stated / (m·k)): the
+    game's ``returned_share`` metric is its mean over rounds of that very share, so its
+    declared range (``Trust.metric_ranges``, over these turns' configurations) is theirs."""
+    from .trust import Trust
+
+    return declared_ranges(Trust, turns)["returned_share"]
+
 #: Metric definitions shown at the top of the report.
 DEFINITIONS = """
 <p>Each round the investor holds <code>endowment</code> points (E) and sends s of them; the
@@ -99,12 +109,13 @@ def returned_by_sent(turns: pd.DataFrame) -> pd.DataFrame:
     t = turns[(turns["role"] == "trustee") & (turns["phase"] == "return") & turns["valid"].astype(bool)].dropna(subset=["returned_share", "invested_share"])
     if t.empty:
         return pd.DataFrame()
+    bounds = returned_range(t)
     tenth = (t["invested_share"] * 10 + 1e-9).astype(int).clip(0, 9)  # [0.1, 0.2), …, [0.9, 1.0]
     t = t.assign(_band=tenth.map(lambda b: f"{b / 10:.1f}–{(b + 1) / 10:.1f}"))
     rows = []
     clusters = row_clusters(t, "model")
     for (model, band), sub in t.groupby(["model", "_band"]):
-        mean, low, high, n = mean_ci(sub["returned_share"], bounds=(0.0, 1.0), clusters=clusters.loc[sub.index] if clusters is not None else None)
+        mean, low, high, n = mean_ci(sub["returned_share"], bounds=bounds, clusters=clusters.loc[sub.index] if clusters is not None else None)
         rows.append({"model": model, "share sent": band, "returned share": mean, "low": low, "high": high, "n": n})
     return pd.DataFrame(rows)
 
@@ -122,13 +133,14 @@ def stated_returns(turns: pd.DataFrame) -> pd.DataFrame:
     if t.empty or not amounts:
         return pd.DataFrame()
     rows = []
+    bounds = returned_range(t)
     for model, sub in t.groupby("model"):
         for k, column in amounts:
             stated = pd.to_numeric(sub[column], errors="coerce").dropna()
             if stated.empty:
                 continue
             share = stated / (sub.loc[stated.index, "multiplier"] * k)
-            mean, low, high, n = mean_ci(share, bounds=(0.0, 1.0))
+            mean, low, high, n = mean_ci(share, bounds=bounds)
             nothing, _, _, _ = share_ci(stated == 0)
             rows.append({"model": model, "amount sent": k, "stated return share": mean, "low": low, "high": high, "returns nothing": nothing, "plans": n})
     return pd.DataFrame(rows)
