@@ -1,5 +1,6 @@
 """The conformance suite: what every registered game must do, checked the same way for each
-(``agora conformance [GAME ...]``; ``tests/test_conformance.py`` runs it for every game).
+(``agora conformance [GAME ...]``; ``tests/house/test_conformance.py`` runs it for every game, and
+``tests/conformance/test_conformance_warnings_tier.py`` holds each to no unexplained warning).
 
 Each check plays the game's quick configuration (its manifest's ``examples`` entry) at a
 :class:`~agorabench.core.table.Table`, the only door between rules and players:
