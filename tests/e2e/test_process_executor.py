@@ -15,10 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agorabench.core.executors import Share
 from agorabench.core.study import load_study
 from agorabench.store.store import Store
-from support.helpers import ROOT, free_port, one_line_error, run_agora, server_requests
+from support.helpers import ROOT, agora, free_port, one_line_error, run_agora, server_requests
 from support.studies import envy_points, model, paper_grid, scripted
 
 #: The outcome columns: everything a game stored except when it finished.
@@ -56,13 +58,22 @@ def finished(db: Path) -> dict[str, float]:
     return dict(query(db, "select id, finished from games where status = 'done'"))
 
 
-def test_processes_give_the_one_process_dataset_and_a_second_run_plays_nothing(tmp_path, make_db):
-    path = tmp_path / "fanout.toml"
-    path.write_text(envy_points("fanout", [scripted("self-max"), scripted("random")], seed=3))
-    one, fan = tmp_path / "one.db", make_db("fan")  # an SQLite file, or a PostgreSQL URL
-    res = run_agora("run", str(path), "--db", str(one), "--quiet", timeout=120)
-    assert res.returncode == 0, res.stderr
+@pytest.fixture(scope="module")
+def scripted_run(tmp_path_factory) -> tuple[Path, Path]:
+    """A scripted study (96 games) and the database of its one-process run (in this process),
+    made once for both stores."""
+    from agorabench.cli import main
 
+    tmp = tmp_path_factory.mktemp("scripted")
+    path, one = tmp / "fanout.toml", tmp / "one.db"
+    path.write_text(envy_points("fanout", [scripted("self-max"), scripted("random")], seed=3))
+    assert main(["run", str(path), "--db", str(one), "--quiet"]) == 0
+    return path, one
+
+
+def test_processes_give_the_one_process_dataset_and_a_second_run_plays_nothing(scripted_run, make_db, capsys):
+    path, one = scripted_run
+    fan = make_db("fan")  # an SQLite file, or a PostgreSQL URL
     res = run_agora("run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2", timeout=120)
     assert res.returncode == 0, res.stderr
     assert "96 games, 0 already done, 96 played, 0 errors" in res.stdout and "; processes 2" in res.stdout, res.stdout
@@ -70,9 +81,9 @@ def test_processes_give_the_one_process_dataset_and_a_second_run_plays_nothing(t
     assert len(a) == 96 and a == b and json.loads(a[0][4])  # real outcomes, not empty rows
     assert claims(fan) == 0
 
-    res = run_agora("run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2", timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert "96 games, 96 already done, 0 played, 0 errors" in res.stdout, res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2")  # nothing to deal: no worker starts
+    assert rc == 0, err
+    assert "96 games, 96 already done, 0 played, 0 errors" in out, out
     assert games(fan) == a
 
 
@@ -80,14 +91,14 @@ def children(pid: int) -> set[int]:
     return {int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
 
 
-def test_a_killed_worker_process_fails_its_share_and_a_resume_completes_the_study(tmp_path, fake_openai):
+def test_a_killed_worker_process_fails_its_share_and_a_resume_completes_the_study(tmp_path, fake_openai, capsys):
     url, _ = fake_openai("--latency", "0.2")
     remote = model("remote", "openai/fake", base_url=url, max_concurrency=64)
     path = tmp_path / "fanout.toml"
     path.write_text(envy_points("fanout", [remote, scripted("random")], grid=paper_grid(peer_move=["A", "B"])))  # 48 games
     one, fan = tmp_path / "one.db", tmp_path / "fan.db"
-    res = run_agora("run", str(path), "--db", str(one), "--quiet", "--concurrency", "32", timeout=120)
-    assert res.returncode == 0, res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(one), "--quiet", "--concurrency", "32")  # one process: this one
+    assert rc == 0, err
     assert len(games(one)) == 48
 
     cmd = [sys.executable, "-m", "agorabench", "run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "2"]
@@ -132,14 +143,13 @@ def test_a_killed_worker_process_fails_its_share_and_a_resume_completes_the_stud
     assert games(fan) == games(one)
 
 
-def test_bad_process_options_get_one_line(tmp_path):
+def test_bad_process_options_get_one_line(tmp_path, capsys):
+    """Refused before any worker starts: the command line runs in the test's process."""
     path = tmp_path / "s.toml"
     path.write_text(envy_points("bad", [scripted("self-max"), scripted("random")]))
     db = str(tmp_path / "s.db")
-    res = run_agora("run", str(path), "--db", db, "--executor", "processes", "--workers", "0", timeout=60)
-    one_line_error(res.returncode, res.stderr, "--workers", "at least 1")
-    res = run_agora("run", str(path), "--db", db, "--executor", "processes", "--budget", "1", timeout=60)
-    one_line_error(res.returncode, res.stderr, "--budget", "--executor processes")
+    one_line_error(*agora(capsys, "run", str(path), "--db", db, "--executor", "processes", "--workers", "0")[::2], "--workers", "at least 1")
+    one_line_error(*agora(capsys, "run", str(path), "--db", db, "--executor", "processes", "--budget", "1")[::2], "--budget", "--executor processes")
     assert not Path(db).exists() or games(Path(db)) == []
 
 
@@ -166,9 +176,10 @@ def test_shares_that_raise_are_reported_and_leave_their_games(tmp_path):
     assert games(db) == [] and claims(str(db)) == 0
 
 
-def test_a_bad_cache_is_refused_before_any_worker_starts(tmp_path):
+def test_a_bad_cache_is_refused_before_any_worker_starts(tmp_path, capsys):
     """``--cache`` naming a folder or a file that is no database: one line and exit status 2,
-    as with one process, before a worker process starts (none of them says anything)."""
+    as with one process, before a worker process starts (none of them says anything). The
+    command line runs in the test's process (its stderr is all there is: no worker's)."""
     path = tmp_path / "s.toml"
     path.write_text(envy_points("badcache", [scripted("self-max"), scripted("random")]))
     db, folder, text = tmp_path / "s.db", tmp_path / "cache", tmp_path / "notes.db"
@@ -176,15 +187,14 @@ def test_a_bad_cache_is_refused_before_any_worker_starts(tmp_path):
     text.write_text("these are my notes, not a database\n" * 200)
     for cache in (folder, text):
         for executor in ("async", "processes"):
-            res = run_agora("run", str(path), "--db", str(db), "--quiet", "--executor", executor, "--workers", "2", "--cache", str(cache), timeout=120)
-            assert "share" not in one_line_error(res.returncode, res.stderr, cache.name), executor
+            rc, _, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--executor", executor, "--workers", "2", "--cache", str(cache))
+            assert "share" not in one_line_error(rc, err, cache.name), executor
     assert text.read_text().startswith("these are my notes")  # never written over
     assert not db.exists() or games(db) == []
-    res = run_agora("run", str(path), "--db", str(db), "--executor", "processes", "--no-cache", "--cache", str(tmp_path / "c.db"), timeout=60)
-    one_line_error(res.returncode, res.stderr, "--no-cache", "--cache")
+    one_line_error(*agora(capsys, "run", str(path), "--db", str(db), "--executor", "processes", "--no-cache", "--cache", str(tmp_path / "c.db"))[::2], "--no-cache", "--cache")
 
 
-def test_no_cache_and_no_probe_reach_the_worker_processes(tmp_path, fake_openai):
+def test_no_cache_and_no_probe_reach_the_worker_processes(tmp_path, fake_openai, capsys):
     """``--no-cache``: the workers store no response and read none (every decision a call, as
     with one process); ``--no-probe``: a model that is down is not probed before the first
     game, so each game records the failure instead of the run stopping at the probe."""
@@ -207,8 +217,8 @@ def test_no_cache_and_no_probe_reach_the_worker_processes(tmp_path, fake_openai)
     down = model("down", "openai/fake", base_url=f"http://127.0.0.1:{free_port()}/v1", max_concurrency=4)
     one_cell = paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=["A"])
     path.write_text(envy_points("down", [down, scripted("random")], grid=one_cell))
-    probed = run_agora("run", str(path), "--db", str(tmp_path / "c.db"), "--quiet", "--executor", "processes", "--workers", "2", timeout=120)
-    one_line_error(probed.returncode, probed.stderr, "model 'down'", "no game was started; --no-probe skips this check")
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "c.db"), "--quiet", "--executor", "processes", "--workers", "2")  # stops at the probe, in the driver
+    one_line_error(rc, err, "model 'down'", "no game was started; --no-probe skips this check")
     assert games(tmp_path / "c.db") == []
     unprobed = run_agora("run", str(path), "--db", str(tmp_path / "d.db"), "--quiet", "--executor", "processes", "--workers", "2", "--no-probe", timeout=120)
     assert unprobed.returncode == 1 and "Traceback" not in unprobed.stderr, unprobed.stderr
