@@ -4,6 +4,7 @@ classes; the Anthropic Messages API through its SDK, with prompt caching; prompt
 reported as ``cached_tokens``; study files select transports without changing game ids."""
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import urllib.request
@@ -16,7 +17,7 @@ from agorabench.models.base import BackendError, GenerationSettings
 from agorabench.models.model import Model, Pricing
 from agorabench.models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend, status_error
 from support.fake_openai import answer_for
-from support.helpers import run_agora, server_requests
+from support.helpers import FAKE_OPENAI, agora, serving, server_requests
 from support.studies import envy_points, model, paper_grid, read_toml, scripted
 
 TRANSCRIPT = [
@@ -25,6 +26,29 @@ TRANSCRIPT = [
     {"role": "assistant", "content": "Answer: 3"},
     {"role": "user", "content": "Round two. Pick again. Answer: ?"},
 ]
+
+
+@pytest.fixture(scope="module")
+def shared_server():
+    """``shared_server(*options)``: (base_url, stats_url) of one fake server per set of options,
+    kept for the module. Only for options whose answers do not depend on earlier requests
+    (a fault on every call, a big body on every call, no fault): a server that counts or
+    remembers requests (``--prefix-cache``, ``--hang-first``) is each test's own."""
+    with contextlib.ExitStack() as stack:
+        started: dict[tuple[str, ...], tuple[str, str]] = {}
+
+        def get(*options: str) -> tuple[str, str]:
+            if options not in started:
+                url = stack.enter_context(serving(FAKE_OPENAI, *options))
+                started[options] = (url, url.removesuffix("/v1") + "/stats")
+            return started[options]
+
+        yield get
+
+
+def stats_of(stats_url: str) -> dict:
+    with urllib.request.urlopen(stats_url) as resp:
+        return json.loads(resp.read())
 
 
 def _complete(backend, messages, settings=None):
@@ -38,8 +62,8 @@ def _complete(backend, messages, settings=None):
 
 
 @pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
-def test_both_transports_give_the_servers_answer(cls, fake_openai):
-    url, _ = fake_openai()
+def test_both_transports_give_the_servers_answer(cls, shared_server):
+    url, _ = shared_server()
     c = _complete(cls("fake", base_url=url), TRANSCRIPT)
     assert c.text == answer_for(TRANSCRIPT, False)
     assert c.prompt_tokens == sum(len(m["content"].split()) for m in TRANSCRIPT) and c.completion_tokens == 2
@@ -63,16 +87,16 @@ def test_prompt_cache_hits_are_reported(cls, fake_openai):
 
 
 @pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
-def test_both_transports_classify_failures_alike(cls, fake_openai):
-    url, _ = fake_openai("--always-fail")
+def test_both_transports_classify_failures_alike(cls, shared_server):
+    url, _ = shared_server("--always-fail")
     with pytest.raises(BackendError) as err:
         _complete(cls("fake", base_url=url), TRANSCRIPT)
     assert err.value.retryable and "500" in str(err.value)
-    url, _ = fake_openai("--rate-limit", "1")
+    url, _ = shared_server("--rate-limit", "1")  # every request refused
     with pytest.raises(BackendError) as err:
         _complete(cls("fake", base_url=url), TRANSCRIPT)
     assert err.value.rate_limited and err.value.retry_after == pytest.approx(0.2)
-    url, _ = fake_openai("--hang-first", "1")
+    url, _ = shared_server("--stall-chat")  # no chat call ever answers
     with pytest.raises(BackendError) as err:
         _complete(cls("fake", base_url=url, timeout=0.5), TRANSCRIPT)
     assert err.value.retryable
@@ -89,11 +113,11 @@ def test_lean_transport_classifies_statuses():
     assert err.value.retryable
 
 
-def test_lean_transport_sends_the_constraint_dialect(fake_openai):
+def test_lean_transport_sends_the_constraint_dialect(shared_server):
     """The llama.cpp dialect's grammar goes into the body top level (the SDK's extra_body)."""
     backend = LeanOpenAIBackend("fake", base_url="http://127.0.0.1:1/v1", dialect="llamacpp")
     assert backend._constraint(GenerationSettings(grammar='root ::= "A"')) == {"extra_body": {"grammar": 'root ::= "A"'}}
-    url, _ = fake_openai()
+    url, _ = shared_server()
     c = _complete(LeanOpenAIBackend("fake", base_url=url, dialect="llamacpp"), TRANSCRIPT, GenerationSettings(grammar='root ::= "A"'))
     assert c.text
 
@@ -131,12 +155,12 @@ def test_anthropic_backend_with_prompt_caching(fake_openai):
     assert server_requests(stats) == 4
 
 
-def test_anthropic_errors(fake_openai):
-    url, _ = fake_openai("--rate-limit", "1")
+def test_anthropic_errors(shared_server):
+    url, _ = shared_server("--rate-limit", "1")
     with pytest.raises(BackendError) as err:
         _complete(AnthropicBackend("claude-fake", base_url=url.removesuffix("/v1")), TRANSCRIPT)
     assert err.value.rate_limited and err.value.retry_after == pytest.approx(0.2)
-    url, _ = fake_openai("--always-fail")
+    url, _ = shared_server("--always-fail")
     with pytest.raises(BackendError) as err:
         _complete(AnthropicBackend("claude-fake", base_url=url.removesuffix("/v1")), TRANSCRIPT)
     assert err.value.retryable
@@ -151,15 +175,15 @@ def transport_study(spec: str, url: str, extra: str = "") -> str:
 
 
 @pytest.mark.parametrize("spec,extra", [("openai/fake", 'transport = "sdk"'), ("openai/fake", 'transport = "aiohttp"'), ("openai/fake", 'transport = "lean"\nrequests_per_minute = 6000\ntokens_per_minute = 1000000'), ("anthropic/claude-fake", "price_input = 3.0\nprice_cached_input = 0.3")])
-def test_studies_run_on_every_transport(spec, extra, tmp_path, write_study, fake_openai):
+def test_studies_run_on_every_transport(spec, extra, tmp_path, write_study, fake_openai, capsys):
     url, stats = fake_openai("--prefix-cache")
     if spec.startswith("anthropic"):
         url = url.removesuffix("/v1")
     path = write_study(transport_study(spec, url, extra))
     db = tmp_path / "t.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert res.returncode == 0, res.stderr
-    assert "8 played, 0 errors" in res.stdout and "prompt-cached" in res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
+    assert "8 played, 0 errors" in out and "prompt-cached" in out
     # remote is focal in 4 games of 3 turns; its transcript grows, so turns 2 and 3 hit the cache
     assert server_requests(stats) == 12
     con = sqlite3.connect(db)
@@ -174,24 +198,25 @@ def test_transport_settings_do_not_change_game_ids(write_study):
     assert ids[0] == ids[1] and ids[0] != ids[2]
 
 
-def test_bad_limits_are_one_line_errors(write_study):
+def test_bad_limits_are_one_line_errors(write_study, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no --db: the default database would be made here, as in a user's folder
     path = write_study(transport_study("openai/fake", "http://127.0.0.1:1/v1", "requests_per_minute = -5"))
-    res = run_agora("run", str(path), "--quiet")
-    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "requests_per_minute" in res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--quiet")
+    assert rc == 2 and err.count("\n") == 1 and "requests_per_minute" in err
     path = write_study(transport_study("openai/fake", "http://127.0.0.1:1/v1", 'transport = "carrier-pigeon"'), name="t.toml")
-    res = run_agora("run", str(path), "--quiet")
-    assert res.returncode == 2 and "transport" in res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--quiet")
+    assert rc == 2 and "transport" in err
 
 
 @pytest.mark.parametrize("kind", ["gzip", "endless", "length"])
 @pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
-def test_an_answer_too_large_fails_the_call_without_holding_it(cls, kind, fake_openai):
+def test_an_answer_too_large_fails_the_call_without_holding_it(cls, kind, shared_server):
     """A 1 MB gzip body of 1 GiB, a body without end, a Content-Length of 1 GiB: the call fails
     as "answer too large", not retried, and the client never holds more than its bound (a 1 GiB
     bomb once took a run to 3.5 GB)."""
     import resource
 
-    url, _ = fake_openai("--big-body", kind)
+    url, _ = shared_server("--big-body", kind)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     with pytest.raises(BackendError) as info:
         _complete(cls("fake", base_url=url, timeout=60), TRANSCRIPT)
@@ -201,19 +226,18 @@ def test_an_answer_too_large_fails_the_call_without_holding_it(cls, kind, fake_o
 
 
 @pytest.mark.parametrize("temperature,sent", [("default", False), (0.0, True), (0.7, True)])
-def test_temperature_default_sends_neither_temperature_nor_seed(temperature, sent, fake_openai, tmp_path, capsys):
+def test_temperature_default_sends_neither_temperature_nor_seed(temperature, sent, shared_server, tmp_path, capsys):
     """``temperature = "default"`` (the original GLEE project's setting) leaves sampling to the
     provider: no chat request carries a temperature or a seed; a number sends both, with the
     study's seed (issue 21, item 7). The report says which."""
-    from support.helpers import agora
-
-    url, stats = fake_openai()
+    url, stats = shared_server()
+    before = stats_of(stats)  # the server is the module's: this test's requests are the difference
     path = tmp_path / "study.toml"
     path.write_text(envy_points("decoding", [model("m", f"openai/x@{url}", temperature=temperature), scripted("self-max")], grid=paper_grid(matrix=["M1"], peer_status=["leading"], margin=["marginal"], peer_move=["A"])))
     rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "d.db"), "--quiet")
     assert rc == 0, err
-    with urllib.request.urlopen(stats) as resp:
-        counts = json.loads(resp.read())
+    after = stats_of(stats)
+    counts = {k: after[k] - before[k] for k in ("requests", "with_temperature", "with_seed")}
     assert counts["requests"] > 0
     assert counts["with_temperature"] == counts["with_seed"] == (counts["requests"] if sent else 0)
     rc, _, err = agora(capsys, "report", str(path), "--db", str(tmp_path / "d.db"), "--out", str(tmp_path / "r"))
