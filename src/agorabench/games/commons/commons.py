@@ -415,6 +415,17 @@ class Commons(Game):
             out.update({f"wins_{cat}": (0.0, 1.0) for cat in election.CATEGORIES})
         return out
 
+    @classmethod
+    def derived_ranges(cls, config: GameConfig) -> dict[str, tuple[float | None, float | None]]:
+        """The ranges of the quantities a report derives from the runs and their turns (not game
+        metrics, so not in :meth:`metric_ranges`, which the conformance suite holds every played
+        metric to): ``survival_rate``, the percentage of a group of runs that lasted every month
+        (0–100; the per-run metric is ``survived``, 0–1); ``gini``, the Gini of one month's
+        harvests (0–1); ``resource``, the stock left after a month's harvest (0 to the scenario's
+        capacity). Declared here, beside the game's other facts, so that no report writes them."""
+        capacity = float(get_scenario(config.scenario, config.language).capacity)  # type: ignore[attr-defined]
+        return {"survival_rate": (0.0, 100.0), "gini": (0.0, 1.0), "resource": (0.0, capacity)}
+
     def metrics(self, outcome: dict[str, Any]) -> dict[str, float]:
         """Paper metrics of one run (formulas in :func:`commons_metrics`)."""
         c = self.config

@@ -21,6 +21,7 @@ from ...analysis.report import Section
 from ...analysis.stats import declared_ranges
 from ...analysis.survival import collapsed_by_month, gini_by_month, km_by_group, resource_trajectory, runs_table
 from . import election_report
+from .config import CommonsConfig
 
 METRICS = ["survival_time", "survival_time_harvested", "survival_rate", "total_gain", "total_loss", "efficiency", "equality", "over_usage"]
 #: Column headings that name which counting a survival figure uses.
@@ -152,30 +153,34 @@ def _nothing_collected(g: pd.DataFrame) -> pd.Series:
 
 
 def ranges(games: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
-    """The range of each commons metric (low, high; None: open) for these games: survival
-    times 0 to the horizon, the percentages 0–100, gains and losses from 0, the resource left
-    0 to the scenario's capacity (the largest of the games' scenarios), the Gini 0–1. The game's
-    metrics as it declares them over these games' configurations (``Commons.metric_ranges``)."""
+    """The range of each commons metric (low, high; None: open) for these games, as the game
+    declares them: its metrics over these games' configurations (``Commons.metric_ranges``),
+    and what this report derives from the runs (``Commons.derived_ranges``: the survival rate,
+    the Gini per month, the resource left up to the largest capacity of the games' scenarios)."""
     from .commons import Commons
 
     declared = declared_ranges(Commons, games)
     metrics = ("survival_time", "survival_time_harvested", "total_gain", "total_loss", "efficiency", "equality", "over_usage")
-    return {**{m: declared[m] for m in metrics}, "survival_rate": (0.0, 100.0), "gini": (0.0, 1.0), "resource": (0.0, capacity(games))}
+    return {**{m: declared[m] for m in metrics}, **derived_ranges(games)}
 
 
-def capacity(games: pd.DataFrame) -> float | None:
-    """The largest capacity of the games' scenarios (None when unknown)."""
-    from .scenario import get_scenario
+def derived_ranges(games: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
+    """``Commons.derived_ranges`` joined over the games' scenarios (scenario, language): the
+    largest capacity bounds the resource; an unknown scenario, or games without one, leave it
+    open."""
+    from .commons import Commons
 
-    if not {"scenario", "language"} <= set(games):
-        return None
     found = []
-    for scenario, language in games[["scenario", "language"]].drop_duplicates().itertuples(index=False):
-        try:
-            found.append(float(get_scenario(str(scenario), str(language)).capacity))
-        except (KeyError, ValueError):
-            return None
-    return max(found) if found else None
+    if {"scenario", "language"} <= set(games):
+        for scenario, language in games[["scenario", "language"]].drop_duplicates().itertuples(index=False):
+            try:
+                found.append(Commons.derived_ranges(CommonsConfig(scenario=str(scenario), language=str(language))))
+            except (KeyError, ValueError):
+                found = []
+                break
+    if not found:
+        return {**Commons.derived_ranges(CommonsConfig()), "resource": (0.0, None)}
+    return {name: (min(f[name][0] for f in found), max(f[name][1] for f in found)) for name in found[0]}  # type: ignore[type-var]
 
 
 def _harvests(turns: pd.DataFrame) -> pd.DataFrame:
