@@ -169,7 +169,7 @@ def _sqlite_pragmas_ro(dbapi_conn, _record) -> None:
 #: (table, column keys of the rows) -> the plan of :func:`insert_rows` for SQLite (the INSERT's
 #: text, its values' getter and the bind processors by position), or None where SQLAlchemy's own
 #: path must be taken.
-_INSERT_PLANS: dict[tuple[sa.Table, frozenset[str]], tuple[str, Any, list[tuple[int, Any]]] | None] = {}
+_INSERT_PLANS: dict[tuple[sa.Table, frozenset[str], str, Any], tuple[str, Any, list[tuple[int, Any]]] | None] = {}
 
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
@@ -203,7 +203,9 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]
 
 def _plan(dialect: sa.Dialect, table: sa.Table, keys: frozenset[str]) -> tuple[str, Any, list[tuple[int, Any]]] | None:
     """The INSERT of :func:`insert_rows` for rows with ``keys`` (made once per table and keys)."""
-    at = (table, keys)
+    # The plan depends on the table (held here, so never collected), the keys, and the dialect's
+    # bind processors: its name and its JSON serializer.
+    at = (table, keys, dialect.name, getattr(dialect, "_json_serializer", None))
     if at not in _INSERT_PLANS:
         _INSERT_PLANS[at] = _make_plan(dialect, table, keys)
     return _INSERT_PLANS[at]
