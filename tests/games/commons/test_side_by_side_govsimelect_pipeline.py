@@ -89,7 +89,7 @@ def test_whole_runs_match_the_successors_on_the_loopback_model(tmp_path, capsys)
         pytest.skip(f"no copy of rfaulkner/GovSimElect at {repo} (fetch it, or set AGORA_GOVSIM_MIRRORS)")
     python = _interpreter()
     if python is None:
-        pytest.skip(f"no interpreter with the successor's dependencies ({', '.join(NEEDS)}): set AGORA_GOVSIMELECT_PYTHON")
+        pytest.skip(f"no interpreter with the successor's dependencies ({', '.join(NEEDS)}): pip install -e '.[sidebyside]', or set AGORA_GOVSIMELECT_PYTHON")
     if shutil.which("git") is None:
         pytest.skip("git is needed to read the successor's copy")
     archive = subprocess.run(["git", "--git-dir", str(repo), "archive", "--format=tar", COMMIT], capture_output=True)
