@@ -9,6 +9,7 @@ every process of the run (driver, Ray's daemons and workers, the server). The se
 PostgreSQL server listens on the outer loopback, which the namespace cannot reach; the workers
 reach it through its Unix socket (a file, which network namespaces do not separate)."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -35,9 +36,7 @@ def _unavailable(why: str) -> None:
     pytest.skip(why, allow_module_level=True)
 
 
-try:
-    import ray  # noqa: F401
-except ModuleNotFoundError:
+if importlib.util.find_spec("ray") is None:  # found, not imported: the runs import it, not this process
     _unavailable("Ray is not installed (pip install 'agorabench[ray]')")
 
 
@@ -49,8 +48,8 @@ def fanout_study(port: int) -> str:
 #: Inside the namespace: start the fake server, wait for it, run the CLI, stop the server.
 LAUNCH = """
 import subprocess, sys, time, urllib.request
-port, latency, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-server = subprocess.Popen([sys.executable, {fake!r}, port, "--latency", latency], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+port, latency, latency_file, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+server = subprocess.Popen([sys.executable, {fake!r}, port, "--latency", latency, "--latency-file", latency_file], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 for _ in range(300):
     try:
         urllib.request.urlopen(f"http://127.0.0.1:{{port}}/v1/models", timeout=1); break
@@ -62,12 +61,19 @@ sys.exit(code)
 """
 
 
-def in_namespace(port: int, latency: float, *args: str) -> subprocess.Popen:
+#: Ray's daemons as the tests need them: no idle default workers started ahead (each share's
+#: worker has its own runtime environment and never takes one), no usage report.
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
+
+
+def in_namespace(port: int, latency: float, *args: str, latency_file: Path | None = None) -> subprocess.Popen:
+    """The CLI with ``args`` in a private namespace, beside the fake server answering after
+    ``latency`` seconds (or, once ``latency_file`` exists, after the seconds written in it)."""
     if shutil.which("unshare") is None or os.geteuid() != 0:
         _unavailable("needs unshare and root for a private network namespace (see ../shared/STACK.md)")
     launch = LAUNCH.format(fake=str(FAKE_OPENAI))
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-    cmd = ["unshare", "-n", "-p", "-f", "--mount-proc", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable, "-c", launch, str(port), str(latency), *args]
+    env = {**os.environ, **RAY_ENV}
+    cmd = ["unshare", "-n", "-p", "-f", "--mount-proc", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable, "-c", launch, str(port), str(latency), str(latency_file or ""), *args]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -98,6 +104,11 @@ def games(db: str) -> pd.DataFrame:
 def finished(db: str) -> dict[str, float]:
     df = games(db)
     return dict(zip(df.id[df.status == "done"], df.finished[df.status == "done"]))
+
+
+def done_count(db: str) -> int:
+    """The games stored as done (what the waits poll: one query, no table built)."""
+    return table(db, "select count(*) from games where study = 'fanout' and status = 'done'")[0][0]
 
 
 def table(db: str, sql: str) -> list[tuple]:
@@ -157,7 +168,7 @@ def test_ray_run_matches_one_process_run_and_resumes_after_a_driver_kill(baselin
 
     proc = in_namespace(port, 0.3, "run", str(path), "--db", fan, "--quiet", "--executor", "ray", "--workers", "2", "--concurrency", "2")
     init = namespace_init(proc)
-    wait_for(lambda: len(finished(fan)) >= 10, proc)
+    wait_for(lambda: done_count(fan) >= 10, proc)
     os.kill(init, signal.SIGKILL)  # the driver, Ray and the server all end with the namespace
     proc.communicate(timeout=60)
     before = finished(fan)
@@ -174,13 +185,14 @@ def test_ray_run_matches_one_process_run_and_resumes_after_a_driver_kill(baselin
     assert json.loads(a.outcome[0])  # real outcomes, not empty rows
 
 
-def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_resumes(baseline, postgres):
+def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_resumes(baseline, postgres, tmp_path):
     path, port, one = baseline
+    fast = tmp_path / "latency"  # written once the kills are done: the rest of the run at full speed
     url = postgres.new_database()  # from here: TCP on this namespace's loopback
     inside = f"postgresql://postgres@/{url.rsplit('/', 1)[1]}?host={postgres.dir}&port={postgres.port}"  # the Unix socket
     claims = lambda: table(url, "select owner, game_id from claims")  # noqa: E731
 
-    proc = in_namespace(port, 0.3, "run", str(path), "--db", inside, "--quiet", "--executor", "ray", "--workers", "2", "--concurrency", "2", "--worker-retries", "1")
+    proc = in_namespace(port, 0.3, "run", str(path), "--db", inside, "--quiet", "--executor", "ray", "--workers", "2", "--concurrency", "2", "--worker-retries", "1", latency_file=fast)
     init = namespace_init(proc)
 
     def worker_with_claims(exclude: set[str], tag: str = "") -> tuple[str, int] | None:
@@ -195,7 +207,7 @@ def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_r
                 return owner, workers[pid]
         return None
 
-    wait_for(lambda: len(finished(url)) >= 6 and worker_with_claims(set()), proc)
+    wait_for(lambda: done_count(url) >= 6 and worker_with_claims(set()), proc)
     first, pid = worker_with_claims(set())
     tag = first.split(":")[3]
     os.kill(pid, signal.SIGKILL)
@@ -204,6 +216,7 @@ def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_r
     assert first not in {owner for owner, _ in claims()}
     second, pid = worker_with_claims({first}, ":" + tag)
     os.kill(pid, signal.SIGKILL)  # Ray's one retry is spent: the driver gives up on this share
+    fast.write_text("0")
     out, err = proc.communicate(timeout=300)
     done = finished(url)
     missing = 96 - len(done)
@@ -229,14 +242,15 @@ def test_ray_on_postgresql_restarts_a_killed_worker_then_reports_its_share_and_r
     assert claims() == []
 
 
-def test_ray_summary_counts_the_games_a_killed_attempt_stored(baseline, postgres):
+def test_ray_summary_counts_the_games_a_killed_attempt_stored(baseline, postgres, tmp_path):
     """A worker killed once: Ray starts its share again, which skips the games its dead attempt
     stored. Those count as played too, so the summary adds up to the games in the database
     (it once said "0 already done, 378 played" for 576 stored games)."""
     path, port, _ = baseline
     url = postgres.new_database()
     inside = f"postgresql://postgres@/{url.rsplit('/', 1)[1]}?host={postgres.dir}&port={postgres.port}"
-    proc = in_namespace(port, 0.3, "run", str(path), "--db", inside, "--quiet", "--executor", "ray", "--workers", "2", "--concurrency", "2", "--worker-retries", "2")
+    fast = tmp_path / "latency"  # written after the kill: the rest of the run at full speed
+    proc = in_namespace(port, 0.3, "run", str(path), "--db", inside, "--quiet", "--executor", "ray", "--workers", "2", "--concurrency", "2", "--worker-retries", "2", latency_file=fast)
     init = namespace_init(proc)
 
     def busy_worker() -> int | None:
@@ -249,8 +263,9 @@ def test_ray_summary_counts_the_games_a_killed_attempt_stored(baseline, postgres
                 return workers[pid]
         return None
 
-    wait_for(lambda: len(finished(url)) >= 6 and busy_worker(), proc)
+    wait_for(lambda: done_count(url) >= 6 and busy_worker(), proc)
     os.kill(busy_worker(), signal.SIGKILL)
+    fast.write_text("0")
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     stored = len(finished(url))
