@@ -24,7 +24,7 @@ from agorabench.cli import main
 from agorabench.core.actions import Action
 from agorabench.core.table import Prompt, Reply, Table
 from agorabench.store.store import Store, StoreError
-from support.helpers import ROOT, agora, free_port, one_line_error, run_agora, server_requests
+from support.helpers import ROOT, agora, free_port, one_line_error, server_requests
 from support.studies import envy_points, paper_grid, scripted
 
 
@@ -355,13 +355,13 @@ def test_credentials_in_a_base_url_are_not_stored(tmp_path, write_study, fake_op
 
 # 6. two processes on one study ------------------------------------------------------------------
 
-def test_two_processes_share_a_study_instead_of_both_playing_it(tmp_path, write_study, fake_openai):
+def test_two_processes_share_a_study_instead_of_both_playing_it(tmp_path, write_study, fake_openai, capsys):
     url, stats = fake_openai("--latency", "0.3")
     path = envy(write_study, url).with_name("study.toml")
     text = path.read_text().replace('matrix = ["M1", "M2"]', 'matrix = ["M1", "M2", "M3"]').replace('peer_move = ["B"]', 'peer_move = ["A", "B", "C", "D"]')
     path.write_text(text)
     single = tmp_path / "single.db"
-    assert run_agora("run", str(path), "--db", str(single), "--quiet", "--concurrency", "4").returncode == 0
+    assert agora(capsys, "run", str(path), "--db", str(single), "--quiet", "--concurrency", "4")[0] == 0  # the reference: one run, here
     calls_single = server_requests(stats)
     shared = tmp_path / "shared.db"
     # one game at a time each: one process alone would need over 10 s, so the two overlap
