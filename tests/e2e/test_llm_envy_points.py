@@ -1,6 +1,12 @@
 """The real small model plays the point-allocation game: in-process (embedded) and through the
 OpenAI-compatible llama.cpp server. The model chooses at about chance, so these tests check
-validity and plumbing, not behaviour."""
+validity and plumbing, not behaviour.
+
+The runs use the command line in this process (the tests are about the model's plumbing, not
+the process: a subprocess paid about a second of imports and a model load each). The
+unconstrained runs re-ask an unusable answer once (``max_retries = 1``), not twice: the tiny
+model's free answers are unusable at every try, so the third try only added tokens; the re-ask
+itself stays exercised."""
 
 import json
 import sqlite3
@@ -9,7 +15,7 @@ import pandas as pd
 import pytest
 
 from agorabench.store.store import Store
-from support.helpers import run_agora
+from support.helpers import agora
 from support.studies import envy_points, paper_grid, scripted
 
 
@@ -17,10 +23,12 @@ pytestmark = pytest.mark.llm
 
 def llm_study(moves: list[str], constrained: bool, **spec) -> str:
     """The small model (``spec``: its spec, and base_url where served) against always-B on M2,
-    lagging by a significant margin, for the peer moves ``moves``."""
+    lagging by a significant margin, for the peer moves ``moves``; an unconstrained run re-asks
+    an unusable answer once."""
     smol = {"name": "smol", **spec, "display_name": "SmolLM2-135M", "max_tokens": 96, "constrained": constrained}
     grid = paper_grid(matrix=["M2"], peer_status=["lagging"], margin=["significant"], peer_move=moves)
-    return envy_points("llm", [smol, scripted("b", "always-b", display_name="Model-B")], grid=grid)
+    retries = {} if constrained else {"max_retries": 1}
+    return envy_points("llm", [smol, scripted("b", "always-b", display_name="Model-B")], grid=grid, **retries)
 
 
 def llm_turns(db):
@@ -55,45 +63,45 @@ def check_three_turn_conversation(rows):
     assert "Model-B" in last[-1]["content"]
 
 
-def test_embedded_model_plays_a_full_conversation_unconstrained(tmp_path, write_study):
+def test_embedded_model_plays_a_full_conversation_unconstrained(tmp_path, write_study, capsys):
     path = write_study(llm_study(["C"], False, spec="local"))
     db = tmp_path / "e.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert res.returncode == 0, res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
     rows = llm_turns(db)
     check_three_turn_conversation(rows)
 
 
-def test_embedded_replay_from_cache_identical_at_concurrency_1_and_32(tmp_path, write_study):
+def test_embedded_replay_from_cache_identical_at_concurrency_1_and_32(tmp_path, write_study, capsys):
     path = write_study(llm_study(["A", "D"], True, spec="local"))
     first, second = tmp_path / "a.db", tmp_path / "b.db"
-    res = run_agora("run", str(path), "--db", str(first), "--concurrency", "1", "--quiet")
-    assert res.returncode == 0 and "4 played" in res.stdout, res.stderr
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(first), "--concurrency", "1", "--quiet")
+    assert rc == 0 and "4 played" in out, err
     rows = llm_turns(first)
     assert len(rows) >= 6 and all(r[2] for r in rows)  # the grammar makes every answer well-formed
     check_three_turn_conversation(rows[:3])
-    res = run_agora("run", str(path), "--db", str(second), "--cache", str(first), "--concurrency", "32", "--quiet")
-    assert res.returncode == 0 and " 0 model calls" in res.stdout, res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(second), "--cache", str(first), "--concurrency", "32", "--quiet")
+    assert rc == 0 and " 0 model calls" in out, (out, err)
     q = "select id, seats, config, outcome, metrics from games order by id"
     assert pd.read_sql(q, sqlite3.connect(first)).equals(pd.read_sql(q, sqlite3.connect(second)))
 
 
-def test_openai_path_against_llama_cpp_server(tmp_path, write_study, llama_server):
+def test_openai_path_against_llama_cpp_server(tmp_path, write_study, llama_server, capsys):
     path = write_study(llm_study(["B"], False, spec="llamacpp/smollm2", base_url=llama_server))
     db = tmp_path / "o.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert res.returncode == 0, res.stderr
-    assert "2 played, 0 errors" in res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
+    assert "2 played, 0 errors" in out
     rows = llm_turns(db)
     check_three_turn_conversation(rows)
     assert not any(r[10] for r in rows)  # real calls, not cache hits
 
 
-def test_openai_path_sends_the_grammar_to_a_llama_cpp_server(tmp_path, write_study, llama_server):
+def test_openai_path_sends_the_grammar_to_a_llama_cpp_server(tmp_path, write_study, llama_server, capsys):
     path = write_study(llm_study(["D"], True, spec="llamacpp/smollm2", base_url=llama_server))
     db = tmp_path / "c.db"
-    res = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert res.returncode == 0, res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
     rows = llm_turns(db)
     assert len(rows) == 3 and all(r[2] and r[3] == 0 for r in rows)  # well-formed at the first try
     assert all(r[5].startswith("<response>") for r in rows)
