@@ -61,7 +61,7 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
-from ..families import load_game
+from ..families import load_game, strategies
 from ..models.pricing import check_tier_prices
 from ..models.reasoning import EFFORTS
 from ..models.spec import ModelSpec, check_base_url, parse_spec, spec_kind, split_url
@@ -636,6 +636,47 @@ class Study:
                 cells += self._count_seatings(roles, part) * min(k, n_configs)
         return cells
 
+    def check_roles(self) -> None:
+        """Every scripted strategy plays the roles the design gives it (one that declares
+        ``plays`` plays only those): StudyError naming the strategy, the role and the roles it
+        plays, before any game (such a game would only store an error). ``ordered_pairs``,
+        ``all_pairs`` and ``same_model`` put every model in every role, so a strategy of some
+        roles only is seated with ``matchups = "seats"``; a grid larger than ``max_games`` is
+        left to :meth:`count_games`, and an unknown strategy to the run's check."""
+        scripted = {name: entry.model_spec.name for name, entry in self.models.items() if entry.is_strategy}
+        if not scripted:
+            return
+        mode = self.file.matchups
+        for part in self._parts():
+            known = strategies(part.game)
+            plays = {name: tuple(getattr(known[key], "plays", ()) or ()) for name, key in scripted.items() if key in known}
+            plays = {name: roles for name, roles in plays.items() if roles}
+            raw = (math.prod(len(v) for v in part.grid.values()) if part.grid else 0) + len(part.configs)
+            if not plays or raw > self.file.max_games:
+                continue
+            game_cls = self.game_class(part.game)
+            for roles in dict.fromkeys(game_cls.roles(c) for c in self.configurations(part)):
+                if mode == "seats":
+                    seatings = self._seat_list(roles, part)
+                elif next(self._seatings(roles, part), None) is None:
+                    continue  # no game to play: the run says why
+                else:
+                    seatings = [{role: name for role in roles} for name in self.models]
+                for seating in seatings:
+                    for role, name in seating.items():
+                        allowed = plays.get(name)
+                        if allowed and role not in allowed:
+                            raise StudyError(self._role_problem(part.game, seating, role, name, f"strategy/{scripted[name]}", allowed))
+
+    def _role_problem(self, game: str, seating: dict[str, str], role: str, name: str, strategy: str, allowed: tuple[str, ...]) -> str:
+        """The one line that says a strategy was given a role it cannot play, and how to seat it."""
+        who = f"model {name!r} ({strategy})" if strategy != f"strategy/{name}" else strategy
+        what = f"{who} cannot play the role {role!r} of {game}: it plays only {', '.join(allowed)}"
+        if self.file.matchups == "seats":
+            return f"study {self.name!r}: seats {seating}: {what}; seat it in {'that role' if len(allowed) == 1 else 'one of those roles'}"
+        example = f'{{ "*" = "<another model>", {allowed[0]} = "{name}" }}'
+        return f"study {self.name!r}: {what}; matchups = \"{self.file.matchups}\" puts every model in every role: list the seatings with matchups = \"seats\", e.g. seats = [{example}]"
+
     def check_keys(self, environ: dict[str, str] | None = None) -> None:
         """A model entry that names its key's variable (``api_key_env``) must find it set: a
         missing key is a StudyError before anything runs, never a run without a key."""
@@ -935,4 +976,5 @@ def load_study(path: str | Path, models: list[str] | None = None) -> Study:
     study = Study(file, game_cls, path.resolve().parent, entries, classes if file.parts else {}, seats_replaced)
     if study.prompt_dir is not None and not study.prompt_dir.is_dir():
         raise StudyError(f"{path}: prompt folder not found: {study.prompt_dir}")
+    study.check_roles()
     return study
