@@ -6,15 +6,22 @@ from the cache with no model calls. Plumbing only: the tiny model chooses at abo
 
 Two *embedded* entries in one process are avoided on purpose: llama-cpp-python silences its
 logging by redirecting file descriptors 1 and 2 around each call, which is not thread-safe across
-two models on two executor threads and can leave the CLI's stdout pointing at /dev/null."""
+two models on two executor threads and can leave the CLI's stdout pointing at /dev/null.
+
+Both runs use the command line in this process (the tests are about the game's plumbing, not the
+process: a subprocess paid about a second of imports and a model load each)."""
 
 from __future__ import annotations
+
+import contextlib
+import io
+from types import SimpleNamespace
 
 import pytest
 
 from agorabench.store.store import Store
 
-from support.helpers import run_agora
+from support.helpers import agora
 
 STUDY = """
 name = "commons_llm"
@@ -55,8 +62,12 @@ def first_run(tmp_path_factory, llama_server):
     path = folder / "study.toml"
     path.write_text(STUDY.replace("BASE_URL", llama_server), encoding="utf-8")
     db = folder / "first.db"
-    result = run_agora("run", str(path), "--db", str(db), "--quiet", timeout=1200)
-    return path, db, result
+    from agorabench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        returncode = main(["run", str(path), "--db", str(db), "--quiet"])
+    return path, db, SimpleNamespace(returncode=returncode, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 @pytest.mark.llm
@@ -98,13 +109,13 @@ def test_embedded_model_plays_a_full_month(first_run):
 
 
 @pytest.mark.llm
-def test_mixed_model_study_replays_from_cache_without_calls(first_run, tmp_path):
+def test_mixed_model_study_replays_from_cache_without_calls(first_run, tmp_path, capsys):
     path, first_db, result = first_run
     assert result.returncode == 0, result.stderr
     second_db = tmp_path / "second.db"
-    replay = run_agora("run", str(path), "--cache", str(first_db), "--db", str(second_db), "--quiet", timeout=600)
-    assert replay.returncode == 0, replay.stderr
-    assert " 0 model calls" in replay.stdout and "1 played" in replay.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--cache", str(first_db), "--db", str(second_db), "--quiet")
+    assert rc == 0, err
+    assert " 0 model calls" in out and "1 played" in out
     (a,) = Store(first_db).games("commons_llm")
     (b,) = Store(second_db).games("commons_llm")
     assert a["id"] == b["id"] and a["outcome"] == b["outcome"] and a["metrics"] == b["metrics"]
