@@ -18,10 +18,9 @@ import io
 from types import SimpleNamespace
 
 import pytest
+from support.helpers import agora
 
 from agorabench.store.store import Store
-
-from support.helpers import agora
 
 STUDY = """
 name = "commons_llm"

@@ -13,11 +13,10 @@ import sqlite3
 
 import pandas as pd
 import pytest
-
-from agorabench.store.store import Store
 from support.helpers import agora
 from support.studies import envy_points, paper_grid, scripted
 
+from agorabench.store.store import Store
 
 pytestmark = pytest.mark.llm
 

@@ -12,10 +12,9 @@ with the same actions, at half the generated tokens."""
 from __future__ import annotations
 
 import pytest
-
-from agorabench.store.store import Store
 from support.helpers import agora
 
+from agorabench.store.store import Store
 
 pytestmark = pytest.mark.llm
 
