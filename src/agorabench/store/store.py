@@ -489,12 +489,6 @@ class Store(ClaimMethods):
             row = conn.execute(sa.select(games).where(games.c.id == game_id)).first()
         return dict(row._mapping) if row is not None else None
 
-    def set_status(self, game_id: str, status: str) -> None:
-        """Change the status of a stored game (the web app marks a game whose participant left
-        as ``abandoned``)."""
-        with self.engine.begin() as conn:
-            conn.execute(sa.update(games).where(games.c.id == game_id).values(status=status))
-
     # the whole database ---------------------------------------------------------------
     def studies(self) -> list[dict[str, Any]]:
         """Every study row."""
