@@ -207,11 +207,31 @@ def whole_run(original: Path, outcome: dict[str, Any], seed: int) -> int:
     return differences
 
 
+def play_recording_elections(config: Any, table: Any) -> tuple[Any, list[Any]]:
+    """Play one game of ours; return its outcome and the table's rng state at each election's
+    start (what the successor's ``random`` is set to, for the same ballot shuffles and ties)."""
+    from agorabench.core.game import Prompts
+    from agorabench.games.commons import election
+    from agorabench.games.commons.commons import Commons
+
+    states: list[Any] = []
+    hold = election.hold
+
+    async def recording(game, play, tbl, *a: Any, **k: Any) -> None:
+        states.append(tbl.rng.getstate())
+        await hold(game, play, tbl, *a, **k)
+
+    election.hold = recording
+    try:
+        outcome = asyncio.run(Commons(config, Prompts(Commons.prompt_dir)).play(table))
+    finally:
+        election.hold = hold
+    return outcome, states
+
+
 def ours(months: int, seed: int, rules: list[str], harvest: list[str] | None = None):
     """Our elected fishery with scripted players; the rng state at each election's start."""
-    from agorabench.core.game import Prompts
     from agorabench.core.table import Table
-    from agorabench.games.commons import election
     from agorabench.games.commons.commons import Commons
     from agorabench.games.commons.config import CommonsConfig
     from agorabench.games.commons.strategies import STRATEGIES
@@ -228,19 +248,7 @@ def ours(months: int, seed: int, rules: list[str], harvest: list[str] | None = N
         kind = (harvest or ["sustainable"])[int(r.split("_")[1]) % len(harvest or ["x"])] if r.startswith("agent_") else "summariser"
         players[r] = STRATEGIES[kind](**params)
     table = Table(players, seed=seed, embed=embed)
-    states: list[Any] = []
-    hold = election.hold
-
-    async def recording(game, play, tbl, *a: Any, **k: Any) -> None:
-        states.append(tbl.rng.getstate())
-        await hold(game, play, tbl, *a, **k)
-
-    election.hold = recording
-    try:
-        outcome = asyncio.run(Commons(config, Prompts(Commons.prompt_dir)).play(table))
-    finally:
-        election.hold = hold
-    return outcome, states
+    return play_recording_elections(config, table)
 
 
 
@@ -307,9 +315,7 @@ class Loopback:
 def ours_pipeline(months: int, seed: int, disinformation: bool = False) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
     """Our elected fishery of eight (balanced population) with every seat on the loopback rules;
     the rng state at each election's start; every call."""
-    from agorabench.core.game import Prompts
     from agorabench.core.table import Table
-    from agorabench.games.commons import election
     from agorabench.games.commons.commons import Commons
     from agorabench.games.commons.config import CommonsConfig
     from support.embeddings import fake_vector
@@ -320,18 +326,7 @@ def ours_pipeline(months: int, seed: int, disinformation: bool = False) -> tuple
     config = CommonsConfig(leadership="elected", n_agents=8, months=months, disinformation=disinformation)
     calls: list[dict[str, Any]] = []
     table = Table({r: Loopback(calls) for r in Commons.active_roles(config)}, seed=seed, embed=embed)
-    states: list[Any] = []
-    hold = election.hold
-
-    async def recording(game, play, tbl, *a: Any, **k: Any) -> None:
-        states.append(tbl.rng.getstate())
-        await hold(game, play, tbl, *a, **k)
-
-    election.hold = recording
-    try:
-        outcome = asyncio.run(Commons(config, Prompts(Commons.prompt_dir)).play(table))
-    finally:
-        election.hold = hold
+    outcome, states = play_recording_elections(config, table)
     return outcome, states, calls
 
 

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from support.helpers import load_script
 
 from agorabench import families
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("analysis_table", ROOT / "scripts" / "analysis_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_committed_table_is_the_generated_one():
-    script = _script()
+    script = load_script("analysis_table")
     text = (ROOT / "docs" / "analysis.md").read_text(encoding="utf-8")
     assert script.with_table(text, families.definitions_table()) == text, "run python scripts/analysis_table.py"
 
@@ -34,6 +28,6 @@ def test_every_shipped_report_module_has_its_row_and_words():
 
 
 def test_a_changed_manifest_changes_the_table():
-    script = _script()
+    script = load_script("analysis_table")
     text = "intro\n" + script.MARK + "\n| old |\n|---|\n\nafter\n"
     assert script.with_table(text, "| new |\n") == "intro\n" + script.MARK + "\n| new |\n\nafter\n"

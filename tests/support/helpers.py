@@ -4,6 +4,7 @@ to answer, the real command line run as a subprocess, and the request count of t
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import socket
@@ -18,6 +19,16 @@ from typing import Iterator
 ROOT = Path(__file__).resolve().parents[2]
 #: The fault-injecting OpenAI/Anthropic server, started by path as its own process.
 FAKE_OPENAI = Path(__file__).resolve().with_name("fake_openai.py")
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` imported as a module (``_script_<name>``, registered in
+    ``sys.modules`` so its dataclasses and pickles resolve); the scripts are not a package."""
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_port() -> int:

@@ -5,24 +5,12 @@ original's code fails loudly when its target is missing."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.helpers import load_script
 
 from agorabench.games.commons.config import CommonsConfig
-
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def remark_prompts(calls: list[dict]) -> list[str]:
@@ -30,7 +18,7 @@ def remark_prompts(calls: list[dict]) -> list[str]:
 
 
 def test_report_wording_original_is_our_games_setting():
-    script = load("side_by_side_govsim")
+    script = load_script("side_by_side_govsim")
     assert "report_wording" in CommonsConfig.model_fields
     ours, outcome = script.run_ours(1)
     original, _ = script.run_ours(1, report_wording="original")
@@ -40,7 +28,7 @@ def test_report_wording_original_is_our_games_setting():
 
 
 def test_a_patch_whose_target_is_missing_stops_the_run_with_a_clear_message():
-    stub = load("govsim_original_stub")  # loads nothing of the original on import
+    stub = load_script("govsim_original_stub")  # loads nothing of the original on import
 
     class FishingPersona:
         def loop(self, obs):
@@ -62,7 +50,7 @@ def test_a_patch_whose_target_is_missing_stops_the_run_with_a_clear_message():
 
 
 def test_fresh_clock_sets_every_seats_clock_to_the_chats_day():
-    stub = load("govsim_original_stub")
+    stub = load_script("govsim_original_stub")
     seats = [SimpleNamespace(current_time="2024-01-01") for _ in range(3)]
     speaker = SimpleNamespace(other_personas={str(i): s for i, s in enumerate(seats)})
     loop = stub.fresh_clock(lambda self, obs: obs.current_time)

@@ -7,7 +7,6 @@ policies, stock, catches, survival and welfare, and every prompt the same facts.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
 import shutil
@@ -18,21 +17,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.helpers import load_script
 
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 MIRRORS = Path(os.environ.get("AGORA_GOVSIM_MIRRORS", "/work/.mirror"))
 #: The successor's commit the comparison was written for.
 COMMIT = "8cf0aba"
 #: What the successor's code imports that this project does not install.
 NEEDS = ("numpy", "regex", "pygtrie", "backoff", "omegaconf", "pettingzoo")
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 SUCCESSOR_VOTE = """You are Luke, a fisherman, and you fish every month in a lake along with other fishermen.
@@ -48,7 +39,7 @@ Task: Based on fishing policies and agendas, who would you vote for? Jack, Emma?
 
 
 def test_the_stubs_rules_read_the_successors_prompts():
-    stub = load("govsimelect_original_stub")  # loads nothing of the successor on import
+    stub = load_script("govsimelect_original_stub")  # loads nothing of the successor on import
     assert stub.kind_of(SUCCESSOR_VOTE) == "vote"
     assert stub.decide("vote", SUCCESSOR_VOTE, []) == "I weigh the agendas. Vote: Jack"
     assert stub.vote_for("Olivia", ["Jack", "Emma"]) == "Emma" and stub.vote_for("Luke", ["Jack", "Emma"]) == "Jack"
@@ -62,7 +53,7 @@ def test_the_stubs_rules_read_the_successors_prompts():
 
 
 def test_a_stub_patch_whose_target_is_missing_stops_the_run():
-    stub = load("govsimelect_original_stub")
+    stub = load_script("govsimelect_original_stub")
 
     class ElectionPhase:
         async def execute(self, ctx):
@@ -97,7 +88,7 @@ def test_whole_runs_match_the_successors_on_the_loopback_model(tmp_path, capsys)
         pytest.skip(f"the copy at {repo} has no commit {COMMIT}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(tmp_path / "successor", filter="data")
-    script = load("side_by_side_govsimelect")
+    script = load_script("side_by_side_govsimelect")
     # seed 5: three elections (a four-way tie in the second); the leader writes the report
     assert script.main(["--original", str(tmp_path / "successor"), "--pipeline", "--python", python, "--months", "3", "--seed", "5", "--disinformation"]) == 0
     out = capsys.readouterr().out

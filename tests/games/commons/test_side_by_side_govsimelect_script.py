@@ -5,25 +5,11 @@ seats, and the successor's welfare measure and agent cycling are reproduced as i
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
-
-
-def load():
-    spec = importlib.util.spec_from_file_location(
-        "_script_side_by_side_govsimelect", SCRIPTS / "side_by_side_govsimelect.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from support.helpers import load_script
 
 
 def test_our_run_records_each_elections_rng_state_and_harvests():
-    script = load()
+    script = load_script("side_by_side_govsimelect")
     outcome, states = script.ours(2, 5, ["first"] * 4, ["sustainable", "greedy"])
     assert (
         len(states) == len(outcome["leadership"]["elections"]) == 1
@@ -34,7 +20,7 @@ def test_our_run_records_each_elections_rng_state_and_harvests():
 
 
 def test_successor_welfare_caps_each_round_by_the_last_stock_times_regrowth():
-    script = load()
+    script = load_script("side_by_side_govsimelect")
     rows = [
         {"collected": {"a": 60, "b": 50}, "stock_after": 20, "regen": 2.0},
         {"collected": {"a": 30, "b": 30}, "stock_after": 0, "regen": 1.5},
@@ -43,7 +29,7 @@ def test_successor_welfare_caps_each_round_by_the_last_stock_times_regrowth():
 
 
 def test_selector_cycles_like_pettingzoos():
-    sel = load()._Selector(["p0", "p1"])
+    sel = load_script("side_by_side_govsimelect")._Selector(["p0", "p1"])
     assert [sel.next(), sel.is_last(), sel.next(), sel.is_last(), sel.next()] == [
         "p0",
         False,
