@@ -33,13 +33,14 @@ class PatchError(SystemExit):
     """A change this comparison makes to the original's code found no target."""
 
 
-def patch(owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+def patch(owner: Any, name: str, make: Callable[[Any], Any], *, whose: str = "the original", compared: str = "GovSim at 1d11adf and PathFinder at 69b8d64 are the versions compared") -> None:
     """Replace ``owner.name`` by ``make(old)``; stop with a clear message when ``owner`` has no
     ``name`` (the original's code is not the one this comparison was written for). A class must
-    define it itself: one inherited from a base class is not the code meant."""
+    define it itself: one inherited from a base class is not the code meant. ``whose`` and
+    ``compared`` name the code and its versions in the message (the successor's stub reuses this)."""
     if not (name in vars(owner) if isinstance(owner, type) else hasattr(owner, name)):
         where = getattr(owner, "__name__", None) or type(owner).__name__
-        raise PatchError(f"cannot patch {where}.{name}: the original has no such attribute (GovSim at 1d11adf and PathFinder at 69b8d64 are the versions compared)")
+        raise PatchError(f"cannot patch {where}.{name}: {whose} has no such attribute ({compared})")
     setattr(owner, name, make(getattr(owner, name)))
 
 
@@ -67,12 +68,20 @@ def load_original() -> None:
     that a PettingZoo newer than its 1.24 renamed (1.25 made ``agent_selector`` a module and
     the class ``AgentSelector``)."""
     sys.path[:0] = [os.environ["GOVSIM"], os.environ["PATHFINDER"]]
+    stub_heavy_imports(patch)
+
+
+def stub_heavy_imports(patcher: Callable[[Any, str, Callable[[Any], Any]], None]) -> None:
+    """Empty modules for the heavy imports GovSim and its successor make at start-up (unused once
+    the model and the embeddings are stubs), and PettingZoo's selector class under the name they
+    import (1.25 made ``agent_selector`` a module and the class ``AgentSelector``), changed
+    through ``patcher``."""
     for name in ("torch", "transformers", "sentence_transformers", "vllm", "wandb", "wandb.sdk", "wandb.sdk.data_types", "wandb.sdk.data_types.trace_tree"):
         _empty_module(name)
     import pettingzoo.utils
 
-    if isinstance(pettingzoo.utils.agent_selector, types.ModuleType):
-        patch(pettingzoo.utils, "agent_selector", lambda _: pettingzoo.utils.AgentSelector)
+    if isinstance(getattr(pettingzoo.utils, "agent_selector", None), types.ModuleType):
+        patcher(pettingzoo.utils, "agent_selector", lambda _: pettingzoo.utils.AgentSelector)
 
 
 def fresh_clock(loop: Callable[..., Any]) -> Callable[..., Any]:
@@ -149,6 +158,8 @@ def stub_api(name: str):
 
 
 class StubLogger:
+    """The wandb logger (nothing logged)."""
+
     run_name = "stub"
 
     def get_agent_chain(self, *a):

@@ -37,9 +37,15 @@ import json
 import os
 import re
 import sys
-import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the GovSim stub beside this file
+import govsim_original_stub as govsim_stub  # noqa: E402  (loads nothing of GovSim on import)
+
+#: Raised when a change this comparison makes to the successor's code finds no target.
+PatchError = govsim_stub.PatchError
 
 #: The candidates' agendas (each states a quota the harvest rule reads).
 AGENDAS = {
@@ -60,17 +66,11 @@ REPORT = "Everyone kept to the agenda this month."
 DEFAULT_CATCH = 10
 
 
-class PatchError(SystemExit):
-    """A change this comparison makes to the successor's code found no target."""
-
-
 def patch(owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-    """Replace ``owner.name`` by ``make(old)``; stop with a clear message when ``owner`` has no
-    ``name`` (the successor's code is not the one this comparison was written for)."""
-    if not (name in vars(owner) if isinstance(owner, type) else hasattr(owner, name)):
-        where = getattr(owner, "__name__", None) or type(owner).__name__
-        raise PatchError(f"cannot patch {where}.{name}: the successor has no such attribute (GovSimElect at 8cf0aba is the version compared)")
-    setattr(owner, name, make(getattr(owner, name)))
+    """Replace ``owner.name`` by ``make(old)``; stop with a clear message (:class:`PatchError`)
+    when ``owner`` has no ``name`` (the successor's code is not the one this comparison was
+    written for). The GovSim stub's :func:`govsim_original_stub.patch`, naming the successor."""
+    govsim_stub.patch(owner, name, make, whose="the successor", compared="GovSimElect at 8cf0aba is the version compared")
 
 
 def quota(policy: str) -> int:
@@ -141,50 +141,8 @@ def decide(kind: str, user: str, names: list[str]) -> str:
     return "OK."
 
 
-class _Anything:
-    """Stands for any attribute or call of a library the successor imports but does not use here."""
-
-    def __init__(self, *a, **k):
-        pass
-
-    def __call__(self, *a, **k):
-        return _Anything()
-
-    def __getattr__(self, name):
-        return _Anything()
-
-
-def _empty_module(name: str) -> None:
-    module = types.ModuleType(name)
-    module.__getattr__ = lambda attr: type(attr, (_Anything,), {})
-    sys.modules[name] = module
-
-
+#: Every call the loopback model answered (written to calls.json).
 CALLS: list[dict] = []
-
-
-class StubLogger:
-    """The wandb logger (nothing logged)."""
-
-    run_name = "stub"
-
-    def get_agent_chain(self, *a):
-        return None
-
-    def start_chain(self, *a):
-        return None
-
-    def end_chain(self, *a):
-        pass
-
-    def log_trace_llm(self, **k):
-        pass
-
-    def log_game(self, *a, **k):
-        pass
-
-    def save(self, *a, **k):
-        pass
 
 
 def load_successor(names: list[str]):
@@ -192,12 +150,7 @@ def load_successor(names: list[str]):
     heavy imports; the loopback model API."""
     root = os.environ["GOVSIMELECT"]
     sys.path[:0] = [root]
-    for name in ("torch", "transformers", "sentence_transformers", "vllm", "wandb", "wandb.sdk", "wandb.sdk.data_types", "wandb.sdk.data_types.trace_tree"):
-        _empty_module(name)
-    import pettingzoo.utils
-
-    if isinstance(getattr(pettingzoo.utils, "agent_selector", None), types.ModuleType):
-        patch(pettingzoo.utils, "agent_selector", lambda _: pettingzoo.utils.AgentSelector)
+    govsim_stub.stub_heavy_imports(patch)
     import pathfinder
 
     class LoopbackAPI(pathfinder.ModelAPI):
@@ -284,7 +237,7 @@ def main() -> None:
     exp.agent.converse.inject_resource_observation = True  # its ${experiment.env...} interpolation, resolved
     np.random.seed(shared["seed"])
     random.seed(shared["seed"])
-    logger = StubLogger()
+    logger = govsim_stub.StubLogger()
     wrapper = ModelWandbWrapper(api, render=False, wanbd_logger=logger, temperature=0.0, top_p=1.0, seed=shared["seed"], is_api=True)
     asyncio.run(run_module.run(exp, logger, wrapper, wrapper, out))
     with open(f"{out}/calls.json", "w") as f:
