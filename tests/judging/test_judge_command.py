@@ -15,22 +15,13 @@ from pathlib import Path
 import pytest
 
 from support.helpers import agora, serving
+from support.studies import judged_commons
 
 SERVER = Path(__file__).parents[1] / "support" / "judge_server.py"
 CODING = Path(__file__).parent / "data" / "commons_chat_coding.csv"
 
 # The study whose game ids the human coding file names (same name, seed and design).
-STUDY = """name = "judged"
-game = "commons"
-matchups = "same_model"
-repeats = 2
-seed = 3
-models = [{name = "s1", spec = "strategy/sustainable"}, {name = "s2", spec = "strategy/greedy"}]
-configs = [{ n_agents = 3 }, { n_agents = 2 }]
-[fixed]
-months = 2
-max_conversation_steps = 2
-"""
+STUDY = judged_commons("judged")
 
 SCRIPT = [
     # judge-1: a reasoning draft before the final answer (only the final answer counts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from support.helpers import agora, one_line_error
+from support.studies import judged_commons
 
 from agorabench.core.study import load_study
 from agorabench.judging.planned import _to_play
@@ -15,17 +16,7 @@ from agorabench.loop import run as run_loop
 JUDGE = "openai/judge-1@http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens; nothing is asked
 
 # scripted commons seats whose remarks are the same in every play (so the estimate is exact)
-STUDY = """name = "planned_judge"
-game = "commons"
-matchups = "same_model"
-repeats = 2
-seed = 3
-models = [{name = "s1", spec = "strategy/sustainable"}, {name = "s2", spec = "strategy/greedy"}]
-configs = [{ n_agents = 3 }, { n_agents = 2 }]
-[fixed]
-months = 2
-max_conversation_steps = 2
-"""
+STUDY = judged_commons("planned_judge")
 
 LINE = re.compile(r"judge (\S+): ~?([\d,]+) message\(s\) to code \(([\d,]+) already coded(?:; ~([\d,]+) from the ([\d,]+) game\(s\) still to play)?\), .* ~([\d,]+) input tokens, ≤ ([\d,]+) output tokens, (.*)$")
 

@@ -178,6 +178,24 @@ spec = "strategy/always-accept"
 
 #: GLEE bargaining at its smallest: one always-reject model against itself for two rounds (the
 #: command-line error tests, which need any played study).
+def judged_commons(name: str) -> str:
+    """The scripted commons study the judge tests code (tests/judging: its chats, its game ids in
+    the human coding file under the name "judged"): a sustainable and a greedy fisher, each
+    against itself, two and three seats, two months, two repeats. Its remarks are the same in
+    every play, so a plan's estimate of them is exact."""
+    return f"""name = "{name}"
+game = "commons"
+matchups = "same_model"
+repeats = 2
+seed = 3
+models = [{{name = "s1", spec = "strategy/sustainable"}}, {{name = "s2", spec = "strategy/greedy"}}]
+configs = [{{ n_agents = 3 }}, {{ n_agents = 2 }}]
+[fixed]
+months = 2
+max_conversation_steps = 2
+"""
+
+
 BARGAIN_TINY = study_toml("tiny", "glee.bargaining", matchups="same_model", fixed={"horizon": 2}, models=[scripted("r", "always-reject")])
 
 
