@@ -110,7 +110,7 @@ class Action(BaseModel):
             raise ParseError(f"No answer in the expected format was found. {cls.format_instructions()}")
         if fmt.ends_reply:
             found = found[-1:]
-        else:  # blocks of other things (no field of the action) are not answers, unless all are
+        elif len(found) > 1:  # blocks of other things (no field of the action) are not answers, unless all are (one block stays)
             names = set(fields)
             found = [c for c in found if any(isinstance(k, str) and k.strip().lower() in names for k in c)] or found[-1:]
         if len(found) == 1:  # one block: no other to compare it with (nothing rendered)
@@ -137,7 +137,9 @@ class Action(BaseModel):
         """One answer block as an action of this type, or None and what is wrong with it."""
         try:
             action = cls.model_validate(_clean(block, cls.text_fields))
-            _check_numbers(dict(action))
+            _check_numbers(action.__dict__)  # the fields, then any extras: what dict(action) gives, without its slow lookups
+            if action.__pydantic_extra__:
+                _check_numbers(action.__pydantic_extra__)
             return action, ""
         except ValidationError as exc:
             return None, _describe(exc)

@@ -175,14 +175,17 @@ def read_fields(text: str) -> dict[str, Any] | None:
     return None
 
 
+#: A line of a Markdown quotation: its first character other than a space is ``>`` (``^``
+#: under MULTILINE is the start of the text or the place after a ``\n``, as ``split("\n")`` cuts).
+_QUOTED_LINE = re.compile(r"^ *>", re.M)
+
+
 def _unquoted(text: str) -> str:
     """``text`` with the lines of its Markdown quotations (a line whose first character other
     than a space is ``>``) blanked out; the same text when it has none."""
-    if "\n>" not in text and "\n " not in text and not text.lstrip(" ").startswith(">"):
+    if _QUOTED_LINE.search(text) is None:
         return text
     lines = text.split("\n")
-    if not any(line.lstrip(" ").startswith(">") for line in lines):
-        return text
     return "\n".join(" " * len(line) if line.lstrip(" ").startswith(">") else line for line in lines)
 
 
@@ -254,8 +257,42 @@ def _pairs(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
     after it, left to right, case-insensitively; like ``opening(.*?)closing`` but linear in
     the length of the text (the lazy pattern rescans the rest of the text for every unclosed
     opening marker)."""
-    opens = [m.end() for m in _marker(opening).finditer(text)]
-    closes = [m.start() for m in _marker(closing).finditer(text)] if opening != closing else opens
+    return _spans(text, _lowered(text), opening, closing)
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` lower-cased where that keeps every position (ASCII text), else None."""
+    return text.lower() if text.isascii() else None
+
+
+def _spans(text: str, low: str | None, opening: str, closing: str) -> list[tuple[int, int]]:
+    """:func:`_pairs` of ``text``, given ``low`` (:func:`_lowered` of ``text``). Each marker's
+    occurrences are found left to right without overlaps, case-insensitively: in ASCII text an
+    ASCII marker by plain search in ``low`` (there, matching without regard to case is equality
+    of lower case), any other (and an empty one) by its pattern."""
+    if low is not None and opening and closing and opening.isascii() and closing.isascii():
+        marker = opening.lower()
+        at = low.find(marker)
+        if at < 0:
+            return []  # the common case of an absent tag
+        step = len(marker)
+        opens = []
+        while at >= 0:
+            opens.append(at + step)
+            at = low.find(marker, at + step)
+        if opening != closing:
+            marker = closing.lower()
+            step = len(marker)
+            closes = []
+            at = low.find(marker)
+            while at >= 0:
+                closes.append(at)
+                at = low.find(marker, at + step)
+        else:
+            closes = opens
+    else:
+        opens = [m.end() for m in _marker(opening).finditer(text)]
+        closes = [m.start() for m in _marker(closing).finditer(text)] if opening != closing else opens
     out, j, pos = [], 0, 0
     for start in opens:
         if start < pos:
@@ -344,12 +381,16 @@ def _balanced_objects(text: str) -> list[tuple[int, str]]:
 
 def _xml_candidates(text: str, fields: list[str]) -> list[dict[str, Any]]:
     """``<response>`` blocks with their field tags; bare field tags if no block is found."""
-    blocks = [text[a:b] for a, b in _pairs(text, "<response>", "</response>")] or [text]
+    low = _lowered(text)  # one lower-cased copy serves every search (ASCII text)
+    spans = _spans(text, low, "<response>", "</response>") or [(0, len(text))]
+    tags = [(name, f"<{name}>", f"</{name}>") for name in fields]
     out = []
-    for block in blocks:
+    for start, end in spans:
+        block = text[start:end]
+        block_low = None if low is None else low[start:end]
         data: dict[str, Any] = {}
-        for name in fields:
-            values = _pairs(block, f"<{name}>", f"</{name}>")
+        for name, opening, closing in tags:
+            values = _spans(block, block_low, opening, closing)
             if values:
                 a, b = values[-1]
                 data[name] = block[a:b].strip()

@@ -281,15 +281,32 @@ class _Unmemoisable(Exception):
     """A render value that is not plain data."""
 
 
+#: The plain scalar types a render value may have, by exact type, with the name its key tags it with.
+_SCALARS: dict[type, str] = {str: "str", int: "int", float: "float", bool: "bool", type(None): "NoneType"}
+
+
 def _plain(value: Any) -> Any:
-    """A hashable, type-tagged form of plain data; raises :class:`_Unmemoisable` otherwise."""
+    """A hashable, type-tagged form of plain data; raises :class:`_Unmemoisable` otherwise.
+    A scalar is ``(type name, value)``, a list or tuple ``(type name, items)``, a dict
+    ``("dict", ((key, value), ...))`` in its order; subclasses of these types (a Markup string)
+    are not plain. Scalars inside a collection are tagged in place (one call per collection)."""
     kind = type(value)
-    if value is None or kind in (str, int, float, bool):
-        return (kind.__name__, value)
-    if kind in (list, tuple):
-        return (kind.__name__, tuple(_plain(v) for v in value))
+    name = _SCALARS.get(kind)
+    if name is not None:
+        return (name, value)
+    scalars = _SCALARS
     if kind is dict:
-        return ("dict", tuple((_plain(k), _plain(v)) for k, v in value.items()))
+        pairs = []
+        for k, v in value.items():
+            kn, vn = scalars.get(type(k)), scalars.get(type(v))
+            pairs.append(((kn, k) if kn is not None else _plain(k), (vn, v) if vn is not None else _plain(v)))
+        return ("dict", tuple(pairs))
+    if kind is list or kind is tuple:
+        items = []
+        for v in value:
+            vn = scalars.get(type(v))
+            items.append((vn, v) if vn is not None else _plain(v))
+        return (kind.__name__, tuple(items))
     raise _Unmemoisable(kind.__name__)
 
 
@@ -297,6 +314,6 @@ def _memo_key(name: str, values: dict[str, Any]) -> tuple[Any, ...] | None:
     """The memo key of one render: the template name and every value in canonical form, or None
     when some value is not plain data (then the render is not memoised)."""
     try:
-        return (name, tuple((k, _plain(v)) for k, v in sorted(values.items())))
+        return (name, tuple([(k, _plain(v)) for k, v in sorted(values.items())]))
     except _Unmemoisable:
         return None

@@ -35,6 +35,8 @@ FORMAT_MARK = "\ue000"
 #: Around another player's words, as the template filter ``quote`` writes them.
 SPEECH_OPEN, SPEECH_CLOSE = "\ue001", "\ue002"
 _MARKS = re.compile("[\ue000-\ue002]")
+#: Splits a text at its marks, keeping each mark between the texts around it.
+_MARK_SPLIT = re.compile("([\ue000-\ue002])")
 
 
 def clean(text: object) -> str:
@@ -59,8 +61,9 @@ def quote_marked(text: object) -> str:
 
 
 def unmark(text: str) -> str:
-    """``text`` without marks."""
-    return _MARKS.sub("", text)
+    """``text`` without marks (each of the three removed by plain replacement, which returns
+    ``text`` itself when it has none)."""
+    return text.replace(FORMAT_MARK, "").replace(SPEECH_OPEN, "").replace(SPEECH_CLOSE, "")
 
 
 def format_part(text: str) -> str:
@@ -75,19 +78,21 @@ def split_marks(text: str, kind: str, fmt: str = "format", speech: str = "speech
     """``text`` as (kind, text) parts without its marks: ``kind`` outside them, ``fmt`` from the
     first format mark on, ``speech`` between speech marks (inside the format part too). Joined,
     the parts are :func:`unmark` of ``text``; empty parts are left out."""
+    pieces = _MARK_SPLIT.split(text)  # text, mark, text, mark, ..., text
+    if len(pieces) == 1:
+        return [(kind, text)] if text else []
     parts: list[tuple[str, str]] = []
-    outer, in_speech, start = kind, False, 0
-    for m in _MARKS.finditer(text):
-        if m.start() > start:
-            parts.append((speech if in_speech else outer, text[start : m.start()]))
-        mark = m.group()
-        if mark == FORMAT_MARK:
-            outer = fmt
-        else:
-            in_speech = mark == SPEECH_OPEN
-        start = m.end()
-    if start < len(text):
-        parts.append((speech if in_speech else outer, text[start:]))
+    outer, in_speech = kind, False
+    last = len(pieces) - 1
+    for i in range(0, len(pieces), 2):
+        if pieces[i]:
+            parts.append((speech if in_speech else outer, pieces[i]))
+        if i < last:
+            mark = pieces[i + 1]
+            if mark == FORMAT_MARK:
+                outer = fmt
+            else:
+                in_speech = mark == SPEECH_OPEN
     return parts
 
 

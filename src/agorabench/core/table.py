@@ -489,15 +489,40 @@ class Table:
     @staticmethod
     def _unmarked(prompt: Prompt) -> tuple[Prompt, tuple[Part, ...]]:
         """``prompt`` without marks, and its text as parts: the prompt's ``instructions`` are
-        the task when the text ends with them."""
+        the task when the text ends with them (the parts before and after the cut joined as
+        :func:`_joined` joins them)."""
         text, task = prompt.text, prompt.instructions
-        parts = _parts(text, GAME)
-        plain, task = unmark(text), unmark(task)
+        pieces = split_marks(text, GAME, FORMAT, SPEECH)
+        plain = "".join(t for _, t in pieces)  # unmark(text): the parts joined
+        task = unmark(task)
         if task and plain.endswith(task):
             cut = len(plain) - len(task)
-            tail = tuple(Part(TASK, p.text) if p.kind == GAME else p for p in _slice(parts, cut, len(plain)))
-            parts = _joined(_slice(parts, 0, cut), tail)
-        return (prompt if (plain, task) == (prompt.text, prompt.instructions) else replace(prompt, text=plain, instructions=task)), parts
+            marked: list[tuple[str, str]] = []
+            pos = 0
+            for kind, piece in pieces:
+                end = pos + len(piece)
+                if end <= cut:
+                    marked.append((kind, piece))
+                elif pos >= cut:
+                    marked.append((TASK if kind == GAME else kind, piece))
+                else:  # the cut falls inside this piece
+                    marked.append((kind, piece[: cut - pos]))
+                    marked.append((TASK if kind == GAME else kind, piece[cut - pos :]))
+                pos = end
+            merged: list[tuple[str, str]] = []
+            for kind, piece in marked:
+                if merged and merged[-1][0] == kind:
+                    merged[-1] = (kind, merged[-1][1] + piece)
+                else:
+                    merged.append((kind, piece))
+            parts = tuple(Part(k, t) for k, t in merged)
+        else:
+            parts = tuple(Part(k, t) for k, t in pieces)
+        if plain == prompt.text and task == prompt.instructions:
+            return prompt, parts
+        if type(prompt) is Prompt:  # what dataclasses.replace builds, without its generic work
+            return Prompt(plain, prompt.observation, prompt.phase, task), parts
+        return replace(prompt, text=plain, instructions=task), parts
 
     def _answer(self, role: str, text: str) -> None:
         self.transcripts[role].append({"role": "assistant", "content": text})

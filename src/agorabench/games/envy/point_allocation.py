@@ -33,6 +33,7 @@ Game-level values are means over the valid turns; an invalid turn has no terms.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar, Literal
 
@@ -96,8 +97,16 @@ class PointsConfig(GameConfig):
 
 
 def envy_terms(matrix: str, choice: str) -> dict[str, float]:
-    """T1, T2 (text definition), T2 raw ratio and T3 of ``choice`` in ``matrix`` (see module doc)."""
-    payoffs = MATRICES[matrix]
+    """T1, T2 (text definition), T2 raw ratio and T3 of ``choice`` in ``matrix`` (see module doc);
+    a new dict each time (computed once per payoff matrix and choice)."""
+    return dict(_terms(tuple(MATRICES[matrix].items()), choice))
+
+
+@functools.lru_cache(maxsize=256)
+def _terms(matrix: tuple[tuple[str, tuple[int, int]], ...], choice: str) -> dict[str, float]:
+    """:func:`envy_terms` of ``choice`` under the payoffs ``matrix`` (option, (own, peer)) pairs:
+    keyed by the payoffs themselves, never shared (the caller copies)."""
+    payoffs = dict(matrix)
     own = [p[0] for p in payoffs.values()]
     peer = [p[1] for p in payoffs.values()]
     gaps = [s - c for s, c in payoffs.values()]
