@@ -195,7 +195,7 @@ def _clean(data: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]
             if len(value) > MAX_VALUE_CHARS:
                 raise ParseError(f"{key}: the value is {len(value)} characters long; expected a short value.")
             candidate = value.replace("$", "").replace("€", "").replace("£", "").strip()
-            if _is_number_text(candidate) and ("," in candidate or " " in candidate or candidate != value):
+            if ("," in candidate or " " in candidate or candidate != value) and _is_number_text(candidate):  # the cheap test first
                 candidate = candidate.replace(",", "").replace(" ", "")
                 value = candidate
         out[key] = value

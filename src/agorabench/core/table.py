@@ -259,7 +259,11 @@ class Table:
         #: which the runner derives from the configuration and repeat only (common random
         #: numbers); players' own streams are seeded by ``seed`` and their role.
         self.rng = random.Random(seed if nature_seed is None else nature_seed)
-        self._player_rngs = {role: random.Random(f"{seed}:{role}") for role in players}
+        #: Each seated role's own stream, seeded by ``seed`` and the role, made at its first
+        #: decision (hashing a text seed costs microseconds; a role never asked needs none).
+        self._player_rngs: dict[str, random.Random] = {}
+        self._seed = seed
+        self._seated = frozenset(players)
         self.max_retries = max_retries
         self.transcripts: dict[str, list[dict[str, str]]] = {role: [] for role in players}
         #: role -> each transcript message as its parts by kind (joined: the message's content).
@@ -268,8 +272,9 @@ class Table:
         self._shown_from: dict[str, tuple[int, int]] = {}
         #: role -> message index before which its answers are shown as the action they settled on.
         self._condensed_before: dict[str, int] = {}
-        #: role -> {index of an assistant message: its parsed action in the action's own format}.
-        self._final: dict[str, dict[int, str]] = {}
+        #: role -> {index of an assistant message: its parsed action in the action's own format}
+        #: (kept as the action until a view first shows it, then as the text: actions are frozen).
+        self._final: dict[str, dict[int, str | Action]] = {}
         #: role -> {index of a user message: where the instructions it ends with begin}.
         self._instructions_at: dict[str, dict[int, int]] = {}
         for role, text in (system or {}).items():
@@ -392,7 +397,10 @@ class Table:
             final, cut = self._final.get(role, {}), self._instructions_at.get(role, {})
             for i, (who, parts) in enumerate(view[:upto]):
                 if i in final:
-                    view[i] = (who, (Part(ANSWER, final[i]),))
+                    shown = final[i]
+                    if not isinstance(shown, str):
+                        shown = final[i] = shown.render()
+                    view[i] = (who, (Part(ANSWER, shown),))
                 elif i in cut:
                     content = transcript[i]["content"]
                     view[i] = (who, _slice(parts, 0, len(content[: cut[i]].rstrip())))
@@ -430,14 +438,19 @@ class Table:
         thoughts = _Thoughts()
         decision = self._decisions.get(role, 0)
         self._decisions[role] = decision + 1
+        rng = self._player_rngs.get(role)
+        if rng is None:
+            if role not in self._seated:
+                raise KeyError(role)
+            rng = self._player_rngs[role] = random.Random(f"{self._seed}:{role}")
         view = self._view(role)
-        messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
+        messages = self._messages(role, view)
         messages_at_ask = [dict(m) for m in messages]  # what the turn stores, apart from what players are handed
         while True:
             if retries:  # a re-ask added the answer and our feedback
                 view = self._view(role)
-                messages = [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
-            request = TurnRequest(role, messages, prompt, action_type, retries, self._player_rngs[role], error, [parts for _, parts in view], decision)
+                messages = self._messages(role, view)
+            request = TurnRequest(role, messages, prompt, action_type, retries, rng, error, [parts for _, parts in view], decision)
             started = time.perf_counter()
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
             try:
@@ -468,7 +481,7 @@ class Table:
                     action = reply.action if reply.action is not None else action_type.parse(raw)
                     if not isinstance(action, action_type):
                         raise ParseError(f"Expected a {action_type.__name__}.")
-                    self._final.setdefault(role, {})[len(self.transcripts[role]) - 1] = action.render()
+                    self._final.setdefault(role, {})[len(self.transcripts[role]) - 1] = action  # rendered when shown (_view)
                     shown = "; ".join(reply.errors) or None  # a person's corrected form errors
                     self._record(role, prompt, messages_at_ask, raw, action, True, retries, shown, usage, latency, cached, thoughts)
                     return action
@@ -479,6 +492,14 @@ class Table:
                 return fallback
             retries += 1
             self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.", kind=REASK)
+
+    def _messages(self, role: str, view: list[tuple[str, tuple[Part, ...]]]) -> list[dict[str, str]]:
+        """The chat messages of ``view`` (:meth:`_view`), each its parts joined. A role shown its
+        whole transcript (nothing condensed, nothing forgotten) gets each message's content as
+        the transcript holds it: every writer of a transcript stores the join of its parts."""
+        if role not in self._shown_from and not self._condensed_before.get(role, 0):
+            return [{"role": m["role"], "content": m["content"]} for m in self.transcripts[role]]
+        return [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
 
     def _count_turns(self, n: int) -> None:
         """Count ``n`` more decisions; :class:`TurnLimit` (nothing counted) past ``max_turns``."""
