@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from ..models.base import Completion
 from ..redact import redact
 from .codec import _safe, unpack_text
-from .engine import insert_rows
+from .engine import delete_in, insert_rows
 from .thoughts import REF, is_ref, read, resolve, save as save_thoughts, stored_thought
 from .errors import DB_ERRORS, StoreError, _problem
 from .schema import cache
@@ -131,7 +131,7 @@ class SQLCache:
         transaction."""
         try:
             with self.store.engine.begin() as conn:
-                conn.execute(sa.delete(cache).where(cache.c.key.in_([r["key"] for r in rows])))
+                delete_in(conn, cache, cache.c.key, [r["key"] for r in rows])
                 kept = [r for r in rows if not r.get("forget")]  # a forgotten key: deleted only
                 save_thoughts(conn, (r.get("thought") for r in kept))  # before the answers naming them
                 if kept:

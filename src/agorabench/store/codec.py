@@ -9,7 +9,8 @@ import base64
 import json
 import math
 import zlib
-from typing import Any
+from json.encoder import c_make_encoder, encode_basestring
+from typing import Any, Callable
 
 import orjson
 
@@ -92,12 +93,29 @@ def _loads(text: str) -> Any:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
+def _c_encoder() -> Callable[[Any, int], list[str]] | None:
+    """The C encoder that :data:`_ENCODE` makes on every call, made once: the same options and
+    the same text (a JSON column's value is encoded with each row written, 8,000 values for 768
+    envy games; ``encode`` spends more on making it than on most values). Without the circular
+    check (``markers``): a dict of the objects being encoded, shared by every thread, which a
+    failed encoding leaves dirty; a value that holds itself then ends in RecursionError at once,
+    where the check's ValueError led to the same error from :func:`_jsonable`. None where the
+    interpreter has no C encoder."""
+    if c_make_encoder is None:  # pragma: no cover - CPython has it
+        return None
+    options = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+    return c_make_encoder(None, options.default, encode_basestring, None, options.key_separator, options.item_separator, options.sort_keys, options.skipkeys, options.allow_nan)
+
+
+_C_ENCODE = _c_encoder()
+
+
 def _dumps(value: Any) -> str:
     """JSON with non-ASCII text kept as is (a third of the size of escaped Japanese). NaN and
     infinities become null, numpy scalars numbers (:func:`_jsonable`, only when needed: the
     common case is one call of the C encoder)."""
     try:
-        return _ENCODE(value)
+        return "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _ENCODE(value)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(value), ensure_ascii=False)
 

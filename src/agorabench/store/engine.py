@@ -166,6 +166,21 @@ def _sqlite_pragmas_ro(dbapi_conn, _record) -> None:
     cur.close()
 
 
+def delete_in(conn: sa.Connection, table: sa.Table, column: sa.Column, values: list[Any]) -> None:
+    """``conn.execute(sa.delete(table).where(column.in_(values)))``, the same rows deleted. On
+    SQLite the statement's text goes to the driver with the values as they are (SQLAlchemy's
+    strings have no bind processor there): SQLAlchemy coerced each value and expanded the IN
+    on every call, a third of a group commit's deletes and SQL (six per group, one per cache
+    write). No values: nothing deleted, nothing asked."""
+    if not values:
+        return
+    if conn.dialect.name != "sqlite" or column.table is not table or column.type._cached_bind_processor(conn.dialect) is not None:
+        conn.execute(sa.delete(table).where(column.in_(values)))
+        return
+    prep = conn.dialect.identifier_preparer
+    conn.exec_driver_sql(f"DELETE FROM {prep.format_table(table)} WHERE {prep.format_column(column)} IN ({', '.join('?' * len(values))})", tuple(values))
+
+
 #: (table, column keys of the rows) -> the plan of :func:`insert_rows` for SQLite (the INSERT's
 #: text, its values' getter and the bind processors by position), or None where SQLAlchemy's own
 #: path must be taken.

@@ -47,7 +47,7 @@ from ..redact import redact
 from .claims import ClaimMethods
 from . import thoughts as stored_thoughts
 from .codec import _loads, _safe, unpack_messages
-from .engine import insert_rows, integrity_level, legacy_layout, open_engine, verify_integrity
+from .engine import delete_in, insert_rows, integrity_level, legacy_layout, open_engine, verify_integrity
 from .errors import DB_ERRORS, StoreError, _problem
 from .layout import _span, game_rows
 from .schema import claims, games, prompt_hashes, reasoning, studies, study_runs, transcripts, turns, usage
@@ -207,12 +207,9 @@ class Store(ClaimMethods):
         with self.engine.begin() as conn:
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
-                conn.execute(sa.delete(reasoning).where(reasoning.c.game_id.in_(chunk)))
-                conn.execute(sa.delete(usage).where(usage.c.game_id.in_(chunk)))
-                conn.execute(sa.delete(prompt_hashes).where(prompt_hashes.c.game_id.in_(chunk)))
-                conn.execute(sa.delete(turns).where(turns.c.game_id.in_(chunk)))
-                conn.execute(sa.delete(transcripts).where(transcripts.c.game_id.in_(chunk)))
-                conn.execute(sa.delete(games).where(games.c.id.in_(chunk)))
+                for table in (reasoning, usage, prompt_hashes, turns, transcripts):
+                    delete_in(conn, table, table.c.game_id, chunk)
+                delete_in(conn, games, games.c.id, chunk)
             insert_rows(conn, games, [g["game"] for g in batch])
             rows = [r for g in batch for r in g["transcripts"]]
             if rows:
