@@ -19,6 +19,7 @@ import math
 import random
 import time
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring
 from typing import Awaitable, Callable
 
 from .base import Backend, BackendError, Completion, GenerationSettings, ResponseCache, sanitize_text
@@ -263,6 +264,55 @@ def _unanswered(error: BackendError, cause: BackendError) -> BackendError:
 #: ``json.dumps(value, sort_keys=True, ensure_ascii=False)`` with its encoder made once (the
 #: response-cache key's text, unchanged: ``dumps`` builds a new encoder on every call with options).
 _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+#: The C encoder :data:`_KEY_JSON` makes on every call, made once (same options, same text),
+#: without the circular check (a dict of the objects being encoded, which one encoder shared by
+#: threads cannot hold): a value that holds itself is encoded again by :data:`_KEY_JSON`, which
+#: raises its own error for it (:func:`_key_text`). None where the interpreter has no C encoder.
+_KEY_C = (
+    c_make_encoder(None, json.JSONEncoder().default, encode_basestring, None, ": ", ", ", True, False, True) if c_make_encoder is not None else None
+)
+
+#: (role, content) of a message -> its JSON in the response-cache key: a call's messages repeat
+#: those of the game's earlier calls and every game's system prompt. The text depends only on
+#: the two strings; at most :data:`_MESSAGE_TEXTS` of them are kept (then the memo is emptied),
+#: and contents longer than :data:`_MESSAGE_CHARS` characters are encoded each time.
+_MESSAGE_JSON: dict[tuple[str, str], str] = {}
+_MESSAGE_TEXTS = 4096
+_MESSAGE_CHARS = 4096
+
+
+def _key_text(value: object) -> str:
+    """``_KEY_JSON(value)``, through the encoder made once."""
+    if _KEY_C is None:  # pragma: no cover - CPython has the C encoder
+        return _KEY_JSON(value)
+    try:
+        return "".join(_KEY_C(value, 0))
+    except RecursionError:  # a value that holds itself (or too deep): the error _KEY_JSON raises
+        return _KEY_JSON(value)
+
+
+def _messages_text(messages: object) -> str:
+    """``_KEY_JSON(messages)``: a list of messages of a role and a content (strings) as their JSON
+    texts joined (each from :data:`_MESSAGE_JSON` when there), anything else encoded whole."""
+    if type(messages) is not list:
+        return _key_text(messages)
+    memo = _MESSAGE_JSON
+    parts = []
+    for m in messages:
+        if type(m) is dict and len(m) == 2:
+            role, content = m.get("role"), m.get("content")
+            if type(role) is str and type(content) is str:  # then its keys are exactly these two
+                text = memo.get((role, content))
+                if text is None:
+                    text = _key_text(m)
+                    if len(content) <= _MESSAGE_CHARS:
+                        if len(memo) >= _MESSAGE_TEXTS:
+                            memo.clear()
+                        memo[(role, content)] = text
+                parts.append(text)
+                continue
+        parts.append(_key_text(m))
+    return "[" + ", ".join(parts) + "]"
 
 
 def _settings_key(settings: GenerationSettings) -> str:
@@ -342,7 +392,10 @@ class Model:
         return self._endpoint
 
     def cache_key(self, messages: list[dict[str, str]], settings: GenerationSettings, sample: int | str) -> str:
-        payload = _KEY_JSON({"backend": self.backend.identity, "messages": messages, "settings": settings.key(), "sample": sample})
+        """The response-cache key: SHA-256 of ``_KEY_JSON({"backend": ..., "messages": ...,
+        "settings": ..., "sample": ...})``, the same text built from its values' texts (the keys
+        in sorted order, as ``sort_keys`` puts them)."""
+        payload = f'{{"backend": {_key_text(self.backend.identity)}, "messages": {_messages_text(messages)}, "sample": {_key_text(sample)}, "settings": {_key_text(settings.key())}}}'
         return hashlib.sha256(payload.encode()).hexdigest()
 
     async def complete(self, messages: list[dict[str, str]], settings: GenerationSettings | None = None, sample: int | str = 0, keys: list[str] | None = None) -> Completion:

@@ -124,6 +124,9 @@ class Rates:
 
 
 def _count(value: Any) -> int:
+    """A token count as priced: a positive integer as it is, anything else 0."""
+    if type(value) is int:  # the common case, without the isinstance checks
+        return value if value > 0 else 0
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
@@ -208,11 +211,16 @@ class Pricing:
     def price(self, c: Completion, when: float | None = None) -> tuple[float, str]:
         """(dollars, tier) of one reply, nothing booked."""
         tier = self.tier_of(c, when)
-        r = self.rates(tier)
+        if tier == STANDARD:  # rates(STANDARD)'s figures, without making a Rates per call
+            r_input, r_output = self.input, self.output
+            r_cached = self.default_cached_input if self.cached_input is None else self.cached_input
+        else:
+            r = self.rates(tier)
+            r_input, r_output, r_cached = r.input, r.output, r.cached_input
         prompt, cached = _count(c.prompt_tokens), _count(c.cached_tokens)
         written = _count((c.extra or {}).get("cache_write_tokens"))
         plain = max(prompt - cached - written, 0)
-        dollars = plain * r.input + cached * r.cached_input + written * r.input * self.write_multiplier + _count(c.completion_tokens) * r.output
+        dollars = plain * r_input + cached * r_cached + written * r_input * self.write_multiplier + _count(c.completion_tokens) * r_output
         return dollars / 1e6, tier
 
     def cost(self, c: Completion) -> float:

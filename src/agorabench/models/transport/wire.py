@@ -117,18 +117,24 @@ def completion_from_json(data: Mapping[str, Any], latency: float = 0.0) -> Compl
 
 #: The response header in which Gemini says which service tier served a call.
 TIER_HEADER = "x-gemini-service-tier"
+_TIER_CHARS = len(TIER_HEADER)
 
 
 def served_tier(completion: Completion, data: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Completion:
     """``completion`` with the service tier the provider says served it in
     ``extra["service_tier"]``: the answer's ``service_tier`` field (OpenAI: ``default``,
     ``flex``, ``priority``, ...), else Gemini's :data:`TIER_HEADER`; nothing when neither says."""
-    tier = data.get("service_tier") if isinstance(data, Mapping) else None
+    tier = data.get("service_tier") if type(data) is dict or isinstance(data, Mapping) else None
     if not isinstance(tier, str) and headers:
-        tier = next((v for k, v in headers.items() if k.lower() == TIER_HEADER), None)
+        # the first header of that name in any case (a name of another length is never it)
+        tier = next((v for k, v in headers.items() if len(k) == _TIER_CHARS and k.lower() == TIER_HEADER), None)
     if isinstance(tier, str) and tier.strip():
         completion.extra["service_tier"] = tier.strip()[:40]
     return completion
+
+
+#: The ``*_details`` field of each count name the transports read (others are made as needed).
+_DETAILS = {name: f"{name}_details" for name in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")}
 
 
 def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any]:
@@ -142,11 +148,18 @@ def usage_fields(usage: Any, input_name: str, output_name: str) -> dict[str, Any
     (a NaN output and a finite total once made up reasoning tokens for a model that does not
     reason)."""
     usage = usage if type(usage) is dict or isinstance(usage, Mapping) else {}
-    in_details, out_details = usage.get(f"{input_name}_details"), usage.get(f"{output_name}_details")
+    in_details, out_details = usage.get(_DETAILS.get(input_name) or f"{input_name}_details"), usage.get(_DETAILS.get(output_name) or f"{output_name}_details")
     counts = Counts()
-    prompt = counts(usage, input_name)
-    completion = counts(usage, output_name)
-    total = counts(usage, "total_tokens")
+    # a count that is a plain integer in range is taken as it is (what ``counts`` returns for it, noting nothing)
+    prompt = usage.get(input_name)
+    if not (type(prompt) is int and 0 <= prompt <= MAX_REPLY_TOKENS):
+        prompt = counts(usage, input_name)
+    completion = usage.get(output_name)
+    if not (type(completion) is int and 0 <= completion <= MAX_REPLY_TOKENS):
+        completion = counts(usage, output_name)
+    total = usage.get("total_tokens")
+    if not (type(total) is int and 0 <= total <= MAX_REPLY_TOKENS):
+        total = counts(usage, "total_tokens")
     reasoning_tokens = counts(out_details, "reasoning_tokens") if out_details is not None and isinstance(out_details, Mapping) else None
     if completion is None:
         billed, undercounted = (total - prompt if total is not None and prompt is not None and total >= prompt else None), False
