@@ -175,7 +175,7 @@ def _check_numbers(data: dict[str, Any]) -> None:
     """Non-finite or absurdly large numbers are invalid answers, never values (they would
     overflow the metrics)."""
     for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if type(value) is str or isinstance(value, bool) or not isinstance(value, (int, float)):  # text first: no call
             continue
         if isinstance(value, float) and not math.isfinite(value):
             raise ParseError(f"{key}: {value} is not a finite number.")
@@ -187,10 +187,11 @@ def _clean(data: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]
     """Normalise presentation: strip strings, drop thousands separators and currency signs."""
     out: dict[str, Any] = {}
     for key, value in data.items():
-        key = key.strip().lower() if isinstance(key, str) else key
-        if isinstance(value, str):  # a JSON escape can encode half an emoji: never store it
+        key = key.strip().lower() if type(key) is str or isinstance(key, str) else key
+        text = type(value) is str or isinstance(value, str)  # still text after storable()
+        if text:  # a JSON escape can encode half an emoji: never store it
             value = storable(value)
-        if isinstance(value, str) and key not in text_fields:
+        if text and key not in text_fields:
             value = value.strip()
             if len(value) > MAX_VALUE_CHARS:
                 raise ParseError(f"{key}: the value is {len(value)} characters long; expected a short value.")

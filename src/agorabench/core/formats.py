@@ -293,25 +293,31 @@ def _spans(text: str, low: str | None, opening: str, closing: str) -> list[tuple
     else:
         opens = [m.end() for m in _marker(opening).finditer(text)]
         closes = [m.start() for m in _marker(closing).finditer(text)] if opening != closing else opens
-    out, j, pos = [], 0, 0
+    out: list[tuple[int, int]] = []
+    j, n, pos = 0, len(closes), 0
+    if opening == closing:  # the next marker closes; its own length must be skipped
+        skip = len(closing)
+        for start in opens:
+            if start < pos:
+                continue
+            while j < n and closes[j] <= start:
+                j += 1
+            if j == n:
+                break
+            out.append((start, closes[j] - skip))
+            pos = closes[j] + 1  # the closing marker opens nothing
+            j += 1
+        return out
+    skip = len(closing)
     for start in opens:
         if start < pos:
             continue
-        while j < len(closes) and closes[j] < start:
+        while j < n and closes[j] < start:
             j += 1
-        if opening == closing:  # the next marker closes; its own length must be skipped
-            while j < len(closes) and closes[j] <= start:
-                j += 1
-            if j == len(closes):
-                break
-            out.append((start, closes[j] - len(closing)))
-            pos = closes[j] + 1  # the closing marker opens nothing
-            j += 1
-            continue
-        if j == len(closes):
+        if j == n:
             break
         out.append((start, closes[j]))
-        pos = closes[j] + len(closing)
+        pos = closes[j] + skip
     return out
 
 

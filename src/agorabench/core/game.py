@@ -289,24 +289,15 @@ def _plain(value: Any) -> Any:
     """A hashable, type-tagged form of plain data; raises :class:`_Unmemoisable` otherwise.
     A scalar is ``(type name, value)``, a list or tuple ``(type name, items)``, a dict
     ``("dict", ((key, value), ...))`` in its order; subclasses of these types (a Markup string)
-    are not plain. Scalars inside a collection are tagged in place (one call per collection)."""
+    are not plain. Texts inside a collection are tagged in place (the common leaf, no call)."""
     kind = type(value)
     name = _SCALARS.get(kind)
     if name is not None:
         return (name, value)
-    scalars = _SCALARS
     if kind is dict:
-        pairs = []
-        for k, v in value.items():
-            kn, vn = scalars.get(type(k)), scalars.get(type(v))
-            pairs.append(((kn, k) if kn is not None else _plain(k), (vn, v) if vn is not None else _plain(v)))
-        return ("dict", tuple(pairs))
+        return ("dict", tuple([(("str", k) if type(k) is str else _plain(k), ("str", v) if type(v) is str else _plain(v)) for k, v in value.items()]))
     if kind is list or kind is tuple:
-        items = []
-        for v in value:
-            vn = scalars.get(type(v))
-            items.append((vn, v) if vn is not None else _plain(v))
-        return (kind.__name__, tuple(items))
+        return (kind.__name__, tuple([("str", v) if type(v) is str else _plain(v) for v in value]))
     raise _Unmemoisable(kind.__name__)
 
 
