@@ -265,6 +265,13 @@ def _lowered(text: str) -> str | None:
     return text.lower() if text.isascii() else None
 
 
+@functools.lru_cache(maxsize=1024)
+def _unoverlapping(marker: str) -> bool:
+    """Whether two occurrences of ``marker`` can never overlap: no proper end of it is also its
+    beginning (true of a tag such as ``</choice>``, false of a fence such as three backticks)."""
+    return not any(marker.endswith(marker[:k]) for k in range(1, len(marker)))
+
+
 def _spans(text: str, low: str | None, opening: str, closing: str) -> list[tuple[int, int]]:
     """:func:`_pairs` of ``text``, given ``low`` (:func:`_lowered` of ``text``). Each marker's
     occurrences are found left to right without overlaps, case-insensitively: in ASCII text an
@@ -276,7 +283,14 @@ def _spans(text: str, low: str | None, opening: str, closing: str) -> list[tuple
         if at < 0:
             return []  # the common case of an absent tag
         step = len(marker)
-        opens = []
+        after = low.find(marker, at + step)
+        if after < 0 and opening != closing and _unoverlapping(closing.lower()):
+            # one opening marker: the first closing one after it (found from there: occurrences
+            # of a marker that cannot overlap itself are the same whichever way they are found)
+            end = low.find(closing.lower(), at + step)
+            return [(at + step, end)] if end >= 0 else []
+        opens = [at + step]
+        at = after
         while at >= 0:
             opens.append(at + step)
             at = low.find(marker, at + step)
