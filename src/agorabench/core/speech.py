@@ -78,6 +78,10 @@ def split_marks(text: str, kind: str, fmt: str = "format", speech: str = "speech
     """``text`` as (kind, text) parts without its marks: ``kind`` outside them, ``fmt`` from the
     first format mark on, ``speech`` between speech marks (inside the format part too). Joined,
     the parts are :func:`unmark` of ``text``; empty parts are left out."""
+    if SPEECH_OPEN not in text and SPEECH_CLOSE not in text:  # format marks only (or none)
+        pieces = text.split(FORMAT_MARK)
+        head = [(kind, pieces[0])] if pieces[0] else []
+        return head + [(fmt, piece) for piece in pieces[1:] if piece]
     pieces = _MARK_SPLIT.split(text)  # text, mark, text, mark, ..., text
     if len(pieces) == 1:
         return [(kind, text)] if text else []

@@ -255,10 +255,10 @@ class Table:
         self._asked = 0
         #: The embeddings hook (:meth:`embed`); None: the process's shared embedded model.
         self._embed = embed
-        #: Nature's stream (qualities, ties, speaking order): seeded by ``nature_seed`` when given,
-        #: which the runner derives from the configuration and repeat only (common random
-        #: numbers); players' own streams are seeded by ``seed`` and their role.
-        self.rng = random.Random(seed if nature_seed is None else nature_seed)
+        #: Nature's stream (:attr:`rng`), made at its first use: seeding one costs microseconds
+        #: and a game without chance (envy's points) never draws from it.
+        self._rng: random.Random | None = None
+        self._nature_seed = seed if nature_seed is None else nature_seed
         #: Each seated role's own stream, seeded by ``seed`` and the role, made at its first
         #: decision (hashing a text seed costs microseconds; a role never asked needs none).
         self._player_rngs: dict[str, random.Random] = {}
@@ -285,6 +285,19 @@ class Table:
         #: role -> decisions asked so far (:attr:`TurnRequest.decision`).
         self._decisions: dict[str, int] = {}
 
+    @property
+    def rng(self) -> random.Random:
+        """Nature's stream (qualities, ties, speaking order): seeded by ``nature_seed`` when given,
+        which the runner derives from the configuration and repeat only (common random
+        numbers), else by ``seed``; players' own streams are seeded by ``seed`` and their role."""
+        if self._rng is None:
+            self._rng = random.Random(self._nature_seed)
+        return self._rng
+
+    @rng.setter
+    def rng(self, value: random.Random) -> None:
+        self._rng = value
+
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order, from the hook the table was given, or from the
         process's shared embedded model (:func:`agorabench.models.embeddings.shared_embedder`)."""
@@ -306,12 +319,13 @@ class Table:
         format mark in it starts the part that says how to write answers)."""
         transcript = self.transcripts.setdefault(role, [])
         parts = self._parts.setdefault(role, [])
-        message = {"role": "system", "content": unmark(text)}
+        rules = _parts(text, RULES)
+        message = {"role": "system", "content": "".join(p.text for p in rules)}  # unmark(text)
         if transcript and transcript[0]["role"] == "system":
-            transcript[0], parts[0] = message, _parts(text, RULES)
+            transcript[0], parts[0] = message, rules
         else:
             transcript.insert(0, message)
-            parts.insert(0, _parts(text, RULES))
+            parts.insert(0, rules)
 
     def tell(self, role: str, text: str, kind: str = GAME) -> None:
         """Add an observation to the role's transcript without asking for a decision.
