@@ -72,11 +72,13 @@ def scripted_run(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_processes_give_the_one_process_dataset_and_a_second_run_plays_nothing(scripted_run, make_db, capsys):
+    """The driver runs in the test's process (its worker processes are spawned as from the
+    command line: fresh interpreters); the kills and signals below run it as its own process."""
     path, one = scripted_run
     fan = make_db("fan")  # an SQLite file, or a PostgreSQL URL
-    res = run_agora("run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2", timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert "96 games, 0 already done, 96 played, 0 errors" in res.stdout and "; processes 2" in res.stdout, res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2")
+    assert rc == 0, err
+    assert "96 games, 0 already done, 96 played, 0 errors" in out and "; processes 2" in out, out
     a, b = games(one), games(fan)
     assert len(a) == 96 and a == b and json.loads(a[0][4])  # real outcomes, not empty rows
     assert claims(fan) == 0
@@ -135,9 +137,9 @@ def test_a_killed_worker_process_fails_its_share_and_a_resume_completes_the_stud
     assert set(shares[1 - killed]) <= set(done) and 0 < missing < len(shares[killed])  # the other share finished
     assert claims(str(fan)) == 0  # the dead share's claims are released
 
-    res = run_agora("run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "16", timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert f"48 games, {len(done)} already done, {missing} played, 0 errors" in res.stdout, res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(fan), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "16")  # the resume: driver here
+    assert rc == 0, err
+    assert f"48 games, {len(done)} already done, {missing} played, 0 errors" in out, out
     after = finished(fan)
     assert len(after) == 48 and all(after[g] == t for g, t in done.items())  # nothing finished was replayed
     assert games(fan) == games(one)
@@ -203,15 +205,15 @@ def test_no_cache_and_no_probe_reach_the_worker_processes(tmp_path, fake_openai,
     path = tmp_path / "s.toml"
     path.write_text(envy_points("nocache", [remote, scripted("random")]))
     first, second = tmp_path / "a.db", tmp_path / "b.db"
-    res = run_agora("run", str(path), "--db", str(first), "--quiet", "--executor", "processes", "--workers", "2", "--no-cache", timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert " 0 cache hits" in res.stdout, res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(first), "--quiet", "--executor", "processes", "--workers", "2", "--no-cache")  # driver here, workers spawned
+    assert rc == 0, err
+    assert " 0 cache hits" in out, out
     assert query(first, "select count(*) from cache") == [(0,)]
     calls = server_requests(stats)
     assert calls >= 96
     # the same study into another store, naming the first store as cache: nothing to reuse
-    res = run_agora("run", str(path), "--db", str(second), "--quiet", "--executor", "processes", "--workers", "2", "--cache", str(first), timeout=120)
-    assert res.returncode == 0 and " 0 cache hits" in res.stdout, res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(second), "--quiet", "--executor", "processes", "--workers", "2", "--cache", str(first))
+    assert rc == 0 and " 0 cache hits" in out, out + err
     assert server_requests(stats) >= 2 * calls - 8  # (a probe call or two aside)
 
     down = model("down", "openai/fake", base_url=f"http://127.0.0.1:{free_port()}/v1", max_concurrency=4)
@@ -220,13 +222,13 @@ def test_no_cache_and_no_probe_reach_the_worker_processes(tmp_path, fake_openai,
     rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "c.db"), "--quiet", "--executor", "processes", "--workers", "2")  # stops at the probe, in the driver
     one_line_error(rc, err, "model 'down'", "no game was started; --no-probe skips this check")
     assert games(tmp_path / "c.db") == []
-    unprobed = run_agora("run", str(path), "--db", str(tmp_path / "d.db"), "--quiet", "--executor", "processes", "--workers", "2", "--no-probe", timeout=120)
-    assert unprobed.returncode == 1 and "Traceback" not in unprobed.stderr, unprobed.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "d.db"), "--quiet", "--executor", "processes", "--workers", "2", "--no-probe")
+    assert rc == 1 and "Traceback" not in err, err
     stored = games(tmp_path / "d.db")
-    assert any(g[1] == "error" for g in stored) and "connection refused" in unprobed.stderr, (stored, unprobed.stderr)
+    assert any(g[1] == "error" for g in stored) and "connection refused" in err, (stored, err)
 
 
-def test_an_interrupted_driver_ends_its_workers_and_frees_their_games(tmp_path, fake_openai):
+def test_an_interrupted_driver_ends_its_workers_and_frees_their_games(tmp_path, fake_openai, capsys):
     """Ctrl-C (here SIGTERM, which stops a command the same way) to the driver alone: it ends the
     worker processes still playing, releases their claims (the next run plays those games at
     once, not after the claims expire), says how to resume, and exits with status 130."""
@@ -259,5 +261,5 @@ def test_an_interrupted_driver_ends_its_workers_and_frees_their_games(tmp_path, 
     assert claims(str(db)) == 0
     done = len(finished(db))
     assert done < 48
-    res = run_agora("run", str(path), "--db", str(db), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "8", timeout=120)
-    assert res.returncode == 0 and f"48 games, {done} already done, {48 - done} played, 0 errors" in res.stdout, (res.stdout, res.stderr)
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet", "--executor", "processes", "--workers", "2", "--concurrency", "8")  # the resume: driver here
+    assert rc == 0 and f"48 games, {done} already done, {48 - done} played, 0 errors" in out, (out, err)

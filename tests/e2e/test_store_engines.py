@@ -14,7 +14,7 @@ import pytest
 from agorabench.core.table import TurnRecord
 from agorabench.models.base import Completion
 from agorabench.store.store import SQLCache, Store
-from support.helpers import ROOT, run_agora, server_requests
+from support.helpers import ROOT, agora, server_requests
 from support.studies import envy_points, model, paper_grid, scripted
 
 #: always-B, a Fehr–Schmidt chooser and a random player on M1 and M2, peer moves A and D
@@ -88,25 +88,27 @@ def test_column_reads_match_the_row_reads(make_db):
     finally:
         store.dispose()
 
-def test_run_resume_export_and_report(make_db, write_study, tmp_path):
+def test_run_resume_export_and_report(make_db, write_study, tmp_path, capsys):
+    """The command line in this process: the store and its engine are under test, not the
+    interpreter (the killed study below runs as its own process)."""
     path = write_study(SCRIPTED)
     db = make_db("scripted")
-    first = run_agora("run", str(path), "--db", db, "--concurrency", "4", "--quiet")
-    assert first.returncode == 0, first.stderr
-    assert "96 games, 0 already done, 96 played, 0 errors" in first.stdout
-    again = run_agora("run", str(path), "--db", db, "--quiet")
-    assert "96 already done, 0 played" in again.stdout
-    out = tmp_path / "games.csv"
-    assert run_agora("export", str(path), "--db", db, "--table", "games", "--format", "csv", "--out", str(out)).returncode == 0
-    games = pd.read_csv(out)
+    rc, out, err = agora(capsys, "run", str(path), "--db", db, "--concurrency", "4", "--quiet")
+    assert rc == 0, err
+    assert "96 games, 0 already done, 96 played, 0 errors" in out
+    rc, out, err = agora(capsys, "run", str(path), "--db", db, "--quiet")
+    assert "96 already done, 0 played" in out
+    csv = tmp_path / "games.csv"
+    assert agora(capsys, "export", str(path), "--db", db, "--table", "games", "--format", "csv", "--out", str(csv))[0] == 0
+    games = pd.read_csv(csv)
     assert len(games) == 96 and (games[(games.model_focal == "always-b") & (games.matrix == "M1")].t1 == 0.125).all()
-    rep = run_agora("report", str(path), "--db", db, "--out", str(tmp_path / "rep"))
-    assert rep.returncode == 0, rep.stderr
+    rc, out, err = agora(capsys, "report", str(path), "--db", db, "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
     html = (tmp_path / "rep" / "index.html").read_text()
     assert "T1 self-first on M1" in html and "Played and invalid rates" in html
 
 
-def test_killed_study_resumes_without_replaying_finished_games(make_db, write_study, fake_openai):
+def test_killed_study_resumes_without_replaying_finished_games(make_db, write_study, fake_openai, capsys):
     url, stats = fake_openai("--latency", "0.05")
     path = write_study(hosted_study(url))
     db = make_db("killed")
@@ -124,9 +126,9 @@ def test_killed_study_resumes_without_replaying_finished_games(make_db, write_st
     before = _finished(db)
     assert 10 <= len(before) < 96
     calls_before = server_requests(stats)
-    res = run_agora("run", str(path), "--db", db, "--quiet")
-    assert res.returncode == 0, res.stderr
-    assert f"96 games, {len(before)} already done, {96 - len(before)} played" in res.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", db, "--quiet")  # the resume: in this process
+    assert rc == 0, err
+    assert f"96 games, {len(before)} already done, {96 - len(before)} played" in out
     after = _finished(db)
     assert len(after) == 96 and all(after[g] == t for g, t in before.items())
     # only unfinished games called the model again: at most 3 calls each (plus the killed in-flight ones)
@@ -141,13 +143,13 @@ def _finished(db: str) -> dict[str, float]:
         store.dispose()
 
 
-def test_both_engines_hold_the_same_dataset(write_study, tmp_path, postgres):
+def test_both_engines_hold_the_same_dataset(write_study, tmp_path, postgres, capsys):
     """The same study on SQLite and on PostgreSQL: identical games (outcomes, metrics, seeds)."""
     path = write_study(SCRIPTED)
     dbs = [str(tmp_path / "same.db"), postgres.new_database()]
     tables = []
     for db in dbs:
-        assert run_agora("run", str(path), "--db", db, "--quiet").returncode == 0
+        assert agora(capsys, "run", str(path), "--db", db, "--quiet")[0] == 0
         store = Store(db)
         rows = sorted(({k: json.dumps(g[k], sort_keys=True) for k in ("id", "config", "seats", "seed", "status", "outcome", "metrics", "n_turns")} for g in store.games()), key=lambda r: r["id"])
         turns = [(t["game_id"], t["idx"], t["raw"], json.dumps(t["action"], sort_keys=True)) for t in store.turns()]
