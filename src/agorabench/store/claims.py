@@ -98,10 +98,17 @@ class ClaimMethods:
             return set()
         try:
             with self.engine.begin() as conn:
-                held = {g for g, in conn.execute(sa.select(claims.c.game_id).where(claims.c.game_id.in_(game_ids)))}
-                free = [g for g in game_ids if g not in held]
-                if free:
-                    conn.execute(sa.insert(claims).values(heartbeat=db_now()), [{"game_id": g, "study": study, "owner": owner} for g in free])
+                if conn.dialect.name == "sqlite":  # the same statements' text to the driver (_sqlite_claims)
+                    select, insert = _sqlite_claims(conn.dialect, len(game_ids))
+                    held = {g for g, in conn.exec_driver_sql(select, tuple(game_ids))}
+                    free = [g for g in game_ids if g not in held]
+                    if free:
+                        conn.exec_driver_sql(insert, [(g, study, owner) for g in free])
+                else:
+                    held = {g for g, in conn.execute(sa.select(claims.c.game_id).where(claims.c.game_id.in_(game_ids)))}
+                    free = [g for g in game_ids if g not in held]
+                    if free:
+                        conn.execute(sa.insert(claims).values(heartbeat=db_now()), [{"game_id": g, "study": study, "owner": owner} for g in free])
         except sa.exc.IntegrityError:  # another process claimed some of them in the meantime
             return {g for g in game_ids if self.claim(g, study, owner, ttl)}
         return set(free) | {g for g in game_ids if g in held and self.claim(g, study, owner, ttl)}
@@ -127,6 +134,26 @@ class ClaimMethods:
         an executor's earlier attempt at the same share, known to be dead. Returns how many."""
         with self.engine.begin() as conn:
             return conn.execute(sa.delete(claims).where(claims.c.owner.endswith(":" + tag, autoescape=True))).rowcount
+
+
+#: The INSERT of :meth:`ClaimMethods.claim_many` as SQLite's text (compiled once).
+_SQLITE_CLAIM_INSERT: list[str] = []
+
+
+def _sqlite_claims(dialect: sa.Dialect, n: int) -> tuple[str, str]:
+    """:meth:`ClaimMethods.claim_many`'s statements on SQLite as SQLAlchemy renders them, for
+    the driver: the SELECT of the claimed games among ``n`` ids, and the INSERT of one claim
+    (game id, study, owner; its heartbeat :class:`db_now`, evaluated by SQLite for each row).
+    SQLAlchemy coerced every id and expanded the IN anew for each batch (a run claims its games
+    64 at a time)."""
+    if not _SQLITE_CLAIM_INSERT:
+        compiled = sa.insert(claims).values(heartbeat=db_now()).compile(dialect=dialect, column_keys=["game_id", "study", "owner"])
+        if list(compiled.positiontup or ()) != ["game_id", "study", "owner"]:  # pragma: no cover - SQLAlchemy's order of the given columns
+            raise RuntimeError(f"unexpected parameter order of the claims INSERT: {compiled.positiontup}")
+        _SQLITE_CLAIM_INSERT.append(str(compiled))
+    prep = dialect.identifier_preparer
+    select = f"SELECT {prep.format_column(claims.c.game_id)} FROM {prep.format_table(claims)} WHERE {prep.format_column(claims.c.game_id)} IN ({', '.join('?' * n)})"
+    return select, _SQLITE_CLAIM_INSERT[0]
 
 
 def claim_owner(tag: str | None = None) -> str:

@@ -5,6 +5,7 @@ of an existing file, and the creation of the store's tables. Every failure is a 
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 import time
 from pathlib import Path
@@ -199,18 +200,23 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]
         return
     keys = rows[0].keys()
     plan = _plan(conn.dialect, table, frozenset(keys)) if conn.dialect.name == "sqlite" else None
-    if plan is None or any(r.keys() != keys for r in rows):
+    if plan is None:
         conn.execute(sa.insert(table), rows)
         return
     sql, get, procs = plan
+    n = len(keys)
     params = []
     try:
         for r in rows:
+            # a row with as many keys as the first, every one of the plan's among them (``get``
+            # raises KeyError for one it lacks), has the first row's keys
+            if len(r) != n:
+                raise KeyError("the rows' keys differ")
             values = get(r)
             for i, proc in procs:
                 values[i] = proc(values[i])
             params.append(tuple(values))
-    except Exception:  # a value its column refuses: SQLAlchemy's path raises its own error for it
+    except Exception:  # keys that differ, or a value its column refuses: SQLAlchemy's path (raising its own error for such a value)
         conn.execute(sa.insert(table), rows)
         return
     conn.exec_driver_sql(sql, params)
@@ -238,8 +244,16 @@ def _make_plan(dialect: sa.Dialect, table: sa.Table, keys: frozenset[str]) -> tu
     fixed = [c.default.arg for c in defaulted]
     names = [c.key for c in given]
 
-    def get(row: dict[str, Any]) -> list[Any]:
-        return [row[k] for k in names] + fixed
+    if len(names) > 1:  # a row's values by one C call (KeyError for a key it lacks)
+        pick = operator.itemgetter(*names)
+
+        def get(row: dict[str, Any]) -> list[Any]:
+            return [*pick(row), *fixed]
+
+    else:
+
+        def get(row: dict[str, Any]) -> list[Any]:
+            return [row[k] for k in names] + fixed
 
     procs = [(i, p) for i, c in enumerate(given + defaulted) if (p := c.type._cached_bind_processor(dialect)) is not None]
     prep = dialect.identifier_preparer
