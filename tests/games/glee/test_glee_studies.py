@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from agorabench.core.study import StudyError, load_study
-from support.helpers import ROOT, run_agora
+from support.helpers import ROOT, agora
 from support.studies import GLEE_SMALL
 
 
@@ -50,25 +50,25 @@ def test_parts_and_top_level_grid_do_not_mix(write_study):
         load_study(path)
 
 
-def test_run_report_and_export_of_a_small_scripted_study(write_study, tmp_path):
+def test_run_report_and_export_of_a_small_scripted_study(write_study, tmp_path, capsys):
     path = write_study(GLEE_SMALL)
     db = tmp_path / "small.db"
-    proc = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    assert "10 games" in proc.stdout and "0 errors" in proc.stdout
-    again = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert "10 already done" in again.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
+    assert "10 games" in out and "0 errors" in out
+    _, again, _ = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert "10 already done" in again
     out = tmp_path / "report"
-    proc = run_agora("report", str(path), "--db", str(db), "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(out))
+    assert rc == 0, err
     page = (out / "index.html").read_text()
     for family in ("Bargaining", "Negotiation", "Persuasion"):
         assert f"{family}: efficiency, fairness and self-gain by model and role" in page
         assert f"{family}: model pairs" in page
         assert f"{family}: invalid answers" in page
         assert f"{family}: raw mean efficiency (Alice × Bob)" in page
-    proc = run_agora("export", str(path), "--db", str(db), "--out", str(tmp_path / "games.csv"))
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = agora(capsys, "export", str(path), "--db", str(db), "--out", str(tmp_path / "games.csv"))
+    assert rc == 0, err
     rows = list(csv.DictReader((tmp_path / "games.csv").open()))
     assert len(rows) == 10
     columns = set(rows[0])
