@@ -22,7 +22,7 @@ from agorabench.games.glee import analysis as ga
 from agorabench.games.glee.common import ALICE, Decision
 from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
-from support.helpers import run_agora
+from support.helpers import agora
 
 LIFT = 0.3  # planted: allowing messages raises the first-round acceptance probability by this much
 
@@ -316,11 +316,11 @@ def test_regressions_and_anchoring_run_on_the_imported_glee_games(shared_fixture
     assert offers["first_offer"].between(0, 1).all() and len(offers) == 25
 
 
-def test_report_of_a_scripted_glee_study_has_the_paper_sections_svg_and_csv(planted, tmp_path):
+def test_report_of_a_scripted_glee_study_has_the_paper_sections_svg_and_csv(planted, tmp_path, capsys):
     path, db, _ = planted
     out = tmp_path / "report"
-    r = run_agora("report", str(path), "--db", str(db), "--out", str(out))
-    assert r.returncode == 0, r.stderr
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(out))
+    assert rc == 0, err
     page = (out / "index.html").read_text(encoding="utf-8")
     for title in ("Table 5", "Table 6", "design-adjusted pair effects", "meta-game", "Corpus statistics", "Metrics", "Settings", "Models"):
         assert title in page, title
@@ -337,15 +337,15 @@ def test_report_of_a_scripted_glee_study_has_the_paper_sections_svg_and_csv(plan
         assert f'href="{p.name}"' in page
 
 
-def test_analyze_glee_command(planted, tmp_path):
+def test_analyze_glee_command(planted, tmp_path, capsys):
     path, db, _ = planted
-    r = run_agora("analyze", "glee", str(path), "--db", str(db), "--reps", "10", "--out", str(tmp_path / "csv"))
-    assert r.returncode == 0, r.stderr
-    assert "Table 5" in r.stdout and "reference model fair" in r.stdout and "linear vs gradient boosting" in r.stdout
+    rc, out, err = agora(capsys, "analyze", "glee", str(path), "--db", str(db), "--reps", "10", "--out", str(tmp_path / "csv"))
+    assert rc == 0, err
+    assert "Table 5" in out and "reference model fair" in out and "linear vs gradient boosting" in out
     fit = pd.read_csv(tmp_path / "csv" / "bargaining_fit.csv")
     assert set(fit.outcome) == set(ga.OUTCOMES) and fit["clusters"].eq(9).all()
-    bad = run_agora("analyze", "glee", "nothing", "--db", str(db))
-    assert bad.returncode == 2 and bad.stderr.startswith("agora: error:")
+    rc, _, err = agora(capsys, "analyze", "glee", "nothing", "--db", str(db))
+    assert rc == 2 and err.startswith("agora: error:")
 
 
 def test_report_covers_only_the_models_the_study_file_names(planted, tmp_path):
