@@ -91,15 +91,15 @@ spec = "strategy/always-reject"
 """
 
 
-def test_parquet_export_of_finite_and_infinite_horizons_via_the_cli(write_study, tmp_path):
-    from support.helpers import run_agora
+def test_parquet_export_of_finite_and_infinite_horizons_via_the_cli(write_study, tmp_path, capsys):
+    from support.helpers import agora
 
     path = write_study(GLEE_MIXED)
     db = tmp_path / "m.db"
-    assert run_agora("run", str(path), "--db", str(db), "--quiet").returncode == 0
+    assert agora(capsys, "run", str(path), "--db", str(db), "--quiet")[0] == 0
     out = tmp_path / "games.parquet"
-    proc = run_agora("export", str(path), "--db", str(db), "--format", "parquet", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = agora(capsys, "export", str(path), "--db", str(db), "--format", "parquet", "--out", str(out))
+    assert rc == 0, err
     df = pd.read_parquet(out)
     assert sorted(df["horizon"]) == ["3", "inf"] and sorted(df["rounds_played"]) == [3, 4]
 
