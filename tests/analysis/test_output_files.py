@@ -11,6 +11,7 @@ import builtins
 import errno
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -96,6 +97,27 @@ def envy_db(tmp_path_factory):
     return study, db
 
 
+@pytest.fixture(scope="module")
+def made(envy_db, tmp_path_factory):
+    """``made("report")`` or ``made("profile")``: a folder with the envy study's report (``agora
+    report``) or profile (``agora profile``) of that database, made on first use; a test copies it
+    where it needs an earlier one (the same files, byte for byte, as making it there gives)."""
+    from agorabench.cli import main
+
+    study, db = envy_db
+    done: dict[str, Path] = {}
+
+    def _made(kind: str) -> Path:
+        if kind not in done:
+            out = tmp_path_factory.mktemp(kind) / kind
+            args = ["report", str(study), "--db", str(db)] if kind == "report" else ["profile", str(db)]
+            assert main([*args, "--out", str(out)]) == 0
+            done[kind] = out
+        return done[kind]
+
+    return _made
+
+
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_a_failed_export_keeps_the_earlier_file_and_names_it(fmt, envy_db, tmp_path, capsys, monkeypatch):
     study, db = envy_db
@@ -121,11 +143,10 @@ def test_an_export_without_an_earlier_file_leaves_nothing(envy_db, tmp_path, cap
     assert list(tmp_path.iterdir()) == []  # neither a cut file nor a temporary one
 
 
-def test_a_report_that_fails_midway_keeps_every_file_of_the_earlier_report(envy_db, tmp_path, capsys, monkeypatch):
+def test_a_report_that_fails_midway_keeps_every_file_of_the_earlier_report(envy_db, made, tmp_path, capsys, monkeypatch):
     study, db = envy_db
     out = tmp_path / "rep"
-    rc, _, err = agora(capsys, "report", str(study), "--db", str(db), "--out", str(out))
-    assert rc == 0, err
+    shutil.copytree(made("report"), out)  # the earlier report
     before = _snapshot(out)
     assert "index.html" in before and any(n.endswith(".svg") for n in before) and any(n.endswith(".csv") for n in before)
     # the disk fills up at the report's fourth table: three tables and some figures are written by then
@@ -138,11 +159,12 @@ def test_a_report_that_fails_midway_keeps_every_file_of_the_earlier_report(envy_
     _no_temporary_files(out)
 
 
-def test_a_report_whose_page_cannot_be_written_keeps_the_earlier_page(envy_db, tmp_path, capsys, monkeypatch):
+def test_a_report_whose_page_cannot_be_written_keeps_the_earlier_page(envy_db, made, tmp_path, capsys, monkeypatch):
     study, db = envy_db
     out = tmp_path / "rep"
-    assert agora(capsys, "report", str(study), "--db", str(db), "--out", str(out))[0] == 0
+    shutil.copytree(made("report"), out)  # the earlier report
     before = _snapshot(out)
+    assert "index.html" in before
     _full_disk_on_open(monkeypatch, "index.html")
     rc, _, err = agora(capsys, "report", str(study), "--db", str(db), "--out", str(out))
     line = one_line_error(rc, err, FULL)
@@ -151,27 +173,29 @@ def test_a_report_whose_page_cannot_be_written_keeps_the_earlier_page(envy_db, t
     _no_temporary_files(out)
 
 
-def test_a_report_made_again_from_the_same_games_is_the_same_files(envy_db, tmp_path, capsys):
-    """No clock or random id in a report but its provenance line's minute of making: made twice,
-    every figure and table is the same file byte for byte and the page the same but for that
-    minute (the figures' SVG metadata once carried the time and random element ids)."""
+def test_a_report_made_again_from_the_same_games_is_the_same_files(envy_db, made, tmp_path, capsys):
+    """No clock or random id in a report but its provenance line's minute of making: made twice
+    (first the module's report, then once more here, each into a folder of its own), every figure
+    and table is the same file byte for byte and the page the same but for that minute (the
+    figures' SVG metadata once carried the time and random element ids)."""
     study, db = envy_db
-    made = []
-    for name in ("first", "second"):
-        assert agora(capsys, "report", str(study), "--db", str(db), "--out", str(tmp_path / name))[0] == 0
-        files = _snapshot(tmp_path / name)
+    reports = []
+    for folder in (made("report"), tmp_path / "second"):
+        if not folder.exists():
+            assert agora(capsys, "report", str(study), "--db", str(db), "--out", str(folder))[0] == 0
+        files = _snapshot(folder)
         page = files.pop("index.html")
-        made.append((files, re.subn(rb"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", b"Generated (minute) UTC", page)))
-    assert any(n.endswith(".svg") for n in made[0][0])
-    assert made[0][1][1] == 1  # the one line that says when
-    assert made[0] == made[1]
+        reports.append((files, re.subn(rb"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", b"Generated (minute) UTC", page)))
+    assert any(n.endswith(".svg") for n in reports[0][0])
+    assert reports[0][1][1] == 1  # the one line that says when
+    assert reports[0] == reports[1]
 
 
 @pytest.mark.parametrize("name", ["profile.csv", "profile.html"])
-def test_a_failed_profile_keeps_the_earlier_profile(name, envy_db, tmp_path, capsys, monkeypatch):
+def test_a_failed_profile_keeps_the_earlier_profile(name, envy_db, made, tmp_path, capsys, monkeypatch):
     _, db = envy_db
     out = tmp_path / "prof"
-    assert agora(capsys, "profile", str(db), "--out", str(out))[0] == 0
+    shutil.copytree(made("profile"), out)  # the earlier profile
     before = _snapshot(out)
     assert {"profile.csv", "profile.html"} <= set(before) and all(n.endswith(".svg") for n in set(before) - {"profile.csv", "profile.html"})
     if name == "profile.csv":
