@@ -180,9 +180,19 @@ GAMES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def fake_url():
+    """One fault-free fake OpenAI server (tests/support/fake_openai.py) for the module's games:
+    each test plays its own study into its own database, so a server's state is never read."""
+    from support.helpers import FAKE_OPENAI, serving
+
+    with serving(FAKE_OPENAI) as url:
+        yield url
+
+
 @pytest.mark.parametrize("game,matchups,design", GAMES, ids=[g[0] for g in GAMES])
-def test_no_stored_prompt_holds_a_model_spec(game, matchups, design, tmp_path, write_study, fake_openai, capsys):
-    url, _ = fake_openai()
+def test_no_stored_prompt_holds_a_model_spec(game, matchups, design, tmp_path, write_study, fake_url, capsys):
+    url = fake_url
     path = write_study(f'name = "spec_{game}"\ngame = "{game}"\nmatchups = "{matchups}"\n{design}\n[[models]]\nname = "x"\nspec = "strategy/random"\n')
     db = tmp_path / "p.db"
     specs = ["openai/fake-a@" + url, "openai/fake-b@" + url] if matchups == "ordered_pairs" else ["openai/fake-a@" + url]
