@@ -136,7 +136,7 @@ class ClaimMethods:
             return conn.execute(sa.delete(claims).where(claims.c.owner.endswith(":" + tag, autoescape=True))).rowcount
 
 
-#: The INSERT of :meth:`ClaimMethods.claim_many` as SQLite's text (compiled once).
+#: The INSERT of :meth:`ClaimMethods.claim_many` as SQLite's text with qmark parameters (compiled once).
 _SQLITE_CLAIM_INSERT: list[str] = []
 
 
@@ -146,8 +146,10 @@ def _sqlite_claims(dialect: sa.Dialect, n: int) -> tuple[str, str]:
     (game id, study, owner; its heartbeat :class:`db_now`, evaluated by SQLite for each row).
     SQLAlchemy coerced every id and expanded the IN anew for each batch (a run claims its games
     64 at a time)."""
-    if not _SQLITE_CLAIM_INSERT:
-        compiled = sa.insert(claims).values(heartbeat=db_now()).compile(dialect=dialect, column_keys=["game_id", "study", "owner"])
+    if not _SQLITE_CLAIM_INSERT:  # compiled by SQLite's dialect with its qmark parameters, whatever the engine's paramstyle
+        from sqlalchemy.dialects import sqlite
+
+        compiled = sa.insert(claims).values(heartbeat=db_now()).compile(dialect=sqlite.dialect(paramstyle="qmark"), column_keys=["game_id", "study", "owner"])
         if list(compiled.positiontup or ()) != ["game_id", "study", "owner"]:  # pragma: no cover - SQLAlchemy's order of the given columns
             raise RuntimeError(f"unexpected parameter order of the claims INSERT: {compiled.positiontup}")
         _SQLITE_CLAIM_INSERT.append(str(compiled))
