@@ -457,14 +457,12 @@ class Table:
             if role not in self._seated:
                 raise KeyError(role)
             rng = self._player_rngs[role] = random.Random(f"{self._seed}:{role}")
-        view = self._view(role)
-        messages = self._messages(role, view)
+        messages, shown = self._shown(role)
         messages_at_ask = [dict(m) for m in messages]  # what the turn stores, apart from what players are handed
         while True:
             if retries:  # a re-ask added the answer and our feedback
-                view = self._view(role)
-                messages = self._messages(role, view)
-            request = TurnRequest(role, messages, prompt, action_type, retries, rng, error, [parts for _, parts in view], decision)
+                messages, shown = self._shown(role)
+            request = TurnRequest(role, messages, prompt, action_type, retries, rng, error, shown, decision)
             started = time.perf_counter()
             await asyncio.sleep(0)  # every turn yields (a scripted player never waits), so a stop lands
             try:
@@ -507,13 +505,17 @@ class Table:
             retries += 1
             self.tell(role, f"Your answer could not be used: {error} Please answer again in the required format.", kind=REASK)
 
-    def _messages(self, role: str, view: list[tuple[str, tuple[Part, ...]]]) -> list[dict[str, str]]:
-        """The chat messages of ``view`` (:meth:`_view`), each its parts joined. A role shown its
+    def _shown(self, role: str) -> tuple[list[dict[str, str]], list[tuple[Part, ...]]]:
+        """What the role is shown now: :meth:`shown` and :meth:`parts` at once. A role shown its
         whole transcript (nothing condensed, nothing forgotten) gets each message's content as
-        the transcript holds it: every writer of a transcript stores the join of its parts."""
+        the transcript holds it (every writer of a transcript stores the join of its parts)
+        and its parts as kept; otherwise each message of :meth:`_view`, its parts joined."""
         if role not in self._shown_from and not self._condensed_before.get(role, 0):
-            return [{"role": m["role"], "content": m["content"]} for m in self.transcripts[role]]
-        return [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view]
+            transcript = self.transcripts.setdefault(role, [])
+            stored = self._parts.setdefault(role, [])
+            return [{"role": m["role"], "content": m["content"]} for m in transcript], stored[: len(transcript)]
+        view = self._view(role)
+        return [{"role": r, "content": "".join(p.text for p in parts)} for r, parts in view], [parts for _, parts in view]
 
     def _count_turns(self, n: int) -> None:
         """Count ``n`` more decisions; :class:`TurnLimit` (nothing counted) past ``max_turns``."""
