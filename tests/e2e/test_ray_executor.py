@@ -25,7 +25,7 @@ import pytest
 from agorabench.core.executors import Share
 from agorabench.core.study import load_study
 from agorabench.store.store import Store
-from support.helpers import FAKE_OPENAI, ROOT
+from support.helpers import FAKE_OPENAI, ROOT, free_port, wait_http
 from support.studies import envy_points, model, scripted
 
 
@@ -129,7 +129,7 @@ def wait_for(condition, proc: subprocess.Popen, seconds: float = 240) -> None:
                 return
         except Exception:  # the database is not created yet
             pass
-        time.sleep(0.3)
+        time.sleep(0.1)  # a poll is a few milliseconds; Ray's daemons idle while the test waits
     raise AssertionError("timed out")
 
 
@@ -150,15 +150,24 @@ def share_workers(init: int) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
-    """The study file, the fake server's port, and the one-process run's database."""
+    """The study file, the fake server's port, and the one-process run's database. The
+    one-process run needs no Ray and no namespace: it runs in this process against the fake
+    server on this machine's loopback, at a port that is free here (each namespace has a
+    loopback of its own, where the runs under test start their own server at the same port)."""
+    from agorabench.cli import main
+
     tmp = tmp_path_factory.mktemp("fanout")
-    port = 18_000 + os.getpid() % 1000  # any port: the namespace has its own loopback
+    port = free_port()
     path = tmp / "fanout.toml"
     path.write_text(fanout_study(port))
     one = str(tmp / "one.db")
-    proc = in_namespace(port, 0.0, "run", str(path), "--db", one, "--quiet")
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
+    server = subprocess.Popen([sys.executable, str(FAKE_OPENAI), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=30, proc=server)
+        assert main(["run", str(path), "--db", one, "--quiet"]) == 0
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
     return path, port, one
 
 
