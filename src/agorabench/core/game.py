@@ -281,19 +281,14 @@ class _Unmemoisable(Exception):
     """A render value that is not plain data."""
 
 
-#: The plain scalar types a render value may have, by exact type, with the name its key tags it with.
-_SCALARS: dict[type, str] = {str: "str", int: "int", float: "float", bool: "bool", type(None): "NoneType"}
-
-
 def _plain(value: Any) -> Any:
     """A hashable, type-tagged form of plain data; raises :class:`_Unmemoisable` otherwise.
     A scalar is ``(type name, value)``, a list or tuple ``(type name, items)``, a dict
     ``("dict", ((key, value), ...))`` in its order; subclasses of these types (a Markup string)
     are not plain. Texts inside a collection are tagged in place (the common leaf, no call)."""
     kind = type(value)
-    name = _SCALARS.get(kind)
-    if name is not None:
-        return (name, value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return (kind.__name__, value)
     if kind is dict:
         return ("dict", tuple([(("str", k) if type(k) is str else _plain(k), ("str", v) if type(v) is str else _plain(v)) for k, v in value.items()]))
     if kind is list or kind is tuple:
