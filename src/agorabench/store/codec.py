@@ -97,10 +97,10 @@ def _c_encoder() -> Callable[[Any, int], list[str]] | None:
     """The C encoder that :data:`_ENCODE` makes on every call, made once: the same options and
     the same text (a JSON column's value is encoded with each row written, 8,000 values for 768
     envy games; ``encode`` spends more on making it than on most values). Without the circular
-    check (``markers``): a dict of the objects being encoded, shared by every thread, which a
-    failed encoding leaves dirty; a value that holds itself then ends in RecursionError at once,
-    where the check's ValueError led to the same error from :func:`_jsonable`. None where the
-    interpreter has no C encoder."""
+    check (``markers``: a dict of the objects being encoded, which one encoder shared by threads
+    cannot hold, and which a failed encoding leaves dirty): a value that holds itself ends in
+    RecursionError, and :func:`_dumps` then encodes it as before. None where the interpreter has
+    no C encoder."""
     if c_make_encoder is None:  # pragma: no cover - CPython has it
         return None
     options = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
@@ -115,7 +115,12 @@ def _dumps(value: Any) -> str:
     infinities become null, numpy scalars numbers (:func:`_jsonable`, only when needed: the
     common case is one call of the C encoder)."""
     try:
-        return "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _ENCODE(value)
+        if _C_ENCODE is None:  # pragma: no cover - CPython has the C encoder
+            return _ENCODE(value)
+        try:
+            return "".join(_C_ENCODE(value, 0))
+        except RecursionError:  # a value that holds itself (or too deep): as the encoder with its check does
+            return _ENCODE(value)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(value), ensure_ascii=False)
 

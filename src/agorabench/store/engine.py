@@ -169,10 +169,10 @@ def _sqlite_pragmas_ro(dbapi_conn, _record) -> None:
 
 def delete_in(conn: sa.Connection, table: sa.Table, column: sa.Column, values: list[Any]) -> None:
     """``conn.execute(sa.delete(table).where(column.in_(values)))``, the same rows deleted. On
-    SQLite the statement's text goes to the driver with the values as they are (SQLAlchemy's
-    strings have no bind processor there): SQLAlchemy coerced each value and expanded the IN
-    on every call, a third of a group commit's deletes and SQL (six per group, one per cache
-    write). No values: nothing deleted, nothing asked."""
+    SQLite the statement's text goes to the driver with the values as they are (a column
+    without a bind processor there, as the string keys are): SQLAlchemy coerced each value and
+    expanded the IN anew on every call (six deletes per group commit, one per cache write). No
+    values: nothing deleted, nothing asked."""
     if not values:
         return
     if conn.dialect.name != "sqlite" or column.table is not table or column.type._cached_bind_processor(conn.dialect) is not None:
