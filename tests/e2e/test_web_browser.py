@@ -13,6 +13,7 @@ from agorabench.analysis.report import build_report
 from agorabench.core.table import TIMEOUT
 from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
+from support.browser_reuse import person, person_context  # noqa: F401  (fixtures)
 from support.web import TOKEN, AppServer, browser, journey, ServeProcess, study_text, submit  # noqa: F401  (browser: fixture)
 
 def served(game: str) -> tuple:
@@ -51,18 +52,14 @@ def _stored(db, study: str, role: str) -> tuple[dict, list[dict]]:
 
 
 @pytest.mark.parametrize("game", families.game_names())
-def test_participant_journey_per_game(game, browser, tmp_path):
+def test_participant_journey_per_game(game, person, tmp_path):
     role, seats, fixed, models, policy, expected, phases = served(game)
     name = "web_" + game.replace(".", "_")
     path = tmp_path / "study.toml"
     path.write_text(study_text(name, game, seats, fixed, models, {"completion_code": "DONE42", "bonus": "2.5"}))
     db = tmp_path / "web.db"
-    page = browser.new_page()
-    try:
-        with AppServer(path, db) as server:
-            seen = journey(page, server.url, f"P{abs(hash(game)) % 10**6}", policy)
-    finally:
-        page.close()
+    with AppServer(path, db) as server:
+        seen = journey(person, server.url, f"P{abs(hash(game)) % 10**6}", policy)
     assert seen["code"] == "DONE42" and seen["bonus"] == "$2.50"
     assert seen["instructions"].strip(), "instructions come from the game's own system prompt"
     for text in [seen["instructions"], *seen["prompts"]]:  # what tells models how to write answers is left out
@@ -86,7 +83,7 @@ def test_participant_journey_per_game(game, browser, tmp_path):
     assert "human: 1 person, 1 game" in report.read_text()  # the person, pooled as `human`
 
 
-def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
+def test_bargaining_form_errors_are_shown_and_stored(person, tmp_path):
     """A split that does not add up is refused with the action's own message, and the message
     is kept with the turn; the hidden discount factor of Bob is in no byte the browser got."""
     role, seats, fixed, models, *_ = served("glee.bargaining")
@@ -94,8 +91,8 @@ def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
     path.write_text(study_text("web_errors", "glee.bargaining", seats, fixed, models))
     db = tmp_path / "web.db"
     bodies: list[str] = []
-    page = browser.new_page()
-    page.on("response", lambda r: bodies.append(r.text()) if r.ok and r.request.method != "HEAD" and r.status != 303 else None)
+    keep = lambda r: bodies.append(r.text()) if r.ok and r.request.method != "HEAD" and r.status != 303 else None
+    person.on("response", keep)
 
     def first_wrong(page, n):
         if n == 0:
@@ -108,9 +105,9 @@ def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
 
     try:
         with AppServer(path, db) as server:
-            journey(page, server.url, "PERR", lambda f, p, o: {"alice_gain": "60", "bob_gain": "40", "decision": "reject"}.get(f), on_turn=first_wrong)
+            journey(person, server.url, "PERR", lambda f, p, o: {"alice_gain": "60", "bob_gain": "40", "decision": "reject"}.get(f), on_turn=first_wrong)
     finally:
-        page.close()
+        person.remove_listener("response", keep)
     _, turns = _stored(db, "web_errors", role)
     first = [t for t in turns if t["role"] == "alice"][0]
     assert first["valid"] and "must add up to $100" in (first["error"] or "")
@@ -119,7 +116,7 @@ def test_bargaining_form_errors_are_shown_and_stored(browser, tmp_path):
     assert "27%" not in shown and "0.73" not in shown and "73%" not in shown  # ... Bob's never
 
 
-def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
+def test_script_in_a_model_message_renders_as_text(person, tmp_path):
     from agorabench.core.agents import Strategy
     from agorabench.games.glee.common import Decision
 
@@ -134,7 +131,6 @@ def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
     try:
         path = tmp_path / "study.toml"
         path.write_text(study_text("web_xss", "glee.bargaining", [{"alice": "participant", "bob": "x"}], {"money": 100, "horizon": 2, "messages": True}, [{"name": "x", "spec": "strategy/xss-test"}], {"attention_checks": []}))
-        page = browser.new_page()
         seen_script = []
 
         def check(page, n):
@@ -143,24 +139,21 @@ def test_script_in_a_model_message_renders_as_text(browser, tmp_path):
                 assert page.evaluate("window.pwned") is None
                 assert page.query_selector("#prompt b") is None
 
-        try:
-            with AppServer(path, tmp_path / "web.db") as server:
-                journey(page, server.url, "PXSS", lambda f, p, o: {"alice_gain": "50", "bob_gain": "50", "message": "<i>hi</i>", "decision": "accept"}.get(f), on_turn=check)
-        finally:
-            page.close()
+        with AppServer(path, tmp_path / "web.db") as server:
+            journey(person, server.url, "PXSS", lambda f, p, o: {"alice_gain": "50", "bob_gain": "50", "message": "<i>hi</i>", "decision": "accept"}.get(f), on_turn=check)
         assert "<script>window.pwned = 1</script><b>bold</b>" in seen_script[0]
     finally:
         del BARGAINING["xss-test"]
 
 
-def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
+def test_refresh_and_server_restart_resume_at_the_same_turn(person, tmp_path):
     """Mid-game, a reload and a killed-and-restarted server show the same open turn with the
     same history; the game then finishes with every turn stored once."""
     path = tmp_path / "study.toml"
     path.write_text(study_text("web_resume", "glee.bargaining", [{"alice": "participant", "bob": "opponent"}], {"money": 100, "horizon": 3}, [{"name": "opponent", "spec": "strategy/always-reject"}], {"attention_checks": []}))
     db = tmp_path / "web.db"
     server = ServeProcess(path, db).start()
-    page = browser.new_page()
+    page = person
     try:
         page.goto(f"{server.url}/start?participant=resume1")
         submit(page, "#agree")
@@ -191,7 +184,6 @@ def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
         submit(page, "#submit-turn")
         page.wait_for_selector("#submit-results")
     finally:
-        page.close()
         server.stop()
     g, turns = _stored(db, "web_resume", "alice")
     assert g["status"] == "done" and g["outcome"]["agreed"] is False
@@ -200,17 +192,13 @@ def test_refresh_and_server_restart_resume_at_the_same_turn(browser, tmp_path):
 
 
 @pytest.mark.llm
-def test_journey_against_the_embedded_model(browser, tmp_path):
+def test_journey_against_the_embedded_model(person, tmp_path):
     path = tmp_path / "study.toml"
     model = {"name": "smol", "spec": "local", "max_tokens": 48, "constrained": True, "params": {"n_threads": int(__import__("os").environ.get("AGORA_THREADS", "2"))}}
     path.write_text(study_text("web_llm", "glee.bargaining", [{"alice": "participant", "bob": "smol"}], {"money": 100, "horizon": 2}, [model]))
     db = tmp_path / "web.db"
-    page = browser.new_page()
-    try:
-        with AppServer(path, db) as server:
-            seen = journey(page, server.url, "PLLM", lambda f, p, o: {"alice_gain": "50", "bob_gain": "50", "decision": "reject"}.get(f))
-    finally:
-        page.close()
+    with AppServer(path, db) as server:
+        seen = journey(person, server.url, "PLLM", lambda f, p, o: {"alice_gain": "50", "bob_gain": "50", "decision": "reject"}.get(f))
     assert re.fullmatch(r"[0-9A-F]{10}", seen["code"])
     g, turns = _stored(db, "web_llm", "alice")
     assert g["status"] == "done"
@@ -221,16 +209,16 @@ def test_journey_against_the_embedded_model(browser, tmp_path):
     assert TIMEOUT not in {t["error"] for t in turns}
 
 
-def test_a_valid_session_url_in_another_browser_must_re_enter(browser, tmp_path):
+def test_a_valid_session_url_in_another_browser_must_re_enter(browser, person, tmp_path):
     """Issue 22 item 13: the session URL copied into a second browser (no session cookie) shows
     the re-entry page, not the participant's game; the first browser plays on."""
     _role, seats, fixed, models, *_ = served("glee.bargaining")
     path = tmp_path / "study.toml"
     path.write_text(study_text("web_foreign", "glee.bargaining", seats, fixed, models))
-    owner, stranger = browser.new_context(), browser.new_context()
+    stranger = browser.new_context()  # the owner's browser is the module's page
     try:
         with AppServer(path, tmp_path / "web.db") as server:
-            page = owner.new_page()
+            page = person
             page.goto(f"{server.url}/start?PROLIFIC_PID=PFOREIGN&STUDY_ID=s&SESSION_ID=x")
             url = page.url
             assert "/p/" in url
@@ -239,7 +227,7 @@ def test_a_valid_session_url_in_another_browser_must_re_enter(browser, tmp_path)
             assert response.status == 403 and "entry link" in other.content()
             assert page.goto(url).status == 200 and "entry link" not in page.content()
     finally:
-        owner.close(), stranger.close()
+        stranger.close()
 
 
 def test_a_resume_link_continues_the_game_in_a_new_browser_context(browser, tmp_path):
