@@ -8,10 +8,11 @@ The journeys are derived from the study files themselves (their quiz, attention 
 questionnaire) and the game a family registers, so a new served study is covered without a line
 here; the commons study also checks that an impossible harvest (99,999) is refused with a message
 and that the next speaker is a choice among the group's names. A study whose games seat several
-people (a group game) is played by as many participants at once, each in a browser of their own
-(the first in the module's browser, the others each in a thread with its own Playwright and
-chromium: Playwright's sync API is one instance per thread), so the group forms in the waiting
-room as it does for real people, and every member's journey gets the same checks. In a group game
+people (a group game) is played by as many participants at once, each in a browser context of
+their own (cookies and all: to the web app, browsers of their own; the first in the module's page,
+the others each in a thread with its own Playwright connected to the module's chromium:
+Playwright's sync API is one instance per thread), so the group forms in the waiting room as it
+does for real people, and every member's journey gets the same checks. In a group game
 the language-model seats are played by the study's own ``group_fallback`` (a scripted strategy
 that sits beside them): the members' pages are the same ones, and the studies that seat one person
 keep their embedded model, so real model journeys stay covered here at a fraction of the cost."""
@@ -36,7 +37,8 @@ from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT
 from support.studies import toml_key, toml_value
-from support.web import CHROMIUM, CHROMIUM_ARGS, AppServer, browser, submit  # noqa: F401  (browser: fixture)
+from support.browser_reuse import browser_and_endpoint, person, person_context  # noqa: F401  (fixtures)
+from support.web import AppServer, submit
 
 SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
 
@@ -71,18 +73,25 @@ def _model_seats_scripted(path: Path, data: dict[str, Any], tmp_path: Path) -> P
     return copy
 
 
-def _journey_in_own_browser(base: str, pid: str, web: dict[str, Any], out: dict[str, Any]) -> None:
-    """:func:`_journey` in a chromium of this thread's own (run in a thread beside the test's
-    own participant); what was seen, or the exception, goes into ``out``."""
+@pytest.fixture(scope="module")
+def browser(browser_and_endpoint):
+    """The module's chromium (the one the group members' threads connect to)."""
+    return browser_and_endpoint[0]
+
+
+def _journey_in_own_browser(endpoint: str, base: str, pid: str, web: dict[str, Any], out: dict[str, Any]) -> None:
+    """:func:`_journey` in a browser context of its own, by this thread's own Playwright
+    connected to the module's chromium at ``endpoint`` (run in a thread beside the test's own
+    participant); what was seen, or the exception, goes into ``out``."""
     from playwright.sync_api import sync_playwright
 
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            b = p.chromium.connect_over_cdp(endpoint)
             try:
-                out["seen"] = _journey(b.new_page(), base, pid, web)
+                out["seen"] = _journey(b.new_context(reduced_motion="reduce").new_page(), base, pid, web)
             finally:
-                b.close()
+                b.close()  # closes the context made here and disconnects; the chromium stays
     except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
         out["error"] = exc
 
@@ -221,7 +230,7 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
 
 
 @pytest.mark.parametrize("path", SERVED, ids=[p.stem for p in SERVED])
-def test_served_study_journey_in_words_meant_for_people(path, browser, tmp_path):
+def test_served_study_journey_in_words_meant_for_people(path, browser_and_endpoint, person, tmp_path):
     data = _study(path)
     web = data.get("web", {})
     db = tmp_path / "web.db"
@@ -229,18 +238,15 @@ def test_served_study_journey_in_words_meant_for_people(path, browser, tmp_path)
     pids = [f"F{abs(hash(path.stem)) % 10**6}" + (f"M{i}" if members > 1 else "") for i in range(members)]
     others = [{} for _ in pids[1:]]
     served = _model_seats_scripted(path, data, tmp_path) if members > 1 else path
-    page = browser.new_page()
-    try:
-        with AppServer(served, db) as server:
-            threads = [threading.Thread(target=_journey_in_own_browser, args=(server.url, pid, web, out), daemon=True) for pid, out in zip(pids[1:], others)]
-            for t in threads:
-                t.start()
-            journeys = [_journey(page, server.url, pids[0], web)]
-            for t in threads:
-                t.join(timeout=300)
-                assert not t.is_alive(), f"{path.stem}: a member's journey did not end"
-    finally:
-        page.close()
+    endpoint = browser_and_endpoint[1]
+    with AppServer(served, db) as server:
+        threads = [threading.Thread(target=_journey_in_own_browser, args=(endpoint, server.url, pid, web, out), daemon=True) for pid, out in zip(pids[1:], others)]
+        for t in threads:
+            t.start()
+        journeys = [_journey(person, server.url, pids[0], web)]
+        for t in threads:
+            t.join(timeout=300)
+            assert not t.is_alive(), f"{path.stem}: a member's journey did not end"
     for out in others:
         if "error" in out:
             raise out["error"]
@@ -285,7 +291,7 @@ def _check_journey(path: Path, web: dict[str, Any], seen: dict[str, Any]) -> Non
         assert answered or "Your answer is in" not in wait, wait
 
 
-def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(browser, tmp_path):
+def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(person, tmp_path):
     path = ROOT / "studies" / "web_commons.toml"
     data = _study(path)
     checked: dict[str, Any] = {}
@@ -303,12 +309,8 @@ def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(browse
             checked["end_button"] = page.inner_text("#button-end_conversation")
             checked["text_inputs"] = [e.get_attribute("name") for e in page.query_selector_all("#turn-form input[type=text]")]
 
-    page = browser.new_page()
-    try:
-        with AppServer(path, tmp_path / "web.db") as server:
-            seen = _journey(page, server.url, "FCOMMONS", data["web"], on_turn=on_turn)
-    finally:
-        page.close()
+    with AppServer(path, tmp_path / "web.db") as server:
+        seen = _journey(person, server.url, "FCOMMONS", data["web"], on_turn=on_turn)
     stock = int(checked["max"])
     assert stock > 0 and f"enter a whole number from 0 to {stock}" in checked["refused"] and "99999" in checked["refused"]
     # the names of the other fishers (not the person's own), never a free text field
