@@ -9,6 +9,7 @@ import time
 
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
+from support.browser_reuse import person, person_context  # noqa: F401  (fixtures)
 from support.web import AppServer, browser, fill_turn, study_text, submit  # noqa: F401  (browser: fixture)
 
 COMMONS_POLICY = lambda f, prompt, opts: {"amount": "3", "message": "Let us each take a little.", "proposed_limit": "4"}.get(f)  # noqa: E731
@@ -20,10 +21,11 @@ def _enter(page, base: str, pid: str) -> None:
     submit(page, "#continue")
 
 
-def _step(page, seen: dict) -> bool:
-    """Do what the page asks, if anything; True once the participant reached the questionnaire.
-    A page that reloads itself meanwhile (it polls for the other players' moves) is tried again
-    at the next step."""
+def _step(page, seen: dict) -> bool | None:
+    """Do what the page asks, if anything: True once the participant reached the questionnaire,
+    None when the page asks nothing (it waits for the others), False after an answer. A page
+    that reloads itself meanwhile (it polls for the other players' moves) counts as changed, so
+    it is looked at again at the next step."""
     from playwright.sync_api import Error
 
     try:
@@ -35,13 +37,12 @@ def _step(page, seen: dict) -> bool:
 
 
 #: What :func:`_act` reads of a page in one call (each call to the browser costs about as much as
-#: a small page, and the loop below looks at both pages ten times a second): by id, the
-#: element's text (None: not there).
+#: a small page): by id, the element's text (None: not there).
 _HERE = """() => Object.fromEntries(['submit-questionnaire', 'submit-attention', 'submit-results', 'result', 'turn-form', 'prompt']
   .map(id => { const e = document.getElementById(id); return [id, e ? e.innerText : null]; }))"""
 
 
-def _act(page, seen: dict) -> bool:
+def _act(page, seen: dict) -> bool | None:
     here = page.evaluate(_HERE)
     if here["submit-questionnaire"] is not None:
         return True
@@ -60,20 +61,60 @@ def _act(page, seen: dict) -> bool:
         seen["turns"] += 1
         seen["prompts"].append(prompt)
         page.wait_for_load_state()
+    else:
+        return None
     return False
 
 
-def test_a_commons_group_of_two_people_and_three_models(browser, tmp_path):
+def _play_both(p1, p2, seen: dict, timeout: float = 180) -> None:
+    """Both people play until each reached the questionnaire. A page is looked at after each of
+    its loads (an answer's page, or a reload by its own polling when the others moved) and after
+    each answer given on it, and both at least once a second whatever happened; not ten times a
+    second each, when a look costs chromium about as much as a small page."""
+    changed = {p1, p2}
+
+    def loaded(page) -> None:
+        changed.add(page)
+
+    for p in (p1, p2):
+        p.on("load", loaded)
+    finished: set = set()
+    deadline = time.time() + timeout
+    last_look = time.time()
+    try:
+        while len(finished) < 2:
+            assert time.time() < deadline, f"the group game did not end: {[p.inner_text('body')[:300] for p in (p1, p2)]}"
+            if time.time() - last_look >= 1.0:
+                changed.update((p1, p2))
+            if changed - finished:
+                last_look = time.time()
+            for p in (p1, p2):
+                if p in finished or p not in changed:
+                    continue
+                changed.discard(p)
+                state = _step(p, seen[p])
+                if state is True:
+                    finished.add(p)
+                elif state is False:  # answered, or the page moved under the look: look again
+                    changed.add(p)
+            if not changed - finished:
+                p1.wait_for_timeout(100)
+    finally:
+        for p in (p1, p2):
+            p.remove_listener("load", loaded)
+
+
+def test_a_commons_group_of_two_people_and_three_models(browser, person, tmp_path):
     path = tmp_path / "study.toml"
     seats = [{"agent_0": "participant", "agent_1": "participant", "*": "opponent"}]
     fixed = {"n_agents": 5, "months": 2, "max_conversation_steps": 2}
     web = {"quiz": [], "group_wait": 120, "group_fallback": "opponent", "bonus": "1"}
     path.write_text(study_text("web_group_commons", "commons", seats, fixed, [{"name": "opponent", "spec": "strategy/sustainable"}], web))
     db = tmp_path / "web.db"
-    first, second = browser.new_context(), browser.new_context()  # two people, two browsers
+    second = browser.new_context(reduced_motion="reduce")  # two people, two browsers: the module's page is the first's
     try:
         with AppServer(path, db) as server:
-            p1, p2 = first.new_page(), second.new_page()
+            p1, p2 = person, second.new_page()
             _enter(p1, server.url, "GROUP1")
             p1.wait_for_selector("#group-waiting")
             assert "120 seconds" in p1.inner_text("#group-wait-limit")
@@ -84,21 +125,14 @@ def test_a_commons_group_of_two_people_and_three_models(browser, tmp_path):
             p1.wait_for_selector("#turn-form, #thinking", timeout=15_000)
             assert not p1.query_selector("#group-waiting")
             seen = {p: {"turns": 0, "attention": 0, "prompts": [], "result": ""} for p in (p1, p2)}
-            finished: set = set()
-            deadline = time.time() + 180
-            while len(finished) < 2:
-                assert time.time() < deadline, f"the group game did not end: {[p.inner_text('body')[:300] for p in (p1, p2)]}"
-                for p in (p1, p2):
-                    if p not in finished and _step(p, seen[p]):
-                        finished.add(p)
-                p1.wait_for_timeout(100)
+            _play_both(p1, p2, seen)
             for p in (p1, p2):
                 p.fill("textarea[name='a_why']", "It seemed sensible.")
                 p.check("input[name='a_fair'][value='4']")
                 submit(p, "#submit-questionnaire")
                 assert p.inner_text("#bonus") == "$1.00"
     finally:
-        first.close(), second.close()
+        second.close()
     store = Store(db)
     try:
         rows = {r["role"]: r for r in Participants(store).of_study("web_group_commons")}
@@ -119,30 +153,27 @@ def test_a_commons_group_of_two_people_and_three_models(browser, tmp_path):
         assert all(x.strip() for x in seen[p]["prompts"]) and seen[p]["result"].strip()
 
 
-def test_a_lone_participant_waits_then_plays_with_the_fallback(browser, tmp_path):
+def test_a_lone_participant_waits_then_plays_with_the_fallback(person, tmp_path):
     path = tmp_path / "study.toml"
     seats = [{"alice": "participant", "bob": "participant"}]
     web = {"quiz": [], "attention_checks": [], "group_wait": 2, "group_fallback": "strategy/always-reject"}
     path.write_text(study_text("web_group_lone", "glee.bargaining", seats, {"money": 100, "horizon": 2}, [{"name": "spe", "spec": "strategy/spe"}], web))
     db = tmp_path / "web.db"
-    page = browser.new_page()
-    try:
-        with AppServer(path, db) as server:
-            _enter(page, server.url, "ALONE")
-            page.wait_for_selector("#group-waiting")
-            started = time.time()
-            page.wait_for_selector("input[name='alice_gain']", timeout=15_000)  # no reload by hand
-            assert time.time() - started >= 1.0
-            page.fill("input[name='alice_gain']", "60")
-            page.fill("input[name='bob_gain']", "40")
-            submit(page, "#submit-turn")
-            page.wait_for_selector("input[name='decision']")
-            page.check("input[name='decision'][value='reject']")
-            submit(page, "#submit-turn")
-            page.wait_for_selector("#submit-results")
-            assert "the computer played the missing parts" in page.inner_text("#result")
-    finally:
-        page.close()
+    page = person
+    with AppServer(path, db) as server:
+        _enter(page, server.url, "ALONE")
+        page.wait_for_selector("#group-waiting")
+        started = time.time()
+        page.wait_for_selector("input[name='alice_gain']", timeout=15_000)  # no reload by hand
+        assert time.time() - started >= 1.0
+        page.fill("input[name='alice_gain']", "60")
+        page.fill("input[name='bob_gain']", "40")
+        submit(page, "#submit-turn")
+        page.wait_for_selector("input[name='decision']")
+        page.check("input[name='decision'][value='reject']")
+        submit(page, "#submit-turn")
+        page.wait_for_selector("#submit-results")
+        assert "the computer played the missing parts" in page.inner_text("#result")
     store = Store(db)
     try:
         (row,) = Participants(store).of_study("web_group_lone")
@@ -153,7 +184,7 @@ def test_a_lone_participant_waits_then_plays_with_the_fallback(browser, tmp_path
     assert row["group_info"]["fallback"] == {"bob": "strategy/always-reject"} and row["group_info"]["waited"] >= 2
 
 
-def test_a_page_sending_its_form_does_not_reload_itself(browser, tmp_path):
+def test_a_page_sending_its_form_does_not_reload_itself(browser, person, tmp_path):
     """A page that polls (here the waiting room) reloads itself when the game moves on, unless a
     form of it is being sent: that reload would cut the form's own navigation short. The first
     person's page begins sending; the second person completes the group; the first page stays
@@ -162,10 +193,10 @@ def test_a_page_sending_its_form_does_not_reload_itself(browser, tmp_path):
     seats = [{"alice": "participant", "bob": "participant"}]
     web = {"quiz": [], "attention_checks": [], "group_wait": 120, "group_fallback": "strategy/always-reject"}
     path.write_text(study_text("web_group_sending", "glee.bargaining", seats, {"money": 100, "horizon": 2}, [{"name": "spe", "spec": "strategy/spe"}], web))
-    first, second = browser.new_context(), browser.new_context()
+    second = browser.new_context(reduced_motion="reduce")  # the first person's is the module's page
     try:
         with AppServer(path, tmp_path / "web.db") as server:
-            p1, p2 = first.new_page(), second.new_page()
+            p1, p2 = person, second.new_page()
             _enter(p1, server.url, "SENDING1")
             p1.wait_for_selector("#group-waiting")
             p1.evaluate("() => { window.__sameDocument = true; document.dispatchEvent(new Event('submit')); }")
@@ -176,4 +207,4 @@ def test_a_page_sending_its_form_does_not_reload_itself(browser, tmp_path):
             p1.reload()
             p1.wait_for_selector("#turn-form, #thinking", timeout=15_000)
     finally:
-        first.close(), second.close()
+        second.close()
