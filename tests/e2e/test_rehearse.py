@@ -24,7 +24,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
 
 from agorabench.store.participants import Participants
 from agorabench.store.store import Store
-from support.helpers import ROOT, agora, one_line_error, run_agora
+from support.helpers import ROOT, agora, one_line_error
 from support.web import study_text
 
 SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
@@ -85,8 +85,10 @@ def rehearsals(request, tmp_path_factory) -> dict[str, Any]:
     a thread: each selected served study's (``agora serve STUDY --rehearse 4`` in this process,
     its printed lines kept apart from the others'), by the study's name: (exit status, stdout,
     stderr, its database, the live database's modification time before); the group study's
-    (``web_pair``: the same, less the live time) and the broken study's (``web_broken``: the real
-    command in a subprocess, and its database); or the exception one raised."""
+    (``web_pair``) and the broken study's (``web_broken``): the same, less the live time; or the
+    exception one raised. Every rehearsal runs the command line in this process (the exit
+    status is ``main``'s return value, which ``python -m agorabench`` exits with: the real
+    process's exit status is tested in tests/e2e/test_cli_errors.py)."""
     from agorabench.cli import main
 
     tests = {item.originalname: item for item in request.session.items if item.module is request.module}
@@ -111,7 +113,7 @@ def rehearsals(request, tmp_path_factory) -> dict[str, Any]:
     def broken() -> tuple:
         folder = tmp_path_factory.mktemp("web_broken")
         db = folder / "r.db"
-        return run_agora("serve", str(_broken_study(folder)), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3", timeout=300), db  # the real command
+        return (*in_process("serve", str(_broken_study(folder)), "--rehearse", "4", "--db", str(db), "--rehearse-idle", "3"), db)
 
     jobs: dict[str, Any] = {}
     if "test_protocol_errors_are_named_and_fail" in tests:
@@ -199,9 +201,8 @@ def _broken_study(folder: Path) -> Path:
 
 
 def test_protocol_errors_are_named_and_fail(rehearsals):
-    r, db = _result(rehearsals, "web_broken")  # `agora serve web_broken.toml --rehearse 4`, the real command
-    out = r.stdout
-    assert r.returncode == 1, out + r.stderr
+    rc, out, err, db = _result(rehearsals, "web_broken")  # `agora serve web_broken.toml --rehearse 4`
+    assert rc == 1, out + err
     problems = [line for line in out.splitlines() if line.startswith("protocol error: ")]
     assert len(problems) == 2, out
     assert any("questionnaire item 'fair'" in p and "without labels" in p for p in problems), problems
