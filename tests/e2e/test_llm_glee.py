@@ -5,9 +5,11 @@ valid action or marked invalid with its error, and every game finishes.
 
 Both run the command line in this process (the test is about the model's plumbing, not the
 process: a subprocess paid about a second of imports and a model load each). The embedded run
-caps answers at 32 tokens, not 64: its valid answers take 6 to 10 tokens, and its four invalid
-ones (free-text messages that never close) are cut off at either cap, so the same turns are valid
-with the same actions, at half the generated tokens."""
+caps answers at 16 tokens, not 64: its valid answers take 6 to 10 tokens, and its four invalid
+ones (free-text messages that never close, each asked twice) are cut off at any of these caps, so
+the same turns are valid with the same actions (checked at 64, 32 and 16), at a quarter of the
+generated tokens. The served run keeps 64: its persuasion signals close at about 30 tokens and
+are valid there, and its cost is the prompts, not the answers."""
 
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def check_games(db) -> None:
 
 
 def test_embedded_model_plays_each_family(write_study, tmp_path, capsys):
-    path = write_study(STUDY.replace("{model}", 'spec = "local"').replace("{max_tokens}", "32"))
+    path = write_study(STUDY.replace("{model}", 'spec = "local"').replace("{max_tokens}", "16"))
     rc, _, err = agora(capsys, "run", str(path), "--db", str(tmp_path / "e.db"), "--quiet", "--concurrency", "1")
     assert rc == 0, err
     check_games(tmp_path / "e.db")
