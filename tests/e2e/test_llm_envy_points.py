@@ -6,7 +6,10 @@ The runs use the command line in this process (the tests are about the model's p
 the process: a subprocess paid about a second of imports and a model load each). The
 unconstrained runs re-ask an unusable answer once (``max_retries = 1``), not twice: the tiny
 model's free answers are unusable at every try, so the third try only added tokens; the re-ask
-itself stays exercised."""
+itself stays exercised. Their answers are capped at 24 tokens, not 96: free text is unusable at
+any cap (no XML at all; at 96 it stopped by itself after 14 to 42 tokens), so every turn stays
+invalid with its error, at about half the generated tokens. The constrained runs keep 96: the
+grammar closes their answers at 29 to 42 tokens, all valid."""
 
 import json
 import sqlite3
@@ -23,8 +26,8 @@ pytestmark = pytest.mark.llm
 def llm_study(moves: list[str], constrained: bool, **spec) -> str:
     """The small model (``spec``: its spec, and base_url where served) against always-B on M2,
     lagging by a significant margin, for the peer moves ``moves``; an unconstrained run re-asks
-    an unusable answer once."""
-    smol = {"name": "smol", **spec, "display_name": "SmolLM2-135M", "max_tokens": 96, "constrained": constrained}
+    an unusable answer once and caps answers at 24 tokens (96 under the grammar)."""
+    smol = {"name": "smol", **spec, "display_name": "SmolLM2-135M", "max_tokens": 96 if constrained else 24, "constrained": constrained}
     grid = paper_grid(matrix=["M2"], peer_status=["lagging"], margin=["significant"], peer_move=moves)
     retries = {} if constrained else {"max_retries": 1}
     return envy_points("llm", [smol, scripted("b", "always-b", display_name="Model-B")], grid=grid, **retries)
