@@ -1,10 +1,13 @@
 """Participants in a real browser (Debian's chromium via Playwright) against the web app on
-127.0.0.1: one full journey per game against scripted players, one against the embedded model,
+127.0.0.1: one full journey per game against scripted players (the bargaining one also sends a
+split that does not add up first, for the form-error checks), one against the embedded model,
 a refresh and a server restart mid-game, and a model message carrying a script tag."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +16,7 @@ from agorabench.analysis.report import build_report
 from agorabench.core.table import TIMEOUT
 from agorabench.games.glee.strategies import BARGAINING
 from agorabench.store.store import Store
-from support.browser_reuse import person, person_context  # noqa: F401  (fixtures)
+from support.browser_reuse import fresh_page, person, person_context  # noqa: F401  (fixtures)
 from support.web import TOKEN, AppServer, browser, journey, ServeProcess, study_text, submit  # noqa: F401  (browser: fixture)
 
 def served(game: str) -> tuple:
@@ -51,15 +54,56 @@ def _stored(db, study: str, role: str) -> tuple[dict, list[dict]]:
     return game, turns
 
 
-@pytest.mark.parametrize("game", families.game_names())
-def test_participant_journey_per_game(game, person, tmp_path):
-    role, seats, fixed, models, policy, expected, phases = served(game)
+def _play_served(page, game: str, folder: Path, on_turn=None) -> tuple[dict, Path, str]:
+    """A person's journey through ``game`` as :func:`served` says, in a study of its own under
+    ``folder``; what was seen, the store's path and the study's name."""
+    _role, seats, fixed, models, policy, *_ = served(game)
     name = "web_" + game.replace(".", "_")
-    path = tmp_path / "study.toml"
+    path = folder / "study.toml"
     path.write_text(study_text(name, game, seats, fixed, models, {"completion_code": "DONE42", "bonus": "2.5"}))
-    db = tmp_path / "web.db"
+    db = folder / "web.db"
     with AppServer(path, db) as server:
-        seen = journey(person, server.url, f"P{abs(hash(game)) % 10**6}", policy)
+        seen = journey(page, server.url, f"P{abs(hash(game)) % 10**6}", policy, on_turn=on_turn)
+    return seen, db, name
+
+
+@pytest.fixture(scope="module")
+def bargaining_played(person_context, tmp_path_factory) -> dict[str, Any]:
+    """The bargaining game's journey, played once for the two tests that read it (the per-game
+    checks and the form-error checks): its first offer is first sent as a split that does not add
+    up (what the page then says and still holds is kept), and every body the browser got."""
+    bodies: list[str] = []
+    refused: dict[str, Any] = {}
+
+    def keep(r) -> None:
+        if r.ok and r.request.method != "HEAD" and r.status != 303:
+            bodies.append(r.text())
+
+    def first_wrong(page, n):
+        if n == 0:
+            page.fill("input[name='alice_gain']", "70")
+            page.fill("input[name='bob_gain']", "70")
+            submit(page, "#submit-turn")
+            refused["errors"] = page.inner_text("#form-errors")
+            refused["kept"] = page.input_value("input[name='alice_gain']"), page.input_value("input[name='bob_gain']")
+
+    with fresh_page(person_context) as page:
+        page.on("response", keep)
+        try:
+            seen, db, name = _play_served(page, "glee.bargaining", tmp_path_factory.mktemp("bargaining"), on_turn=first_wrong)
+        finally:
+            page.remove_listener("response", keep)
+    return {"seen": seen, "db": db, "name": name, "refused": refused, "bodies": bodies}
+
+
+@pytest.mark.parametrize("game", families.game_names())
+def test_participant_journey_per_game(game, person, tmp_path, request):
+    role, seats, fixed, models, policy, expected, phases = served(game)
+    if game == "glee.bargaining":  # its one journey, shared with the form-error checks below
+        played = request.getfixturevalue("bargaining_played")
+        seen, db, name = played["seen"], played["db"], played["name"]
+    else:
+        seen, db, name = _play_served(person, game, tmp_path)
     assert seen["code"] == "DONE42" and seen["bonus"] == "$2.50"
     assert seen["instructions"].strip(), "instructions come from the game's own system prompt"
     for text in [seen["instructions"], *seen["prompts"]]:  # what tells models how to write answers is left out
@@ -83,35 +127,17 @@ def test_participant_journey_per_game(game, person, tmp_path):
     assert "human: 1 person, 1 game" in report.read_text()  # the person, pooled as `human`
 
 
-def test_bargaining_form_errors_are_shown_and_stored(person, tmp_path):
+def test_bargaining_form_errors_are_shown_and_stored(bargaining_played):
     """A split that does not add up is refused with the action's own message, and the message
     is kept with the turn; the hidden discount factor of Bob is in no byte the browser got."""
-    role, seats, fixed, models, *_ = served("glee.bargaining")
-    path = tmp_path / "study.toml"
-    path.write_text(study_text("web_errors", "glee.bargaining", seats, fixed, models))
-    db = tmp_path / "web.db"
-    bodies: list[str] = []
-    keep = lambda r: bodies.append(r.text()) if r.ok and r.request.method != "HEAD" and r.status != 303 else None
-    person.on("response", keep)
-
-    def first_wrong(page, n):
-        if n == 0:
-            page.fill("input[name='alice_gain']", "70")
-            page.fill("input[name='bob_gain']", "70")
-            submit(page, "#submit-turn")
-            assert "must add up to $100" in page.inner_text("#form-errors")
-            # what was typed stays, so the person corrects one number instead of retyping both
-            assert page.input_value("input[name='alice_gain']") == "70" and page.input_value("input[name='bob_gain']") == "70"
-
-    try:
-        with AppServer(path, db) as server:
-            journey(person, server.url, "PERR", lambda f, p, o: {"alice_gain": "60", "bob_gain": "40", "decision": "reject"}.get(f), on_turn=first_wrong)
-    finally:
-        person.remove_listener("response", keep)
-    _, turns = _stored(db, "web_errors", role)
+    refused = bargaining_played["refused"]
+    assert "must add up to $100" in refused["errors"]
+    # what was typed stays, so the person corrects one number instead of retyping both
+    assert refused["kept"] == ("70", "70")
+    _, turns = _stored(bargaining_played["db"], bargaining_played["name"], "alice")
     first = [t for t in turns if t["role"] == "alice"][0]
     assert first["valid"] and "must add up to $100" in (first["error"] or "")
-    shown = "\n".join(bodies)
+    shown = "\n".join(bargaining_played["bodies"])
     assert "10%" in shown  # Alice's own loss per round is shown ...
     assert "27%" not in shown and "0.73" not in shown and "73%" not in shown  # ... Bob's never
 

@@ -14,6 +14,7 @@ draw sixty frames a second; nothing a test reads depends on it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -29,18 +30,27 @@ def person_context(browser) -> Iterator[Any]:  # noqa: F811
     context.close()
 
 
+@contextmanager
+def fresh_page(context) -> Iterator[Any]:
+    """The page of ``context`` (opened when it has none), cookies cleared: a participant's
+    browser the web app has never seen. Left on ``about:blank`` (or closed, when it cannot be)."""
+    pages = [p for p in context.pages if not p.is_closed()]
+    page = pages[0] if pages else context.new_page()
+    context.clear_cookies()
+    try:
+        yield page
+    finally:
+        try:
+            page.goto("about:blank")
+        except Exception:  # noqa: BLE001 - a crashed or stuck page: the next user opens a new one
+            page.close()
+
+
 @pytest.fixture
 def person(person_context) -> Iterator[Any]:
-    """The module's page, cookies cleared: a participant's browser the web app has never seen.
-    Left on ``about:blank`` (or closed, when it cannot be) after the test."""
-    pages = [p for p in person_context.pages if not p.is_closed()]
-    page = pages[0] if pages else person_context.new_page()
-    person_context.clear_cookies()
-    yield page
-    try:
-        page.goto("about:blank")
-    except Exception:  # noqa: BLE001 - a crashed or stuck page: the next test opens a new one
-        page.close()
+    """The module's page as :func:`fresh_page` hands it to one test."""
+    with fresh_page(person_context) as page:
+        yield page
 
 
 @pytest.fixture(scope="module")
