@@ -6,8 +6,8 @@ what happened in words, and the bonus rule is told in words and money, not code 
 
 The journeys are derived from the study files themselves (their quiz, attention checks and
 questionnaire) and the game a family registers, so a new served study is covered without a line
-here; the commons study also checks that an impossible harvest (99,999) is refused with a message
-and that the next speaker is a choice among the group's names. A study whose games seat several
+here; the commons study's one journey also checks that an impossible harvest (99,999) is refused
+with a message and that the next speaker is a choice among the group's names. A study whose games seat several
 people (a group game) is played by as many participants at once, each in a browser context of
 their own (cookies and all: to the web app, browsers of their own; the first in the module's page,
 the others each in a thread with its own Playwright connected to the module's chromium:
@@ -37,7 +37,7 @@ from agorabench.store.participants import Participants
 from agorabench.store.store import Store
 from support.helpers import ROOT
 from support.studies import toml_key, toml_value
-from support.browser_reuse import browser_and_endpoint, person, person_context  # noqa: F401  (fixtures)
+from support.browser_reuse import browser_and_endpoint, fresh_page, person, person_context  # noqa: F401  (fixtures)
 from support.web import AppServer, submit
 
 SERVED = sorted((ROOT / "studies").glob("web_*.toml"))
@@ -229,8 +229,39 @@ def _journey(page, base: str, pid: str, web: dict[str, Any], on_turn=None, max_t
     return {"instructions": instructions, "turns": turns, "result": result, "bonus_rule": bonus_rule, "texts": texts, "code": page.inner_text("#code"), "bonus": page.inner_text("#bonus"), "waits": waits, "questionnaire": questionnaire}
 
 
+COMMONS = ROOT / "studies" / "web_commons.toml"
+
+
+@pytest.fixture(scope="module")
+def commons_played(person_context, tmp_path_factory) -> dict[str, Any]:
+    """The commons study's journey, played once for the two tests that read it (its page checks
+    below and the harvest and speaker checks after them): at the first harvest form an
+    impossible harvest is sent past the browser's own check, and at the first choice of the
+    next speaker the list's options are read. Returns the journey, what was checked, the store."""
+    data = _study(COMMONS)
+    checked: dict[str, Any] = {}
+
+    def on_turn(page, n):
+        if page.query_selector("input[name='amount']") and "refused" not in checked:
+            page.fill("input[name='amount']", "99999")
+            page.evaluate("document.querySelector('input[name=amount]').removeAttribute('max')")  # past the browser's own check
+            submit(page, "#submit-turn")
+            page.wait_for_selector("#form-errors")
+            checked["refused"] = page.inner_text("#form-errors")
+            checked["max"] = page.get_attribute("input[name='amount']", "max")
+        if page.query_selector("select[name='next_speaker']") and "names" not in checked:
+            checked["names"] = page.eval_on_selector("select[name='next_speaker']", "s => Array.from(s.options).map(o => o.value)")
+            checked["end_button"] = page.inner_text("#button-end_conversation")
+            checked["text_inputs"] = [e.get_attribute("name") for e in page.query_selector_all("#turn-form input[type=text]")]
+
+    db = tmp_path_factory.mktemp("web_commons") / "web.db"
+    with fresh_page(person_context) as page, AppServer(COMMONS, db) as server:
+        seen = _journey(page, server.url, "FCOMMONS", data["web"], on_turn=on_turn)
+    return {"seen": seen, "checked": checked, "db": db}
+
+
 @pytest.mark.parametrize("path", SERVED, ids=[p.stem for p in SERVED])
-def test_served_study_journey_in_words_meant_for_people(path, browser_and_endpoint, person, tmp_path):
+def test_served_study_journey_in_words_meant_for_people(path, browser_and_endpoint, person, tmp_path, request):
     data = _study(path)
     web = data.get("web", {})
     db = tmp_path / "web.db"
@@ -239,14 +270,18 @@ def test_served_study_journey_in_words_meant_for_people(path, browser_and_endpoi
     others = [{} for _ in pids[1:]]
     served = _model_seats_scripted(path, data, tmp_path) if members > 1 else path
     endpoint = browser_and_endpoint[1]
-    with AppServer(served, db) as server:
-        threads = [threading.Thread(target=_journey_in_own_browser, args=(endpoint, server.url, pid, web, out), daemon=True) for pid, out in zip(pids[1:], others)]
-        for t in threads:
-            t.start()
-        journeys = [_journey(person, server.url, pids[0], web)]
-        for t in threads:
-            t.join(timeout=300)
-            assert not t.is_alive(), f"{path.stem}: a member's journey did not end"
+    if path == COMMONS:  # its one journey, shared with the harvest and speaker checks
+        played = request.getfixturevalue("commons_played")
+        db, journeys = played["db"], [played["seen"]]
+    else:
+        with AppServer(served, db) as server:
+            threads = [threading.Thread(target=_journey_in_own_browser, args=(endpoint, server.url, pid, web, out), daemon=True) for pid, out in zip(pids[1:], others)]
+            for t in threads:
+                t.start()
+            journeys = [_journey(person, server.url, pids[0], web)]
+            for t in threads:
+                t.join(timeout=300)
+                assert not t.is_alive(), f"{path.stem}: a member's journey did not end"
     for out in others:
         if "error" in out:
             raise out["error"]
@@ -291,26 +326,8 @@ def _check_journey(path: Path, web: dict[str, Any], seen: dict[str, Any]) -> Non
         assert answered or "Your answer is in" not in wait, wait
 
 
-def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(person, tmp_path):
-    path = ROOT / "studies" / "web_commons.toml"
-    data = _study(path)
-    checked: dict[str, Any] = {}
-
-    def on_turn(page, n):
-        if page.query_selector("input[name='amount']") and "refused" not in checked:
-            page.fill("input[name='amount']", "99999")
-            page.evaluate("document.querySelector('input[name=amount]').removeAttribute('max')")  # past the browser's own check
-            submit(page, "#submit-turn")
-            page.wait_for_selector("#form-errors")
-            checked["refused"] = page.inner_text("#form-errors")
-            checked["max"] = page.get_attribute("input[name='amount']", "max")
-        if page.query_selector("select[name='next_speaker']") and "names" not in checked:
-            checked["names"] = page.eval_on_selector("select[name='next_speaker']", "s => Array.from(s.options).map(o => o.value)")
-            checked["end_button"] = page.inner_text("#button-end_conversation")
-            checked["text_inputs"] = [e.get_attribute("name") for e in page.query_selector_all("#turn-form input[type=text]")]
-
-    with AppServer(path, tmp_path / "web.db") as server:
-        seen = _journey(person, server.url, "FCOMMONS", data["web"], on_turn=on_turn)
+def test_commons_refuses_an_impossible_harvest_and_offers_the_group_names(commons_played):
+    seen, checked = commons_played["seen"], commons_played["checked"]
     stock = int(checked["max"])
     assert stock > 0 and f"enter a whole number from 0 to {stock}" in checked["refused"] and "99999" in checked["refused"]
     # the names of the other fishers (not the person's own), never a free text field
