@@ -1,5 +1,7 @@
 """The command line end to end on scripted players: study expansion, run, resume, export, report,
-and one-line errors for bad input."""
+and one-line errors for bad input. The commands run in this process (``agora``: ``main`` with
+the arguments, its return value the exit status); the real process's exit status is tested in
+tests/e2e/test_cli_errors.py."""
 
 import sqlite3
 
@@ -7,7 +9,7 @@ import pandas as pd
 import pytest
 
 from agorabench.core.study import load_study
-from support.helpers import ROOT, agora, run_agora
+from support.helpers import ROOT, agora
 from support.studies import envy_points, scripted
 
 #: the paper's grid for always-B, the self-maximiser and a Fehr–Schmidt chooser
@@ -33,17 +35,17 @@ def test_eight_models_give_the_papers_896_conversations_per_matrix(write_study):
     assert sum(1 for s in specs if s.config["matrix"] == "M1") == 896
 
 
-def test_run_export_report_and_resume(tmp_path, write_study):
+def test_run_export_report_and_resume(tmp_path, write_study, capsys):
     path = write_study(SCRIPTED)
     db = tmp_path / "s.db"
-    first = run_agora("run", str(path), "--db", str(db), "--concurrency", "4", "--quiet")
-    assert first.returncode == 0, first.stderr
-    assert "288 played" in first.stdout and "0 errors" in first.stdout
-    again = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert "288 already done, 0 played" in again.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--concurrency", "4", "--quiet")
+    assert rc == 0, err
+    assert "288 played" in out and "0 errors" in out
+    _, again, _ = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert "288 already done, 0 played" in again
 
     out = tmp_path / "games.csv"
-    assert run_agora("export", str(path), "--db", str(db), "--table", "games", "--format", "csv", "--out", str(out)).returncode == 0
+    assert agora(capsys, "export", str(path), "--db", str(db), "--table", "games", "--format", "csv", "--out", str(out))[0] == 0
     games = pd.read_csv(out)
     assert len(games) == 288
     for col in ("model_focal", "model_peer", "matrix", "peer_status", "margin", "peer_move", "t1", "t2", "t2_raw_ratio", "t3"):
@@ -54,13 +56,13 @@ def test_run_export_report_and_resume(tmp_path, write_study):
     assert (games[games.model_focal == "self-max"].t1 == 0).all()
 
     pq = tmp_path / "turns.parquet"
-    assert run_agora("export", str(path), "--db", str(db), "--table", "turns", "--format", "parquet", "--out", str(pq)).returncode == 0
+    assert agora(capsys, "export", str(path), "--db", str(db), "--table", "turns", "--format", "parquet", "--out", str(pq))[0] == 0
     turns = pd.read_parquet(pq)
     assert len(turns) == 288 * 3 and turns["valid"].all()
     assert set(turns["phase"]) == {"choose", "status", "peer_move"}
 
-    rep = run_agora("report", str(path), "--db", str(db), "--out", str(tmp_path / "rep"))
-    assert rep.returncode == 0, rep.stderr
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
     html = (tmp_path / "rep" / "index.html").read_text()
     for title in ("T1 self-first on M1", "T2 gap focus (reported numbers: gap / largest gap) on M2", "T2 gap focus (paper text: Δ/Δmax) on M2", "T3 peer-reduce on M3", "Mean envy terms per focal model (95% CI)", "Choices per turn: fs", "Played and invalid rates"):
         assert title in html
@@ -69,14 +71,14 @@ def test_run_export_report_and_resume(tmp_path, write_study):
     assert html.index("T2 gap focus (reported numbers") < html.index("T2 gap focus (paper text")
 
 
-def test_adding_a_model_only_runs_new_cells(tmp_path, write_study):
+def test_adding_a_model_only_runs_new_cells(tmp_path, write_study, capsys):
     path = write_study(SCRIPTED)
     db = tmp_path / "s.db"
-    run_agora("run", str(path), "--db", str(db), "--quiet")
+    agora(capsys, "run", str(path), "--db", str(db), "--quiet")
     bigger = write_study(envy_points("scripted", [*PLAYERS, scripted("spite", "spiteful")]), name="bigger.toml")
-    res = run_agora("run", str(bigger), "--db", str(db), "--quiet")
+    _, out, _ = agora(capsys, "run", str(bigger), "--db", str(db), "--quiet")
     # 4 models -> 12 ordered pairs x 48; 6 pairs were done
-    assert "576 games, 288 already done, 288 played" in res.stdout
+    assert "576 games, 288 already done, 288 played" in out
 
 
 @pytest.mark.parametrize(
@@ -117,11 +119,11 @@ def test_missing_files_give_one_line_errors(tmp_path, capsys):
     assert rc == 2 and "database not found" in err
 
 
-def test_model_option_replaces_the_study_models(tmp_path, write_study):
+def test_model_option_replaces_the_study_models(tmp_path, write_study, capsys):
     path = write_study(SCRIPTED)
     db = tmp_path / "m.db"
-    res = run_agora("run", str(path), "--db", str(db), "--model", "strategy/spiteful", "--model", "strategy/self-max", "--quiet")
-    assert res.returncode == 0, res.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(db), "--model", "strategy/spiteful", "--model", "strategy/self-max", "--quiet")
+    assert rc == 0, err
     con = sqlite3.connect(db)
     seats = {row[0] for row in con.execute("select seats from games")}
     assert seats == {'{"focal": "strategy/spiteful", "peer": "strategy/self-max"}', '{"focal": "strategy/self-max", "peer": "strategy/spiteful"}'}
