@@ -7,7 +7,7 @@ the process: a subprocess paid about a second of imports and a model load each).
 unconstrained runs re-ask an unusable answer once (``max_retries = 1``), not twice: the tiny
 model's free answers are unusable at every try, so the third try only added tokens; the re-ask
 itself stays exercised. Their answers are capped at 24 tokens, not 96: free text is unusable at
-any cap (no XML at all; at 96 it stopped by itself after 14 to 42 tokens), so every turn stays
+any cap (no XML at all; at 96 it stopped by itself, each try under 50 tokens), so every turn stays
 invalid with its error, at about half the generated tokens. The constrained runs keep 96: the
 grammar closes their answers at 29 to 42 tokens, all valid."""
 
