@@ -1,5 +1,6 @@
-"""Commons studies through the real command line: run, export and report a small scripted study;
-the shipped study files load; one ``--model`` fills every seat."""
+"""Commons studies through the command line (called in this process: ``main``'s return value is
+the exit status): run, export and report a small scripted study; the shipped study files load;
+one ``--model`` fills every seat."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import csv
 import pytest
 
 from agorabench.core.study import load_study
-from support.helpers import ROOT, run_agora
+from support.helpers import ROOT, agora
 from support.studies import COMMONS_SMALL, commons
 
 
@@ -30,14 +31,14 @@ def test_scenario_study_files_exist():
         assert {s.config["scenario"] for s in study.expand()} == {scenario}
 
 
-def test_small_study_run_export_and_report(write_study, tmp_path):
+def test_small_study_run_export_and_report(write_study, tmp_path, capsys):
     path = write_study(COMMONS_SMALL)
     db = tmp_path / "s.db"
-    result = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert result.returncode == 0, result.stderr
-    assert "8 games" in result.stdout
+    rc, out, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
+    assert "8 games" in out
     out = tmp_path / "games.csv"
-    assert run_agora("export", str(path), "--db", str(db), "--out", str(out)).returncode == 0
+    assert agora(capsys, "export", str(path), "--db", str(db), "--out", str(out))[0] == 0
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 8
     for row in rows:
@@ -49,8 +50,8 @@ def test_small_study_run_export_and_report(write_study, tmp_path):
         else:
             assert float(row["survival_time"]) == 1 and float(row["over_usage"]) == 100
     report_dir = tmp_path / "report"
-    result = run_agora("report", str(path), "--db", str(db), "--out", str(report_dir))
-    assert result.returncode == 0, result.stderr
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(report_dir))
+    assert rc == 0, err
     page = (report_dir / "index.html").read_text(encoding="utf-8")
     for title in ("Resource per month", "Metrics per model", "Universalization on vs off"):
         assert f"<h2>{title}</h2>" in page
@@ -60,7 +61,7 @@ def test_small_study_run_export_and_report(write_study, tmp_path):
     assert "Δ survival_time" in page
 
 
-def test_mixed_seats_and_single_model_override(write_study, tmp_path):
+def test_mixed_seats_and_single_model_override(write_study, tmp_path, capsys):
     path = write_study(MIXED, "mixed.toml")
     specs = load_study(path).expand()
     # "*" also fills the manager seat (the agreed-limit extraction, on by default)
@@ -68,15 +69,15 @@ def test_mixed_seats_and_single_model_override(write_study, tmp_path):
     specs = load_study(path, models=["strategy/follow-limit"]).expand()
     assert len(specs) == 1 and set(specs[0].seats.values()) == {"strategy/follow-limit"}
     db = tmp_path / "m.db"
-    result = run_agora("run", str(path), "--db", str(db), "--quiet")
-    assert result.returncode == 0, result.stderr
+    rc, _, err = agora(capsys, "run", str(path), "--db", str(db), "--quiet")
+    assert rc == 0, err
     from agorabench.store.store import Store
 
     (game,) = Store(db).games("commons_mixed")
     assert game["outcome"]["collapsed"] and game["metrics"]["survival_time"] == 1
     assert game["outcome"]["months"][0]["requested"] == {"agent_0": 16, "agent_1": 16, "agent_2": 100}
-    result = run_agora("report", str(path), "--db", str(db), "--out", str(tmp_path / "r"))
-    assert result.returncode == 0, result.stderr
+    rc, _, err = agora(capsys, "report", str(path), "--db", str(db), "--out", str(tmp_path / "r"))
+    assert rc == 0, err
     page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
     assert "sustainable×2 + greedy×1" in page and "Mixed groups: total gain per agent by seat model" in page
     # the two sustainable agents got their 16 each; the greedy one got the other 68
