@@ -351,6 +351,27 @@ class LevelKFit:
         return structural_rows(model_name, model, self.params(), self.log_likelihood, self.bic, self.n, note)
 
 
+_NORM_PDF_C = np.sqrt(2 * np.pi)
+
+
+def _norm_pdf(x: np.ndarray) -> np.ndarray:
+    """φ(x) by the very operations of ``scipy.stats.norm.pdf`` (exp(−x²/2)/√(2π), divided by
+    the unit scale), so the values are the same bits, without its argument checks per call."""
+    return np.exp(-x**2 / 2.0) / _NORM_PDF_C / 1.0
+
+
+def _logsumexp(a: np.ndarray) -> np.float64:
+    """log Σ exp(a) of a finite 1-D array by the very operations of ``scipy.special.logsumexp``
+    (the maxima taken out of the sum and counted: log1p(Σ_rest exp(a − max)/count) + log(count)
+    + max), so the value is the same bits, without its array-namespace dispatch per call."""
+    top = np.max(a, keepdims=True)
+    at_top = a == top
+    count = np.sum(at_top.astype(a.dtype), keepdims=True, dtype=a.dtype)
+    s = np.sum(np.exp(np.where(at_top, -np.inf, a) - top), keepdims=True, dtype=a.dtype)
+    s = np.where(s == 0, s, s / count)
+    return (np.log1p(s) + np.log(count) + top)[0]
+
+
 def _level_k_objective(x: np.ndarray, means: np.ndarray, low: float, high: float) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """−ℓ and its gradient in θ = (η_1..η_K, log σ), π = softmax(0, η):
     ∂ℓ/∂η_k = Σ_i (r_ik − π_k) with r the posterior level probabilities, and
@@ -361,7 +382,7 @@ def _level_k_objective(x: np.ndarray, means: np.ndarray, low: float, high: float
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         eta = np.append(0.0, theta[:-1])
-        log_pi = eta - special.logsumexp(eta)
+        log_pi = eta - _logsumexp(eta)
         sigma = math.exp(theta[-1])
         z = (x[:, None] - comp_means[None, :]) / sigma
         a, b = (low - comp_means) / sigma, (high - comp_means) / sigma
@@ -373,7 +394,7 @@ def _level_k_objective(x: np.ndarray, means: np.ndarray, low: float, high: float
         r = np.exp(terms - total[:, None])
         pi = np.exp(log_pi)
         g_eta = (r - pi).sum(axis=0)[1:]
-        edge = (b * stats.norm.pdf(b) - a * stats.norm.pdf(a)) / mass
+        edge = (b * _norm_pdf(b) - a * _norm_pdf(a)) / mass
         g_sigma = float(np.sum(r[:, 1:] * (z * z - 1 + edge[None, :])))
         return -float(total.sum()), -np.append(g_eta, g_sigma)
 
