@@ -10,7 +10,7 @@ import pytest
 from agorabench.analysis.frames import games_df
 from agorabench.games.glee.importer import import_logs
 from agorabench.store.store import Store
-from support.helpers import run_agora
+from support.helpers import agora
 
 
 @pytest.fixture(scope="module")
@@ -114,17 +114,18 @@ def test_mismatched_log_is_reported_not_stored(tmp_path, shared_fixtures):
     assert count == 0 and len(problems) == 1 and "the rules ask alice for a 'offer' move but the log has a 'offer' move by bob" in problems[0]
 
 
-def test_cli_import(tmp_path, shared_fixtures):
+def test_cli_import(tmp_path, shared_fixtures, capsys):
+    """``agora import glee`` (the command line, called in this process)."""
     folder = next((shared_fixtures / "glee" / "human_vs_llm" / "negotiation").rglob("074B169DA9A84299")).parent
-    proc = run_agora("import", "glee", str(folder), "--db", str(tmp_path / "g.db"), "--study", "one")
-    assert proc.returncode == 0, proc.stderr
-    assert "imported 1 games into study one" in proc.stdout
+    rc, out, err = agora(capsys, "import", "glee", str(folder), "--db", str(tmp_path / "g.db"), "--study", "one")
+    assert rc == 0, err
+    assert "imported 1 games into study one" in out
 
 
-def test_report_on_imported_games(imported, tmp_path):
+def test_report_on_imported_games(imported, tmp_path, capsys):
     _, _, _, db = imported
-    proc = run_agora("report", "glee_humans", "--db", str(db), "--out", str(tmp_path / "rep"))
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = agora(capsys, "report", "glee_humans", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
     page = (tmp_path / "rep" / "index.html").read_text()
     for family in ("Bargaining", "Negotiation", "Persuasion"):
         assert f"{family}: model pairs" in page
