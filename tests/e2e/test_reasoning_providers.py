@@ -25,7 +25,9 @@ request or another player's prompt. Checked here, for each provider:
    sends its effort;
 8. a setting the provider refuses stops the model once, with the provider's message.
 
-Each server is started once for the module (lazily, when a test first needs it)."""
+Each server is started once for the module (lazily, when a test first needs it), as the
+provider's aiohttp application of ``tests/support/providers.py`` served on 127.0.0.1 by a thread
+of this process (the same application its command line serves, without an interpreter each)."""
 
 from __future__ import annotations
 
@@ -43,8 +45,9 @@ from agorabench.core.study import load_study
 from agorabench.models.model import STOP_AFTER_SPENT
 from agorabench.store.store import Store
 from support.helpers import agora
-from support.providers import _DRAFT_TEXTS, EFFORT_TOKENS, REJECTION, draft_answer, final_answer, plain_messages, provider_server, server_stats
+from support.providers import _DRAFT_TEXTS, EFFORT_TOKENS, REJECTION, draft_answer, final_answer, make_app, plain_messages, server_stats
 from support.studies import envy_points, model, paper_grid, scripted, study_toml
+from support.thread_app import serving_app
 
 # the SDK warns of the model claude-sonnet-4-5's end of life whenever a request names it
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -78,7 +81,8 @@ DRAFT_MARKS = ("Draft:", "Drafted an answer", REJECTION, "options once more befo
 
 
 class Servers:
-    """Base URLs (``.../v1``) of :data:`SERVERS`, each started the first time it is asked for."""
+    """Base URLs (``.../v1``) of :data:`SERVERS`, each started the first time it is asked for
+    (in a thread of this process: see :func:`support.thread_app.serving_app`)."""
 
     def __init__(self, stack: ExitStack) -> None:
         self.stack = stack
@@ -87,7 +91,7 @@ class Servers:
     def __getitem__(self, name: str) -> str:
         if name not in self.urls:
             provider, opts = SERVERS[name]
-            self.urls[name] = self.stack.enter_context(provider_server(provider, keep_bodies=5000, **opts))
+            self.urls[name] = self.stack.enter_context(serving_app(make_app(provider, keep_bodies=5000, **opts), path="/v1"))
         return self.urls[name]
 
 
