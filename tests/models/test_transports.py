@@ -7,18 +7,23 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import sys
 import urllib.request
+from unittest import mock
 
 import pytest
+from aiohttp import web
 
 from agorabench.core.study import load_study
 from agorabench.models.anthropic import AnthropicBackend, to_messages_api
 from agorabench.models.base import BackendError, GenerationSettings
 from agorabench.models.model import Model, Pricing
 from agorabench.models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend, status_error
+from support import fake_openai as fake_server
 from support.fake_openai import answer_for
 from support.helpers import FAKE_OPENAI, agora, serving, server_requests
 from support.studies import envy_points, model, paper_grid, read_toml, scripted
+from support.thread_app import serving_app
 
 TRANSCRIPT = [
     {"role": "system", "content": "You play a game of points."},
@@ -28,22 +33,49 @@ TRANSCRIPT = [
 ]
 
 
+def fake_app(*options: str) -> web.Application:
+    """The fake server's application for its command-line ``options``, read by its own
+    ``main`` (its parser and defaults), which is stopped where it would serve."""
+    made: list[web.Application] = []
+    with mock.patch.object(fake_server.web, "run_app", lambda app, **_: made.append(app)), mock.patch.object(sys, "argv", ["fake_openai.py", "0", *options]):
+        fake_server.main()
+    (app,) = made
+    return app
+
+
+def start_fake(stack: contextlib.ExitStack, *options: str) -> tuple[str, str]:
+    """(base_url, stats_url) of a fake server with ``options``, stopped with ``stack``. A
+    ``--big-body`` server is a process of its own (the tests measure this process's memory);
+    the others are served by a thread of this process (no interpreter to start)."""
+    if any(o.startswith("--big-body") for o in options):
+        url = stack.enter_context(serving(FAKE_OPENAI, *options))
+    else:
+        url = stack.enter_context(serving_app(fake_app(*options), path="/v1"))
+    return url, url.removesuffix("/v1") + "/stats"
+
+
 @pytest.fixture(scope="module")
 def shared_server():
     """``shared_server(*options)``: (base_url, stats_url) of one fake server per set of options,
     kept for the module. Only for options whose answers do not depend on earlier requests
     (a fault on every call, a big body on every call, no fault): a server that counts or
-    remembers requests (``--prefix-cache``, ``--hang-first``) is each test's own."""
+    remembers requests (``--prefix-cache``, ``--hang-first``) is each test's own (``own_server``)."""
     with contextlib.ExitStack() as stack:
         started: dict[tuple[str, ...], tuple[str, str]] = {}
 
         def get(*options: str) -> tuple[str, str]:
             if options not in started:
-                url = stack.enter_context(serving(FAKE_OPENAI, *options))
-                started[options] = (url, url.removesuffix("/v1") + "/stats")
+                started[options] = start_fake(stack, *options)
             return started[options]
 
         yield get
+
+
+@pytest.fixture
+def own_server():
+    """``own_server(*options)``: (base_url, stats_url) of a new fake server, stopped after the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda *options: start_fake(stack, *options)
 
 
 def stats_of(stats_url: str) -> dict:
@@ -71,8 +103,8 @@ def test_both_transports_give_the_servers_answer(cls, shared_server):
 
 
 @pytest.mark.parametrize("cls", [LeanOpenAIBackend, AiohttpOpenAIBackend, OpenAICompatBackend])
-def test_prompt_cache_hits_are_reported(cls, fake_openai):
-    url, _ = fake_openai("--prefix-cache")
+def test_prompt_cache_hits_are_reported(cls, own_server):
+    url, _ = own_server("--prefix-cache")
 
     async def go():
         backend = cls("fake", base_url=url)
@@ -133,8 +165,8 @@ def test_messages_api_shape_and_cache_breakpoints():
     assert not any("cache_control" in t["content"][-1] for t in plain)
 
 
-def test_anthropic_backend_with_prompt_caching(fake_openai):
-    url, stats = fake_openai("--prefix-cache")
+def test_anthropic_backend_with_prompt_caching(own_server):
+    url, stats = own_server("--prefix-cache")
     base = url.removesuffix("/v1")
 
     async def go(caching):
@@ -175,8 +207,8 @@ def transport_study(spec: str, url: str, extra: str = "") -> str:
 
 
 @pytest.mark.parametrize("spec,extra", [("openai/fake", 'transport = "sdk"'), ("openai/fake", 'transport = "aiohttp"'), ("openai/fake", 'transport = "lean"\nrequests_per_minute = 6000\ntokens_per_minute = 1000000'), ("anthropic/claude-fake", "price_input = 3.0\nprice_cached_input = 0.3")])
-def test_studies_run_on_every_transport(spec, extra, tmp_path, write_study, fake_openai, capsys):
-    url, stats = fake_openai("--prefix-cache")
+def test_studies_run_on_every_transport(spec, extra, tmp_path, write_study, own_server, capsys):
+    url, stats = own_server("--prefix-cache")
     if spec.startswith("anthropic"):
         url = url.removesuffix("/v1")
     path = write_study(transport_study(spec, url, extra))

@@ -16,9 +16,10 @@ from aiohttp import web
 def serving_app(app: web.Application, path: str = "") -> Iterator[str]:
     """Serve ``app`` on a free loopback port until the block ends; yields
     ``http://127.0.0.1:PORT`` + ``path``. The server's loop runs in a daemon thread; on exit
-    the runner is cleaned up (connections closed) and the thread joined."""
+    the runner is cleaned up (connections closed, handlers still running given 1 s) and the
+    thread joined."""
     loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # as the servers' own run_app: a handler that never answers holds the exit 1 s at most
     started = threading.Event()
     port: list[int] = []
     failed: list[BaseException] = []
