@@ -47,7 +47,7 @@ from agorabench.store.store import Store
 from support.helpers import agora
 from support.providers import _DRAFT_TEXTS, EFFORT_TOKENS, REJECTION, draft_answer, final_answer, make_app, plain_messages, server_stats
 from support.studies import envy_points, model, paper_grid, scripted, study_toml
-from support.thread_app import serving_app
+from support.thread_app import fake_openai_app, serving_app
 
 # the SDK warns of the model claude-sonnet-4-5's end of life whenever a request names it
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -575,10 +575,18 @@ def test_an_effort_the_provider_refuses_stops_the_model_once(which, servers, cap
 # A model that does not reason: its requests are as they were
 
 
-def test_a_model_that_does_not_reason_sends_what_it_sent_before(capsys, tmp_path, fake_openai):
+@pytest.fixture
+def plain_server():
+    """(base_url, stats_url) of the fake OpenAI server of tests/support/fake_openai.py without
+    options, served by a thread of this process for one test."""
+    with serving_app(fake_openai_app(), path="/v1") as url:
+        yield url, url.removesuffix("/v1") + "/stats"
+
+
+def test_a_model_that_does_not_reason_sends_what_it_sent_before(capsys, tmp_path, plain_server):
     """``openai/gpt-4o-mini`` at temperature 0 sends ``max_tokens``, ``temperature`` and
     ``seed`` (the study's) exactly as before reasoning models existed, and no reasoning field."""
-    url, stats = fake_openai()
+    url, stats = plain_server
     entry = model("r", f"openai/gpt-4o-mini@{url}", temperature=0)
     path = tmp_path / "plain.toml"
     path.write_text(envy("plain", entry))

@@ -7,23 +7,19 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-import sys
 import urllib.request
-from unittest import mock
 
 import pytest
-from aiohttp import web
 
 from agorabench.core.study import load_study
 from agorabench.models.anthropic import AnthropicBackend, to_messages_api
 from agorabench.models.base import BackendError, GenerationSettings
 from agorabench.models.model import Model, Pricing
 from agorabench.models.openai_compat import AiohttpOpenAIBackend, LeanOpenAIBackend, OpenAICompatBackend, status_error
-from support import fake_openai as fake_server
 from support.fake_openai import answer_for
 from support.helpers import FAKE_OPENAI, agora, serving, server_requests
 from support.studies import envy_points, model, paper_grid, read_toml, scripted
-from support.thread_app import serving_app
+from support.thread_app import fake_openai_app, serving_app
 
 TRANSCRIPT = [
     {"role": "system", "content": "You play a game of points."},
@@ -33,16 +29,6 @@ TRANSCRIPT = [
 ]
 
 
-def fake_app(*options: str) -> web.Application:
-    """The fake server's application for its command-line ``options``, read by its own
-    ``main`` (its parser and defaults), which is stopped where it would serve."""
-    made: list[web.Application] = []
-    with mock.patch.object(fake_server.web, "run_app", lambda app, **_: made.append(app)), mock.patch.object(sys, "argv", ["fake_openai.py", "0", *options]):
-        fake_server.main()
-    (app,) = made
-    return app
-
-
 def start_fake(stack: contextlib.ExitStack, *options: str) -> tuple[str, str]:
     """(base_url, stats_url) of a fake server with ``options``, stopped with ``stack``. A
     ``--big-body`` server is a process of its own (the tests measure this process's memory);
@@ -50,7 +36,7 @@ def start_fake(stack: contextlib.ExitStack, *options: str) -> tuple[str, str]:
     if any(o.startswith("--big-body") for o in options):
         url = stack.enter_context(serving(FAKE_OPENAI, *options))
     else:
-        url = stack.enter_context(serving_app(fake_app(*options), path="/v1"))
+        url = stack.enter_context(serving_app(fake_openai_app(*options), path="/v1"))
     return url, url.removesuffix("/v1") + "/stats"
 
 

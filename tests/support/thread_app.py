@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 from typing import Iterator
+from unittest import mock
 
 from aiohttp import web
 
@@ -51,3 +53,15 @@ def serving_app(app: web.Application, path: str = "") -> Iterator[str]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(30)
         loop.close()
+
+
+def fake_openai_app(*options: str) -> web.Application:
+    """The application of ``tests/support/fake_openai.py`` for its command-line ``options``,
+    read by its own ``main`` (its parser and defaults), which is stopped where it would serve."""
+    from support import fake_openai
+
+    made: list[web.Application] = []
+    with mock.patch.object(fake_openai.web, "run_app", lambda app, **_: made.append(app)), mock.patch.object(sys, "argv", ["fake_openai.py", "0", *options]):
+        fake_openai.main()
+    (app,) = made
+    return app
