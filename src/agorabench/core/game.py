@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -187,6 +188,49 @@ RENDER_MEMO = 4096
 PEOPLE_DIR = "people"
 
 
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """Compiled template code shared by the :class:`Prompts` of one process (each runner, plan,
+    conformance check and importer makes its own): a template is compiled once per file, then
+    its code is reused while the file's name, its source text (Jinja2's checksum of it) and the
+    environment's syntax settings, which decide the compiled code, are those it was compiled
+    with. At most ``limit`` templates are kept, the oldest dropped first."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._code: dict[tuple[Any, ...], tuple[str, Any]] = {}
+        self._lock = threading.Lock()  # runners in several threads (the web app) compile at once
+
+    @staticmethod
+    def _key(bucket: Any) -> tuple[Any, ...] | None:
+        """The bucket's key (the template's name and file) with the settings that shape its
+        code; None (never shared) for an environment that decides escaping by a function."""
+        env = bucket.environment
+        if callable(env.autoescape):
+            return None
+        return (bucket.key, env.block_start_string, env.block_end_string, env.variable_start_string, env.variable_end_string,
+                env.comment_start_string, env.comment_end_string, env.line_statement_prefix, env.line_comment_prefix,
+                env.trim_blocks, env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline, env.optimized,
+                env.autoescape, tuple(sorted(env.extensions)))
+
+    def load_bytecode(self, bucket: Any) -> None:
+        key = self._key(bucket)
+        got = self._code.get(key) if key is not None else None
+        if got is not None and got[0] == bucket.checksum:
+            bucket.code = got[1]
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        key = self._key(bucket)
+        if key is None:
+            return
+        with self._lock:
+            if key not in self._code and len(self._code) >= self.limit:
+                self._code.pop(next(iter(self._code)))
+            self._code[key] = (bucket.checksum, bucket.code)
+
+
+_COMPILED = _CompiledTemplates()
+
+
 class Prompts:
     """Prompt templates of one game: one Jinja2 file per prompt, looked up first in a user's
     variant folder (if any), then in the game's own folder.
@@ -215,6 +259,7 @@ class Prompts:
             trim_blocks=True,
             lstrip_blocks=True,
             auto_reload=False,  # a study's templates do not change while it runs; no stat() per render
+            bytecode_cache=_COMPILED,
         )
         self.env.filters["quote"] = quote_marked  # other players' words: cleaned, quoted, marked (core.speech)
         self.env.globals["format_begins"] = FORMAT_MARK  # where the answer-format part begins (core.speech)
