@@ -70,3 +70,23 @@ def test_the_cache_keeps_at_most_its_limit(tmp_path, monkeypatch):
     p = Prompts(folder)
     assert [p.render(f"t{i}", x=1) for i in range(4)] == ["T0 1", "T1 1", "T2 1", "T3 1"]
     assert len(game_mod._COMPILED._code) == 2
+
+
+def test_an_environment_with_other_filters_compiles_its_own(tmp_path, compiles):
+    """Jinja2 builds how a filter is called (plain, or given the context) into the code."""
+    folder = _folder(tmp_path, "{{ x | f }}")
+
+    def environment(f) -> jinja2.Environment:
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), bytecode_cache=game_mod._COMPILED)
+        env.filters["f"] = f
+        return env
+
+    assert environment(lambda v: f"plain:{v}").get_template("ask.j2").render(x=1) == "plain:1"
+    assert environment(jinja2.pass_context(lambda ctx, v: f"ctx:{v}")).get_template("ask.j2").render(x=1) == "ctx:1"
+    assert len(compiles) == 2
+
+
+def test_minus_zero_and_zero_render_apart(tmp_path):
+    folder = _folder(tmp_path, "Your share: {{ x }}")
+    p = Prompts(folder)
+    assert [p.render("ask", x=v) for v in (0.0, -0.0, [0.0], [-0.0])] == ["Your share: 0.0", "Your share: -0.0", "Your share: [0.0]", "Your share: [-0.0]"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,9 +192,11 @@ PEOPLE_DIR = "people"
 class _CompiledTemplates(jinja2.BytecodeCache):
     """Compiled template code shared by the :class:`Prompts` of one process (each runner, plan,
     conformance check and importer makes its own): a template is compiled once per file, then
-    its code is reused while the file's name, its source text (Jinja2's checksum of it) and the
-    environment's syntax settings, which decide the compiled code, are those it was compiled
-    with. At most ``limit`` templates are kept, the oldest dropped first."""
+    its code is reused while everything that decides the compiled code is what it was compiled
+    with: the file's name, its source text (Jinja2's checksum of it), the environment's syntax
+    settings, and the filters, tests and finalizer it knows (Jinja2 builds how each is called
+    into the code, and folds constants through them), held as the objects themselves. At most
+    ``limit`` templates are kept, the oldest dropped first."""
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
@@ -201,31 +204,32 @@ class _CompiledTemplates(jinja2.BytecodeCache):
         self._lock = threading.Lock()  # runners in several threads (the web app) compile at once
 
     @staticmethod
-    def _key(bucket: Any) -> tuple[Any, ...] | None:
-        """The bucket's key (the template's name and file) with the settings that shape its
-        code; None (never shared) for an environment that decides escaping by a function."""
+    def _key(bucket: Any) -> tuple[Any, ...]:
+        """The bucket's key (the template's name and file) with all that shapes its code. The
+        filters, tests, finalizer and code generator enter as objects, which the key holds (so
+        no other object can take their place while it is kept), never by an address."""
         env = bucket.environment
-        if callable(env.autoescape):
-            return None
         return (bucket.key, env.block_start_string, env.block_end_string, env.variable_start_string, env.variable_end_string,
                 env.comment_start_string, env.comment_end_string, env.line_statement_prefix, env.line_comment_prefix,
                 env.trim_blocks, env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline, env.optimized,
-                env.autoescape, tuple(sorted(env.extensions)))
+                env.autoescape, env.finalize, env.is_async, env.code_generator_class, env.policies.get("compiler.ascii_str"),
+                tuple(sorted(env.extensions)), tuple(sorted(env.filters.items(), key=_first)), tuple(sorted(env.tests.items(), key=_first)))
 
     def load_bytecode(self, bucket: Any) -> None:
-        key = self._key(bucket)
-        got = self._code.get(key) if key is not None else None
+        got = self._code.get(self._key(bucket))
         if got is not None and got[0] == bucket.checksum:
             bucket.code = got[1]
 
     def dump_bytecode(self, bucket: Any) -> None:
         key = self._key(bucket)
-        if key is None:
-            return
         with self._lock:
             if key not in self._code and len(self._code) >= self.limit:
                 self._code.pop(next(iter(self._code)))
             self._code[key] = (bucket.checksum, bucket.code)
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
 
 
 _COMPILED = _CompiledTemplates()
@@ -332,6 +336,8 @@ def _plain(value: Any) -> Any:
     ``("dict", ((key, value), ...))`` in its order; subclasses of these types (a Markup string)
     are not plain. Texts inside a collection are tagged in place (the common leaf, no call)."""
     kind = type(value)
+    if kind is float and not value:  # 0.0 and -0.0 are equal keys but render apart
+        return ("float", value, math.copysign(1.0, value))
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return (kind.__name__, value)
     if kind is dict:
