@@ -66,6 +66,19 @@ def test_remembered_texts_are_keyed_by_role_and_content_and_bounded(monkeypatch)
     assert len(keys) == 20  # the same content under another role is another key
 
 
+def test_remembered_texts_are_bounded_in_characters_whatever_the_language(monkeypatch):
+    monkeypatch.setattr(model_module, "_MESSAGE_JSON", {})
+    monkeypatch.setattr(model_module, "_message_chars", [0])
+    monkeypatch.setattr(model_module, "_MESSAGE_BUDGET", 20_000)
+    m = _model()
+    for i in range(40):
+        messages = [{"role": "user", "content": f"{i} " + "漁" * 1000}]  # each text about 7,000 characters of JSON
+        assert m.cache_key(messages, PLAIN, 0) == _expected(messages, PLAIN, 0)
+        held = sum(len(r) + len(c) + len(t) for (r, c), t in model_module._MESSAGE_JSON.items())
+        assert held == model_module._message_chars[0] <= 20_000
+        assert model_module._MESSAGE_JSON  # the latest is kept
+
+
 @pytest.mark.parametrize(
     "messages",
     [[{"role": "user", "content": "\ud800"}], [{1: "a", "b": 2}], [{"role": "user", "content": "a", "extra": float("nan")}]],

@@ -11,6 +11,7 @@ and its scripted strategies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import threading
@@ -321,7 +322,8 @@ class Prompts:
             text = template.render(**values).strip()
             if key is not None:
                 if len(self._rendered) >= RENDER_MEMO:
-                    self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
+                    with contextlib.suppress(StopIteration, KeyError, RuntimeError):  # another thread's render evicting at once
+                        self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
                 self._rendered[key] = text
         return text
 

@@ -274,11 +274,14 @@ _KEY_C = (
 
 #: (role, content) of a message -> its JSON in the response-cache key: a call's messages repeat
 #: those of the game's earlier calls and every game's system prompt. The text depends only on
-#: the two strings; at most :data:`_MESSAGE_TEXTS` of them are kept (then the memo is emptied),
-#: and contents longer than :data:`_MESSAGE_CHARS` characters are encoded each time.
+#: the two strings; at most :data:`_MESSAGE_TEXTS` of them, and :data:`_MESSAGE_BUDGET` characters
+#: of contents and texts together, are kept (then the memo is emptied: at most some tens of MB
+#: whatever the language), and contents longer than :data:`_MESSAGE_CHARS` are encoded each time.
 _MESSAGE_JSON: dict[tuple[str, str], str] = {}
 _MESSAGE_TEXTS = 4096
 _MESSAGE_CHARS = 4096
+_MESSAGE_BUDGET = 4_000_000
+_message_chars = [0]  # characters held by _MESSAGE_JSON
 
 
 def _key_text(value: object) -> str:
@@ -306,9 +309,12 @@ def _messages_text(messages: object) -> str:
                 if text is None:
                     text = _key_text(m)
                     if len(content) <= _MESSAGE_CHARS:
-                        if len(memo) >= _MESSAGE_TEXTS:
+                        size = len(role) + len(content) + len(text)
+                        if len(memo) >= _MESSAGE_TEXTS or _message_chars[0] + size > _MESSAGE_BUDGET:
                             memo.clear()
+                            _message_chars[0] = 0
                         memo[(role, content)] = text
+                        _message_chars[0] += size
                 parts.append(text)
                 continue
         parts.append(_key_text(m))
