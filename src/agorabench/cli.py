@@ -88,19 +88,28 @@ def _spent_text(money: float | None, tokens: int | None, cost: float, used: int)
     return " and ".join(shown)
 
 
+def _judge_asked(args: argparse.Namespace) -> bool:
+    """Whether any of the judge pass's options (``_judge_options``) was given."""
+    return bool(args.judge or args.taxonomy or args.kind or args.judge_price_input is not None or args.judge_price_output is not None)
+
+
+def _judged(args: argparse.Namespace, study, db: str) -> list | None:
+    """The judge passes ``--judge``/``--taxonomy`` ask to price (``plan``, ``run --dry-run``), or None."""
+    if not _judge_asked(args):
+        return None
+    if not (args.judge and args.taxonomy):
+        raise StudyError("--judge and --taxonomy go together (the judge pass to price: its model and its taxonomy)")
+    from .judging.planned import judge_plans
+
+    prices = {k: v for k, v in (("price_input", args.judge_price_input), ("price_output", args.judge_price_output)) if v is not None}
+    return judge_plans(study, db, args.judge, args.taxonomy, args.kind, args.samples, args.output_tokens, prices)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print per model the games, calls, tokens and money a run would use, and the basis."""
     study = _planned_study(args)
     db = args.db or _default_db(args.study)
-    judged = None
-    if args.judge or args.taxonomy or args.kind:
-        if not (args.judge and args.taxonomy):
-            raise StudyError("--judge and --taxonomy go together (the judge pass to price: its model and its taxonomy)")
-        from .judging.planned import judge_plans
-
-        prices = {k: v for k, v in (("price_input", args.judge_price_input), ("price_output", args.judge_price_output)) if v is not None}
-        judged = judge_plans(study, db, args.judge, args.taxonomy, args.kind, args.samples, args.output_tokens, prices)
-    return _show_plan(study, db, args.samples, args.output_tokens, batch=args.batch, judged=judged)
+    return _show_plan(study, db, args.samples, args.output_tokens, batch=args.batch, judged=_judged(args, study, db))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -117,10 +126,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             gc.enable()
     from .redact import redact
 
+    if _judge_asked(args) and not args.dry_run:
+        raise StudyError("--judge, --taxonomy and --kind price a judge pass with --dry-run only: a run judges nothing (judge its messages after it with `agora judge`)")
     study = _planned_study(args)
     db = args.db or _default_db(args.study)
     if args.dry_run:  # what the run would play and use; nothing is played, no key is needed
-        return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens, batch=args.batch)
+        return _show_plan(study, db, args.samples, args.output_tokens, args.budget, args.budget_tokens, batch=args.batch, judged=_judged(args, study, db))
     study.check_keys()
     budget = Budget(args.budget, args.budget_tokens, args.output_tokens, args.samples) if args.budget is not None or args.budget_tokens is not None else None
     if args.no_cache and args.cache:
@@ -733,17 +744,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=_amount, metavar="DOLLARS", help="the most the study may spend in this database: no new game starts once the next could exceed it (the games in flight finish)")
     r.add_argument("--budget-tokens", type=_count, metavar="N", help="as --budget, in tokens (prompt and completion, reasoning included)")
     _plan_options(r)
+    _judge_options(r, "with --dry-run, ")
     r.set_defaults(func=cmd_run)
 
     pl = _sub(sub, "plan", "print what a study's run would play and use: per model games, calls, tokens and money, with the basis of the estimate")
     pl.add_argument("study", help="study file (TOML or YAML)")
     pl.add_argument("--db", help=DB_HELP + "; games already done in it are left out")
     pl.add_argument("--model", action="append", help="model spec replacing the study's models (repeatable)")
-    pl.add_argument("--judge", action="append", metavar="MODEL", help="also price an `agora judge` pass over the study's messages once the run is done, on its own line: a model of the study file by name (its prices), or a spec; repeatable")
-    pl.add_argument("--taxonomy", help="the judge pass's taxonomy (as `agora judge --taxonomy`)")
-    pl.add_argument("--kind", action="append", help="the judge pass codes only messages of this kind (as `agora judge --kind`); repeatable")
-    pl.add_argument("--judge-price-input", type=_amount, metavar="DOLLARS", help="the judge's dollars per million prompt tokens (as `agora judge --price-input`; default: its study model entry's, else 0)")
-    pl.add_argument("--judge-price-output", type=_amount, metavar="DOLLARS", help="the judge's dollars per million output tokens (as `agora judge --price-output`)")
+    _judge_options(pl)
     _plan_options(pl)
     pl.set_defaults(func=cmd_plan)
 
@@ -840,6 +848,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("db", help="SQLite path or database URL")
     m.set_defaults(func=cmd_migrate)
     return p
+
+
+def _judge_options(p: argparse.ArgumentParser, when: str = "") -> None:
+    """The options that price an ``agora judge`` pass beside the run's cost (``plan``, ``run --dry-run``)."""
+    p.add_argument("--judge", action="append", metavar="MODEL", help=f"{when}also price an `agora judge` pass over the study's messages once the run is done, on its own line: a model of the study file by name (its prices), or a spec; repeatable")
+    p.add_argument("--taxonomy", help="the judge pass's taxonomy (as `agora judge --taxonomy`)")
+    p.add_argument("--kind", action="append", help="the judge pass codes only messages of this kind (as `agora judge --kind`); repeatable")
+    p.add_argument("--judge-price-input", type=_amount, metavar="DOLLARS", help="the judge's dollars per million prompt tokens (as `agora judge --price-input`; default: its study model entry's, else 0)")
+    p.add_argument("--judge-price-output", type=_amount, metavar="DOLLARS", help="the judge's dollars per million output tokens (as `agora judge --price-output`)")
 
 
 def _plan_options(p: argparse.ArgumentParser) -> None:

@@ -82,3 +82,21 @@ def test_judge_options_are_checked_in_one_line(tmp_path, capsys):
     one_line_error(*agora(capsys, "plan", str(study), "--judge", "s1", "--taxonomy", "cooperation")[::2], "language model")
     one_line_error(*agora(capsys, "plan", str(study), "--judge", JUDGE, "--judge", JUDGE, "--taxonomy", "cooperation")[::2], "twice")
     one_line_error(*agora(capsys, "plan", str(study), "--judge", JUDGE, "--taxonomy", str(tmp_path / "none.toml"))[::2], "taxonomy")
+
+
+def test_run_dry_run_prices_the_judge_pass_as_the_plan_does(tmp_path, capsys):
+    study = tmp_path / "planned_judge.toml"
+    study.write_text(STUDY)
+    db = str(tmp_path / "dry.db")
+    options = ("--db", db, "--judge", JUDGE, "--taxonomy", "cooperation", "--judge-price-input", "1", "--judge-price-output", "2")
+    rc, planned, _ = agora(capsys, "plan", str(study), *options)
+    assert rc == 0
+    rc, dry, _ = agora(capsys, "run", str(study), "--dry-run", *options)
+    assert rc == 0
+    assert dry == planned and _judge_line(dry).startswith("judge openai/judge-1: ")  # the same lines, the judge's included
+    assert "run and judge: $0.0000 + ≤ $" in dry
+    assert not (tmp_path / "dry.db").exists()  # nothing played, no database made
+    # without --dry-run a run judges nothing: said in one line, before anything is played
+    one_line_error(*agora(capsys, "run", str(study), "--db", db, "--judge", JUDGE, "--taxonomy", "cooperation")[::2], "--dry-run")
+    one_line_error(*agora(capsys, "run", str(study), "--db", db, "--dry-run", "--judge-price-input", "1")[::2], "--taxonomy")
+    assert not (tmp_path / "dry.db").exists()
